@@ -1,0 +1,63 @@
+# himga: every command a user or CI needs. Each target sets up what it uses, so that on a fresh
+# machine `make serve` and `make test` are all there is to type.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+SETUP  := $(VENV)/.installed
+
+HOST     ?= 127.0.0.1
+PORT     ?= 50051
+DATA_DIR ?= data
+
+.PHONY: setup generate check-generated lint typecheck test serve bench bench-validate \
+        bench-service bench-memory eval-retrieval clean
+
+## setup: a virtual environment with himga (editable) and its pinned development tools
+setup: $(SETUP)
+$(SETUP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+## generate: rewrite generated/ from schemas/ and proto/ (never edit generated/ by hand)
+generate: $(SETUP)
+	PATH="$(abspath $(BIN)):$$PATH" bash scripts/generate.sh
+
+## check-generated: fail when generated/ differs from what schemas/ and proto/ produce
+check-generated: $(SETUP)
+	PATH="$(abspath $(BIN)):$$PATH" bash scripts/check-generated.sh
+
+## lint: ruff on the hand-written code (generated/ is excluded)
+lint: $(SETUP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+## typecheck: mypy on the hand-written code
+typecheck: $(SETUP)
+	$(BIN)/mypy
+
+## test: every test of the project
+test: $(SETUP)
+	$(BIN)/pytest
+
+## serve: the memory server on its embedded default store ($(DATA_DIR)/), on $(HOST):$(PORT)
+serve: $(SETUP)
+	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
+
+## bench: every benchmark (each prints ratios to a baseline measured in the same run)
+bench: bench-validate bench-service bench-memory
+
+bench-validate: $(SETUP)
+	$(PY) benchmarks/bench_validate.py
+
+bench-service: $(SETUP)
+	$(PY) benchmarks/bench_service.py
+
+bench-memory: $(SETUP)
+	$(PY) benchmarks/bench_memory.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,17 @@
+"""NullMemory: stores nothing, recalls nothing. The pipeline check and the "LLM only" baseline."""
+
+from himga.data.schema import Message, Session
+from himga.memory.base import BaseMemory
+
+
+class NullMemory(BaseMemory):
+    """Discards every message; `retrieve` always returns `""`; `reset` does nothing."""
+
+    def ingest(self, message: Message, session: Session) -> None:
+        pass
+
+    def retrieve(self, query: str) -> str:
+        return ""
+
+    def reset(self) -> None:
+        pass

@@ -1,0 +1,68 @@
+"""The pydantic configuration every generated schema model inherits.
+
+`make generate` passes this class to datamodel-code-generator as `--base-class`, so the
+generated files stay untouched while all of them share one configuration and the one schema
+rule pydantic cannot express on its own. This module must not import the generated packages
+(they import it).
+"""
+
+import json
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, TypeAdapter, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+
+class SchemaModel(BaseModel):
+    """Base of the models generated from `schemas/`: as strict as the JSON Schemas they mirror."""
+
+    model_config = ConfigDict(
+        # No coercion: "5" is not an integer and 5 is not a string, as in the schemas.
+        strict=True,
+        # Unknown keys are errors, as `additionalProperties: false` says.
+        extra="forbid",
+        # Python names (`tool`) and wire names (`action`) are both accepted; dumps use the wire.
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        # Assignments are checked like construction, so a model never holds what it would reject.
+        validate_assignment=True,
+    )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _date_times_are_written_in_utc(cls, value: Any, info: ValidationInfo) -> Any:
+        """The schemas' `pattern: "[Zz]$"` on date-times, which the generator has to drop.
+
+        A date-time string must name UTC with `Z`; a Python datetime with any offset is
+        accepted and converted to UTC, so that dumps are always valid on the wire.
+        """
+        field = cls.model_fields.get(info.field_name or "")
+        if field is None or not _holds_datetime(field.annotation):
+            return value
+        if isinstance(value, str):
+            if not _UTC_DATE_TIME.fullmatch(value):
+                raise PydanticCustomError(
+                    "utc_date_time",
+                    "a date-time must be RFC 3339 in UTC, such as 2024-05-08T13:56:00Z",
+                )
+            # A before-validator hands its result on as Python input, where strict mode refuses
+            # strings; parse it as the JSON path would.
+            value = _JSON_DATE_TIME.validate_json(json.dumps(value))
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            return value.astimezone(timezone.utc)
+        return value
+
+
+# RFC 3339's date-time with the schemas' `Z` suffix; pydantic alone would also take a space
+# for `T` or minutes without seconds. Field ranges are left to pydantic's parser.
+_UTC_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?[Zz]", re.ASCII)
+_JSON_DATE_TIME: TypeAdapter[datetime] = TypeAdapter(AwareDatetime, config=ConfigDict(strict=True))
+
+
+def _holds_datetime(annotation: Any) -> bool:
+    if annotation in (datetime, AwareDatetime):
+        return True
+    return any(_holds_datetime(arg) for arg in getattr(annotation, "__args__", ()))

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# `make generate`: rewrites all of generated/ from schemas/ and proto/, one generator per
+# language. Each generator clears its own output first, pins its tools and is repeatable.
+set -euo pipefail
+here="$(dirname "$0")"
+bash "$here/generate-python.sh"
