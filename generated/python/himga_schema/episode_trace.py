@@ -21,9 +21,7 @@ class EpisodeContext(SchemaModel):
     """
     What the episode's task had to achieve.
     """
-    phase: Annotated[
-        Literal["REASON", "ACT", "REFLECT", "VERIFY", ""], Field(title="Phase")
-    ] = ""
+    phase: Annotated[Literal["REASON", "ACT", "REFLECT", "VERIFY", ""], Field(title="Phase")] = ""
     """
     The RARV phase the episode ran in; empty when unknown.
     """
@@ -69,9 +67,7 @@ class EpisodeTrace(SchemaModel):
     """
     The task's goal, phase and files. Unlike a TaskContext it has no constraints, and its files are the episode's files_read followed by files_modified, without duplicates.
     """
-    action_log: Annotated[
-        list[action_entry.ActionEntry], Field(validate_default=True)
-    ] = []
+    action_log: Annotated[list[action_entry.ActionEntry], Field(validate_default=True)] = []
     """
     The tool calls of the episode, in order.
     """
@@ -79,9 +75,7 @@ class EpisodeTrace(SchemaModel):
     """
     How the episode ended.
     """
-    errors_encountered: Annotated[
-        list[error_entry.ErrorEntry], Field(validate_default=True)
-    ] = []
+    errors_encountered: Annotated[list[error_entry.ErrorEntry], Field(validate_default=True)] = []
     """
     Errors met during the episode, in order.
     """

@@ -24,9 +24,7 @@ class TaskContext(SchemaModel):
     """
     What the task must achieve.
     """
-    phase: Annotated[
-        Literal["REASON", "ACT", "REFLECT", "VERIFY", ""], Field(title="Phase")
-    ] = ""
+    phase: Annotated[Literal["REASON", "ACT", "REFLECT", "VERIFY", ""], Field(title="Phase")] = ""
     """
     The RARV phase the task is in; empty when unknown.
     """
