@@ -8,10 +8,17 @@ rule pydantic cannot express on its own. This module must not import the generat
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, TypeAdapter, ValidationInfo, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 
@@ -52,7 +59,7 @@ class SchemaModel(BaseModel):
             # strings; parse it as the JSON path would.
             value = _JSON_DATE_TIME.validate_json(json.dumps(value))
         if isinstance(value, datetime) and value.tzinfo is not None:
-            return value.astimezone(timezone.utc)
+            return value.astimezone(UTC)
         return value
 
 

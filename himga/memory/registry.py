@@ -1,0 +1,41 @@
+"""The memories a server or a command can be asked for by name.
+
+Each entry makes the memory of one namespace: `factory(namespace, data_dir)`, where `data_dir`
+is the server's data directory (None: keep nothing on disk). Classes are imported on first use,
+so naming one memory does not load the others.
+"""
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+from himga.memory.base import BaseMemory
+
+MemoryFactory = Callable[[str, Path | None], BaseMemory]
+
+# name -> (module, attribute): the attribute is called as factory(namespace, data_dir).
+_ENTRIES: dict[str, tuple[str, str]] = {
+    "null": ("himga.memory.null", "NullMemory.for_namespace"),
+}
+
+DEFAULT_MEMORY = "null"
+
+
+def memory_names() -> list[str]:
+    """The names `memory_factory` knows, sorted."""
+    return sorted(_ENTRIES)
+
+
+def memory_factory(name: str) -> MemoryFactory:
+    """The factory of the memory called `name`; ValueError naming the known ones otherwise."""
+    try:
+        module_name, attribute = _ENTRIES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown memory {name!r}; known memories: {', '.join(memory_names())}"
+        ) from None
+    target: object = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    factory: MemoryFactory = target  # type: ignore[assignment]
+    return factory
