@@ -67,14 +67,16 @@ class IngestBatchResponse(_message.Message):
     def __init__(self, ingested: _Optional[int] = ...) -> None: ...
 
 class RetrieveRequest(_message.Message):
-    __slots__ = ("namespace", "query", "limit")
+    __slots__ = ("namespace", "query", "limit", "memory")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query: str
     limit: int
-    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+    memory: str
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., memory: _Optional[str] = ...) -> None: ...
 
 class Hit(_message.Message):
     __slots__ = ("turn_id", "session_id", "role", "content", "date_str", "score")
@@ -101,10 +103,12 @@ class RetrieveResponse(_message.Message):
     def __init__(self, context: _Optional[str] = ..., hits: _Optional[_Iterable[_Union[Hit, _Mapping]]] = ...) -> None: ...
 
 class ResetRequest(_message.Message):
-    __slots__ = ("namespace",)
+    __slots__ = ("namespace", "memory")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
-    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+    memory: str
+    def __init__(self, namespace: _Optional[str] = ..., memory: _Optional[str] = ...) -> None: ...
 
 class ResetResponse(_message.Message):
     __slots__ = ()

@@ -30,8 +30,14 @@ class MemoryServiceStub:
     1 to 128 characters of letters, digits, '.', '_', '-' and ':'. Namespaces never see each
     other's memories; use one per agent, per user or per evaluation sample.
 
+    A namespace is opened on its first call of any kind, with the memory implementation that call
+    names (its `memory` field; empty means the server's default), and keeps it: a later call naming
+    another memory for it fails with FAILED_PRECONDITION. A durable memory finds what it stored
+    before a restart as soon as the namespace is opened again.
+
     A malformed request fails with INVALID_ARGUMENT and a google.rpc.BadRequest detail whose field
     violations name each offending field (for example "message.role"); nothing of it is stored.
+    A request larger than the server's limit fails with RESOURCE_EXHAUSTED.
     """
 
     def __init__(self, channel):
@@ -67,8 +73,14 @@ class MemoryServiceServicer:
     1 to 128 characters of letters, digits, '.', '_', '-' and ':'. Namespaces never see each
     other's memories; use one per agent, per user or per evaluation sample.
 
+    A namespace is opened on its first call of any kind, with the memory implementation that call
+    names (its `memory` field; empty means the server's default), and keeps it: a later call naming
+    another memory for it fails with FAILED_PRECONDITION. A durable memory finds what it stored
+    before a restart as soon as the namespace is opened again.
+
     A malformed request fails with INVALID_ARGUMENT and a google.rpc.BadRequest detail whose field
     violations name each offending field (for example "message.role"); nothing of it is stored.
+    A request larger than the server's limit fails with RESOURCE_EXHAUSTED.
     """
 
     def Ingest(self, request, context):
@@ -140,8 +152,14 @@ class MemoryService:
     1 to 128 characters of letters, digits, '.', '_', '-' and ':'. Namespaces never see each
     other's memories; use one per agent, per user or per evaluation sample.
 
+    A namespace is opened on its first call of any kind, with the memory implementation that call
+    names (its `memory` field; empty means the server's default), and keeps it: a later call naming
+    another memory for it fails with FAILED_PRECONDITION. A durable memory finds what it stored
+    before a restart as soon as the namespace is opened again.
+
     A malformed request fails with INVALID_ARGUMENT and a google.rpc.BadRequest detail whose field
     violations name each offending field (for example "message.role"); nothing of it is stored.
+    A request larger than the server's limit fails with RESOURCE_EXHAUSTED.
     """
 
     @staticmethod
