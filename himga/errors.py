@@ -1,0 +1,41 @@
+"""The exceptions himga raises: one package base, each also a builtin callers already catch."""
+
+
+class HimgaError(Exception):
+    """Base of every error himga raises on purpose, so callers can catch them all at once."""
+
+
+class SchemaError(HimgaError, ValueError):
+    """A document breaks one rule of a schema.
+
+    `path` is a JSON path into the document (`$.context.goal`), `reason` says what is wrong
+    there, `keyword` names the broken rule (`required`, `minimum`, ...) and `schema_path`
+    locates that rule in the schema files (`<$id>#/properties/goal/minLength`).
+    """
+
+    def __init__(self, path: str, reason: str, keyword: str = "", schema_path: str = "") -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+        self.keyword = keyword
+        self.schema_path = schema_path
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SchemaError):
+            return NotImplemented
+        return (self.path, self.reason, self.keyword, self.schema_path) == (
+            other.path,
+            other.reason,
+            other.keyword,
+            other.schema_path,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.reason, self.keyword, self.schema_path))
+
+    def __repr__(self) -> str:
+        return f"SchemaError(path={self.path!r}, reason={self.reason!r}, keyword={self.keyword!r})"
+
+
+class UnknownTypeError(HimgaError, LookupError):
+    """A type name or schema `$id` that none of the shipped schemas has."""
