@@ -5,3 +5,4 @@ set -euo pipefail
 here="$(dirname "$0")"
 bash "$here/generate-python.sh"
 bash "$here/generate-go.sh"
+bash "$here/generate-typescript.sh"
