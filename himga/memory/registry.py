@@ -26,6 +26,21 @@ def memory_names() -> list[str]:
     return sorted(_ENTRIES)
 
 
+def register(name: str, module: str, attribute: str) -> None:
+    """Make a memory known by `name` without editing this file (a plugin's, or a test's).
+
+    `attribute` is a dotted path in `module` to `factory(namespace, data_dir)`. A name already
+    known is a ValueError: one name, one memory."""
+    if name in _ENTRIES:
+        raise ValueError(f"memory {name!r} is already registered")
+    _ENTRIES[name] = (module, attribute)
+
+
+def unregister(name: str) -> None:
+    """Forget the memory called `name` (KeyError if unknown)."""
+    del _ENTRIES[name]
+
+
 def memory_factory(name: str) -> MemoryFactory:
     """The factory of the memory called `name`; ValueError naming the known ones otherwise."""
     try:

@@ -1,0 +1,123 @@
+"""The one place where the service's proto messages and himga's Python models meet.
+
+Both directions are generic over the proto descriptors: a field is carried under its
+`json_name`, which equals the schema's key (tests/service/test_proto_mirror.py holds them
+equal), so no field list is restated here. Proto -> model validates with the generated models
+and reports each broken rule as a field violation with its path in the request.
+"""
+
+from collections.abc import Iterable
+from dataclasses import fields
+from functools import cache
+from typing import Any, TypeVar
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message as ProtoMessage
+from himga_proto.memory.v1 import memory_pb2 as pb
+from pydantic import BaseModel, ValidationError
+
+from himga.data.schema import Message, Session
+from himga.memory.base import Hit
+from himga.service.errors import FieldViolation, InvalidRequest
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# What a proto field needs for its conversion: name, json_name, whether it has presence (an
+# unset `optional` stays absent), whether it is repeated, whether it holds messages.
+_FieldPlan = tuple[str, str, bool, bool, bool]
+
+
+def message_from_proto(message: pb.Message, path: str) -> Message:
+    """The Message a request carries at `path` (`message`, `items[2].message`)."""
+    return _validate(Message, _to_dict(message), path)
+
+
+def session_from_proto(session: pb.Session, path: str, *, with_messages: bool = True) -> Session:
+    """The Session a request carries at `path`; its messages are left out when not wanted
+    (an Ingest carries its message beside the session, whose `messages` the server ignores)."""
+    skip = () if with_messages else ("messages",)
+    return _validate(Session, _to_dict(session, skip), path)
+
+
+def message_to_proto(message: Message) -> pb.Message:
+    return pb.Message(**_proto_kwargs(message, pb.Message))
+
+
+def session_to_proto(session: Session, *, with_messages: bool = True) -> pb.Session:
+    """The proto of `session`; without its messages for an Ingest (they travel one by one)."""
+    exclude = None if with_messages else {"messages"}
+    return pb.Session(**_proto_kwargs(session, pb.Session, exclude))
+
+
+def hit_to_proto(hit: Hit) -> pb.Hit:
+    return pb.Hit(**{name: getattr(hit, name) for name in _hit_fields()})
+
+
+def hits_from_proto(hits: Iterable[pb.Hit]) -> list[Hit]:
+    names = _hit_fields()
+    return [Hit(**{name: getattr(h, name) for name in names}) for h in hits]
+
+
+def _validate(model: type[ModelT], data: dict[str, Any], path: str) -> ModelT:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise InvalidRequest(
+            [
+                FieldViolation(_join(path, e["loc"]), e["msg"])
+                for e in error.errors(include_url=False)
+            ]
+        ) from None
+
+
+def _join(path: str, loc: tuple[int | str, ...]) -> str:
+    for part in loc:
+        path = f"{path}[{part}]" if isinstance(part, int) else f"{path}.{part}"
+    return path
+
+
+def _to_dict(message: ProtoMessage, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON-shaped dict of a proto message, keyed by json_name; unset optionals absent."""
+    out: dict[str, Any] = {}
+    for name, json_name, presence, repeated, holds_messages in _plan(message.DESCRIPTOR):
+        if name in skip or (presence and not message.HasField(name)):
+            continue
+        value = getattr(message, name)
+        if holds_messages:
+            value = [_to_dict(v) for v in value] if repeated else _to_dict(value)
+        elif repeated:
+            value = list(value)
+        out[json_name] = value
+    return out
+
+
+def _proto_kwargs(
+    model: BaseModel, proto: type[ProtoMessage], exclude: set[str] | None = None
+) -> dict[str, Any]:
+    """Constructor arguments of the proto of `model`: its JSON dump keyed by proto field name.
+    Keys starting with `$` (`$schema`) are document metadata the proto does not carry."""
+    by_json_name = {f.json_name: f.name for f in proto.DESCRIPTOR.fields}
+    return {
+        by_json_name[key]: value
+        for key, value in model.model_dump(exclude=exclude).items()
+        if not key.startswith("$")
+    }
+
+
+@cache
+def _plan(descriptor: Descriptor) -> tuple[_FieldPlan, ...]:
+    return tuple(
+        (
+            f.name,
+            f.json_name,
+            f.has_presence,
+            f.is_repeated,
+            f.type == FieldDescriptor.TYPE_MESSAGE,
+        )
+        for f in descriptor.fields
+    )
+
+
+@cache
+def _hit_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Hit))

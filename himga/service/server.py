@@ -1,0 +1,73 @@
+"""`create_server`: a started gRPC server with MemoryService, health checking and reflection."""
+
+import logging
+import threading
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from himga_proto.memory.v1 import memory_pb2, memory_pb2_grpc
+
+from himga.memory.registry import DEFAULT_MEMORY
+from himga.service.namespaces import Namespaces
+from himga.service.servicer import MemoryServicer
+
+SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""The largest request or response, either way; a larger request gets RESOURCE_EXHAUSTED."""
+
+_log = logging.getLogger(__name__)
+
+
+class MemoryServer:
+    """A running memory server: `stop(grace)` stops it as grpc.Server.stop does, after first
+    telling health checkers it is going away (NOT_SERVING), so balancers drain it."""
+
+    def __init__(self, server: grpc.Server, health_servicer: health.HealthServicer) -> None:
+        self.grpc_server = server
+        self._health = health_servicer
+
+    def stop(self, grace: float | None) -> threading.Event:
+        """Refuse new calls, let in-flight calls finish for up to `grace` seconds, then stop."""
+        self._health.enter_graceful_shutdown()
+        event: threading.Event = self.grpc_server.stop(grace)
+        return event
+
+    def wait_for_termination(self, timeout: float | None = None) -> bool:
+        stopped: bool = self.grpc_server.wait_for_termination(timeout)
+        return stopped
+
+
+def create_server(
+    address: str,
+    *,
+    memory: str = DEFAULT_MEMORY,
+    data_dir: Path | str | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    max_workers: int = 8,
+) -> tuple[MemoryServer, int]:
+    """Start a memory server on `address` ("127.0.0.1:0" picks a free port) and return it with
+    its port. New namespaces get `memory` unless a call names another; durable memories keep
+    their files under `data_dir` (None: nothing on disk). ValueError on an unknown memory."""
+    namespaces = Namespaces(memory, Path(data_dir) if data_dir is not None else None)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="himga-rpc"),
+        options=[
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+        ],
+    )
+    memory_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(namespaces), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    port = server.add_insecure_port(address)
+    server.start()
+    for name in ("", SERVICE_NAME):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    _log.debug("memory server on port %d with memory %r", port, memory)
+    return MemoryServer(server, health_servicer), port
