@@ -1,0 +1,88 @@
+// Command client is a Go agent keeping a LoCoMo conversation in a himga memory server:
+// it stores the first conversation of a locomo10-layout file in batches, asks its first
+// questions, prints what the memory recalls, and forgets it all again.
+//
+//	make serve    # in another terminal: the server on 127.0.0.1:50051
+//	go run ./examples/go/client -locomo ../shared/data/locomo/locomo-dev.json
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"himga.dev/himga/examples/go/locomo"
+	memoryv1 "himga.dev/himga/generated/go/himga/memory/v1"
+)
+
+func main() {
+	target := flag.String("target", "127.0.0.1:50051", "the memory server, HOST:PORT")
+	path := flag.String("locomo", "", "a LoCoMo file (locomo10 layout)")
+	namespace := flag.String("namespace", "go-example", "the namespace to keep the conversation in")
+	questions := flag.Int("questions", 3, "how many of its questions to ask")
+	flag.Parse()
+	if *path == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(*target, *path, *namespace, *questions); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(target, path, namespace string, questions int) error {
+	samples, err := locomo.Load(path)
+	if err != nil {
+		return err
+	}
+	if len(samples) == 0 {
+		return fmt.Errorf("%s holds no conversation", path)
+	}
+	sample := samples[0]
+	items, err := sample.Items()
+	if err != nil {
+		return err
+	}
+
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	memory := memoryv1.NewMemoryServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// All of a batch is stored, or none of it when any message is malformed.
+	const batchSize = 64
+	for start := 0; start < len(items); start += batchSize {
+		batch := items[start:min(start+batchSize, len(items))]
+		if _, err := memory.IngestBatch(ctx, &memoryv1.IngestBatchRequest{Namespace: namespace, Items: batch}); err != nil {
+			return fmt.Errorf("storing messages %d..: %w", start, err)
+		}
+	}
+	fmt.Printf("stored %d messages of %s in namespace %q\n", len(items), sample.SampleID, namespace)
+
+	for _, qa := range sample.QA[:min(questions, len(sample.QA))] {
+		resp, err := memory.Retrieve(ctx, &memoryv1.RetrieveRequest{Namespace: namespace, Query: qa.Question, Limit: 3})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\nQ: %s (evidence %v)\n", qa.Question, qa.Evidence)
+		for _, hit := range resp.GetHits() {
+			fmt.Printf("  %-6s %.2f  %s: %s\n", hit.GetTurnId(), hit.GetScore(), hit.GetRole(), hit.GetContent())
+		}
+	}
+
+	if _, err := memory.Reset(ctx, &memoryv1.ResetRequest{Namespace: namespace}); err != nil {
+		return err
+	}
+	fmt.Printf("\nreset namespace %q\n", namespace)
+	return nil
+}

@@ -1,0 +1,199 @@
+// Package client checks that a Go agent keeps a LoCoMo conversation in a himga memory server
+// through the generated stubs: batch ingest, retrieval of the evidence, reset, and the error a
+// malformed request gets.
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"himga.dev/himga/examples/go/locomo"
+	memoryv1 "himga.dev/himga/generated/go/himga/memory/v1"
+	"himga.dev/himga/tests/go/internal/testenv"
+)
+
+const (
+	batchSize    = 64
+	hitLimit     = 10
+	maxQuestions = 5
+)
+
+var word = regexp.MustCompile(`[a-z0-9]+`)
+
+func words(text string) []string {
+	var out []string
+	for _, w := range word.FindAllString(strings.ToLower(text), -1) {
+		if len(w) >= 4 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// question is one the rule below picks, with the turn that answers it.
+type question struct {
+	text     string
+	evidence string
+}
+
+// findable picks, in file order, the questions a keyword search can be expected to answer: one
+// evidence turn, sharing with the question a word of 4+ letters that at most 2 turns of the
+// whole conversation use. The rule reads only the data, so it holds for any LoCoMo file.
+func findable(sample locomo.Sample, items []*locomo.Item) []question {
+	turns := map[string]string{}
+	usedBy := map[string]int{}
+	for _, item := range items {
+		turns[item.GetMessage().GetTurnId()] = item.GetMessage().GetContent()
+		for _, w := range slices.Compact(slices.Sorted(slices.Values(words(item.GetMessage().GetContent())))) {
+			usedBy[w]++
+		}
+	}
+	var picked []question
+	for _, qa := range sample.QA {
+		if len(qa.Evidence) != 1 {
+			continue
+		}
+		text, ok := turns[qa.Evidence[0]]
+		if !ok {
+			continue
+		}
+		inTurn := words(text)
+		for _, w := range words(qa.Question) {
+			if usedBy[w] <= 2 && slices.Contains(inTurn, w) {
+				picked = append(picked, question{qa.Question, qa.Evidence[0]})
+				break
+			}
+		}
+		if len(picked) == maxQuestions {
+			break
+		}
+	}
+	return picked
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "go-client-" + hex.EncodeToString(b)
+}
+
+func hitIDs(hits []*memoryv1.Hit) []string {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.GetTurnId()
+	}
+	return ids
+}
+
+func TestGoAgentKeepsAConversation(t *testing.T) {
+	target := testenv.Target(t)
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := memoryv1.NewMemoryServiceClient(conn)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	samples, err := locomo.Load(testenv.LocomoPath(t))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no LoCoMo sample: %v", err)
+	}
+	items, err := samples[0].Items()
+	if err != nil {
+		t.Fatal(err)
+	}
+	questions := findable(samples[0], items)
+	if len(questions) == 0 {
+		t.Fatal("the rule picked no question from the sample")
+	}
+	namespace := newNamespace(t)
+
+	var ingested uint32
+	for start := 0; start < len(items); start += batchSize {
+		batch := items[start:min(start+batchSize, len(items))]
+		resp, err := client.IngestBatch(ctx, &memoryv1.IngestBatchRequest{Namespace: namespace, Items: batch})
+		if err != nil {
+			t.Fatalf("IngestBatch of items %d..: %v", start, err)
+		}
+		ingested += resp.GetIngested()
+	}
+	if int(ingested) != len(items) {
+		t.Fatalf("the server reports %d messages stored, sent %d", ingested, len(items))
+	}
+
+	for _, q := range questions {
+		resp, err := client.Retrieve(ctx, &memoryv1.RetrieveRequest{Namespace: namespace, Query: q.text, Limit: hitLimit})
+		if err != nil {
+			t.Fatalf("Retrieve %q: %v", q.text, err)
+		}
+		ids := hitIDs(resp.GetHits())
+		if !slices.Contains(ids, q.evidence) {
+			t.Errorf("%q: evidence %s is not among the hits %v", q.text, q.evidence, ids)
+		}
+		if resp.GetContext() == "" {
+			t.Errorf("%q: hits but an empty context", q.text)
+		}
+	}
+
+	if _, err := client.Reset(ctx, &memoryv1.ResetRequest{Namespace: namespace}); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	for _, q := range questions {
+		resp, err := client.Retrieve(ctx, &memoryv1.RetrieveRequest{Namespace: namespace, Query: q.text, Limit: hitLimit})
+		if err != nil {
+			t.Fatalf("Retrieve after Reset: %v", err)
+		}
+		if len(resp.GetHits()) != 0 || resp.GetContext() != "" {
+			t.Errorf("%q after Reset: hits %v, context %q", q.text, hitIDs(resp.GetHits()), resp.GetContext())
+		}
+	}
+	t.Logf("%d messages ingested, %d questions answered from their evidence", ingested, len(questions))
+}
+
+func TestEmptyRoleIsInvalidArgumentNamingTheField(t *testing.T) {
+	target := testenv.Target(t)
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := memoryv1.NewMemoryServiceClient(conn)
+
+	_, err = client.Ingest(t.Context(), &memoryv1.IngestRequest{
+		Namespace: newNamespace(t),
+		Message:   &memoryv1.Message{Role: "", Content: "who said this?"},
+		Session:   &memoryv1.Session{SessionId: "s1"},
+	})
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.InvalidArgument {
+		t.Fatalf("want INVALID_ARGUMENT, got %v", err)
+	}
+	var fields []string
+	for _, detail := range st.Details() {
+		if br, ok := detail.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+		}
+	}
+	if !slices.Contains(fields, "message.role") {
+		t.Fatalf("want a BadRequest field violation for message.role, got %v (status %v)", fields, st)
+	}
+}
