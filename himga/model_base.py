@@ -2,14 +2,14 @@
 
 `make generate` passes this class to datamodel-code-generator as `--base-class`, so the
 generated files stay untouched while all of them share one configuration and the one schema
-rule pydantic cannot express on its own. This module must not import the generated packages
+rules pydantic cannot express on its own. This module must not import the generated packages
 (they import it).
 """
 
 import json
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
 from pydantic import (
     AwareDatetime,
@@ -19,6 +19,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from pydantic.config import ExtraValues
 from pydantic_core import PydanticCustomError
 
 
@@ -37,6 +38,31 @@ class SchemaModel(BaseModel):
         # Assignments are checked like construction, so a model never holds what it would reject.
         validate_assignment=True,
     )
+
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: ExtraValues | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        """Parse JSON text: the wire, where only the schemas' names are valid.
+
+        Python names (`tool` for `action`) stay welcome in Python code, but in JSON they are
+        unknown properties, as the schemas say; pass `by_name=True` to accept them anyway.
+        """
+        return super().model_validate_json(
+            json_data,
+            strict=strict,
+            extra=extra,
+            context=context,
+            by_alias=by_alias,
+            by_name=False if by_name is None else by_name,
+        )
 
     @field_validator("*", mode="before")
     @classmethod

@@ -1,0 +1,179 @@
+"""The conformance vectors: their shape, one verdict from every validator, every rule covered.
+
+Every vector goes through the jsonschema reference, the generated pydantic models (at the JSON
+boundary) and the jsonschema-rs fast path; each must give the vector's `valid`. The list of
+rules that need an invalid vector is read from the schema files, never written down here.
+"""
+
+import importlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from pydantic import TypeAdapter, ValidationError
+
+from himga import schemas
+
+VECTOR_DIR = Path(__file__).resolve().parents[2] / "schemas" / "conformance"
+SHAPE_FILE = VECTOR_DIR / "vectors.schema.json"
+SOURCE_DIR = Path(__file__).resolve().parents[2] / "schemas" / "v1"
+VECTOR_FILES = sorted(p for p in VECTOR_DIR.glob("*.json") if p != SHAPE_FILE)
+
+# Keywords whose every occurrence in a schema is a rule that needs an invalid vector.
+RULE_KEYWORDS = ("type", "minLength", "minimum", "maximum", "enum", "format", "pattern")
+
+
+def _load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _vectors() -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(type name, pytest id, vector) for every vector of every file."""
+    for path in VECTOR_FILES:
+        for group in _load(path):
+            type_name = schemas.type_for_id(group["schema"]["$ref"])
+            for test in group["tests"]:
+                yield type_name, f"{path.stem}: {group['description']}: {test['description']}", test
+
+
+VECTORS = list(_vectors())
+
+
+def _pydantic_validator(type_name: str) -> Callable[[str], object]:
+    """The generated model's JSON parser for a type.
+
+    Phase has no model of its own (the generator inlines it as a Literal wherever it is
+    used), so its vectors go through the exact type the TaskContext model uses for `phase`.
+    """
+    if type_name == "Phase":
+        module = importlib.import_module("himga_schema.task_context")
+        annotation = module.TaskContext.model_fields["phase"].annotation
+        return TypeAdapter(annotation).validate_json
+    stem = schemas.schema_id(type_name).rsplit("/", 1)[1].removesuffix(".json")
+    model = getattr(importlib.import_module(f"himga_schema.{stem}"), type_name)
+    parse: Callable[[str], object] = model.model_validate_json
+    return parse
+
+
+def _reference(document: Any, type_name: str) -> bool:
+    return not schemas.validate(document, type_name)
+
+
+def _pydantic(document: Any, type_name: str) -> bool:
+    try:
+        _pydantic_validator(type_name)(json.dumps(document))
+    except ValidationError:
+        return False
+    return True
+
+
+def _fast(document: Any, type_name: str) -> bool:
+    return schemas.is_valid(document, type_name)
+
+
+VALIDATORS = {"reference": _reference, "pydantic": _pydantic, "fast": _fast}
+
+
+def test_there_is_a_vector_file_for_every_type() -> None:
+    schema_stems = {p.stem for p in SOURCE_DIR.glob("*.json")}
+    assert {p.stem for p in VECTOR_FILES} == schema_stems
+
+
+@pytest.mark.parametrize("path", VECTOR_FILES, ids=lambda p: p.name)
+def test_vector_file_has_the_test_suite_shape(path: Path) -> None:
+    shape = _load(SHAPE_FILE)
+    Draft202012Validator.check_schema(shape)
+    groups = _load(path)
+    errors = [e.message for e in Draft202012Validator(shape).iter_errors(groups)]
+    assert errors == []
+    # Every group of a file tests the schema the file is named after.
+    assert {g["schema"]["$ref"].rsplit("/", 1)[1] for g in groups} == {path.name}
+    for group in groups:
+        descriptions = [t["description"] for t in group["tests"]]
+        assert len(descriptions) == len(set(descriptions)), group["description"]
+
+
+def test_shape_schema_rejects_a_malformed_vector_file() -> None:
+    validator = Draft202012Validator(_load(SHAPE_FILE))
+    good = {"description": "d", "schema": {"$ref": schemas.schema_id("Message")}, "tests": []}
+    assert not validator.is_valid([good])  # a group needs vectors
+    vector = {"description": "v", "data": {}, "valid": "yes"}
+    assert not validator.is_valid([{**good, "tests": [vector]}])  # valid is a boolean
+
+
+@pytest.mark.parametrize("validator", VALIDATORS)
+@pytest.mark.parametrize(("type_name", "vector"), [(t, v) for t, _, v in VECTORS],
+                         ids=[i for _, i, _ in VECTORS])  # fmt: skip
+def test_validator_gives_the_vectors_verdict(
+    validator: str, type_name: str, vector: dict[str, Any]
+) -> None:
+    assert VALIDATORS[validator](vector["data"], type_name) is vector["valid"]
+
+
+def _rules(schema: dict[str, Any], uri: str, pointer: str = "") -> Iterator[str]:
+    """Every rule of a schema, named by where it sits (`<$id>#/properties/t/minimum`)."""
+    for keyword in RULE_KEYWORDS:
+        if keyword in schema:
+            yield f"{uri}#{pointer}/{keyword}"
+    for name in schema.get("required", []):
+        yield f"{uri}#{pointer}/required/{name}"
+    if schema.get("additionalProperties") is False:
+        yield f"{uri}#{pointer}/additionalProperties"
+    for name, subschema in schema.get("properties", {}).items():
+        yield from _rules(subschema, uri, f"{pointer}/properties/{name.replace('/', '~1')}")
+    if isinstance(schema.get("items"), dict):
+        yield from _rules(schema["items"], uri, f"{pointer}/items")
+    for name, subschema in schema.get("$defs", {}).items():
+        yield from _rules(subschema, uri, f"{pointer}/$defs/{name}")
+
+
+def _broken_rules(document: Any, type_name: str) -> set[str]:
+    broken = set()
+    for error in schemas.validate(document, type_name):
+        rule = error.schema_path
+        if error.keyword == "required":
+            # The error's path ends with the missing property.
+            rule += "/" + error.path.rsplit(".", 1)[1]
+        broken.add(rule)
+    return broken
+
+
+def test_every_rule_of_every_schema_has_an_invalid_vector() -> None:
+    rules = {
+        rule
+        for type_name in schemas.type_names()
+        for rule in _rules(schemas.schema_for(type_name), schemas.schema_id(type_name))
+    }
+    assert len(rules) > 50  # the walk found the schemas' rules (a sanity floor, not a target)
+    covered: set[str] = set()
+    for type_name, _, vector in VECTORS:
+        if not vector["valid"]:
+            covered |= _broken_rules(vector["data"], type_name)
+    assert sorted(rules - covered) == []
+
+
+def test_every_property_appears_in_a_valid_vector() -> None:
+    present: dict[str, set[str]] = {name: set() for name in schemas.type_names()}
+    for type_name, _, vector in VECTORS:
+        if vector["valid"] and isinstance(vector["data"], dict):
+            present[type_name] |= set(vector["data"])
+    for type_name in schemas.type_names():
+        properties = set(schemas.schema_for(type_name).get("properties", {}))
+        assert properties <= present[type_name], type_name
+
+
+def test_the_schema_a_valid_vector_claims_names_its_own_type() -> None:
+    claims = [
+        (type_name, vector["data"]["$schema"])
+        for type_name, _, vector in VECTORS
+        if vector["valid"] and isinstance(vector["data"], dict) and "$schema" in vector["data"]
+    ]
+    object_types = {
+        t for t in schemas.type_names() if "$schema" in schemas.schema_for(t).get("properties", {})
+    }
+    assert {type_name for type_name, _ in claims} == object_types
+    for type_name, uri in claims:
+        assert schemas.type_for_id(uri) == type_name
