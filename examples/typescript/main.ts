@@ -1,0 +1,45 @@
+// A TypeScript agent's memory in a himga server: validate a conversation with the schemas, store
+// it, recall from it, forget it.
+//
+//   himga serve --port 50051 &                      # or: make serve
+//   npx tsc -p examples/typescript && node build/typescript/examples/typescript/main.js 127.0.0.1:50051
+import { connectMemory, fieldViolations, ingestItem } from "./memory.js";
+import { SchemaValidator } from "./schemas.js";
+import type { Session } from "../../generated/typescript/schema/v1.js";
+
+const target = process.argv[2] ?? process.env.HIMGA_TARGET ?? "127.0.0.1:50051";
+const namespace = "example-typescript";
+
+const session: Session = {
+  session_id: "s1",
+  date_str: "1:56 pm on 8 May, 2023",
+  messages: [
+    { role: "Caroline", content: "I went to an LGBTQ support group yesterday.", turn_id: "D1:1" },
+    { role: "Melanie", content: "That sounds great! I painted a sunrise last week.", turn_id: "D1:2" },
+  ],
+};
+
+const schemas = new SchemaValidator();
+const problems = schemas.violations("session", session);
+if (problems.length > 0) throw new Error(`invalid session: ${JSON.stringify(problems)}`);
+console.log("bad message:", schemas.violations("message", { role: "", text: "hi" }));
+
+const memory = connectMemory(target);
+try {
+  const items = (session.messages ?? []).map((message) => ingestItem(message, session));
+  const { ingested } = await memory.client.ingestBatch({ namespace, items });
+  console.log(`stored ${ingested} messages in ${namespace}`);
+
+  const answer = await memory.client.retrieve({ namespace, query: "What did Melanie paint?" });
+  console.log("context:", JSON.stringify(answer.context));
+  for (const hit of answer.hits) console.log(`  ${hit.turnId} ${hit.role}: ${hit.content}`);
+
+  try {
+    await memory.client.ingestBatch({ namespace, items: [ingestItem({ role: "", content: "?" }, session)] });
+  } catch (error) {
+    console.log("rejected:", fieldViolations(error));
+  }
+  await memory.client.reset({ namespace });
+} finally {
+  memory.close();
+}

@@ -1,0 +1,59 @@
+// Keeping memory in a himga server from Node.js: a gRPC client of the generated MemoryService,
+// documents built from the schema types and turned into proto messages by their JSON form.
+import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+
+import { BadRequestSchema } from "../../generated/typescript/google/rpc/error_details_pb.js";
+import {
+  IngestItemSchema,
+  MemoryService,
+  MessageSchema,
+  SessionSchema,
+  type IngestItem,
+} from "../../generated/typescript/himga_proto/memory/v1/memory_pb.js";
+import type { Message, Session } from "../../generated/typescript/schema/v1.js";
+
+/** A MemoryService client and a way to close its HTTP/2 connection. */
+export interface MemoryConnection {
+  client: Client<typeof MemoryService>;
+  close(): void;
+}
+
+/** Connects to the himga server at `target` ("host:port", plaintext gRPC). */
+export function connectMemory(target: string): MemoryConnection {
+  const baseUrl = `http://${target}`;
+  const sessionManager = new Http2SessionManager(baseUrl);
+  const transport = createGrpcTransport({ baseUrl, sessionManager });
+  return { client: createClient(MemoryService, transport), close: () => sessionManager.abort() };
+}
+
+/**
+ * One IngestBatch item from a schema-valid Message and Session. Their JSON is the proto's
+ * ProtoJSON (the proto fields carry the schemas' names), so no field is copied by hand; the
+ * session's messages stay out, as the service expects.
+ */
+export function ingestItem(message: Message, session: Session): IngestItem {
+  const { messages: _messages, $schema: _sessionSchema, ...sessionFields } = session;
+  const { $schema: _messageSchema, ...messageFields } = message;
+  return create(IngestItemSchema, {
+    message: fromJson(MessageSchema, messageFields as JsonObject),
+    session: fromJson(SessionSchema, sessionFields as JsonObject),
+  });
+}
+
+/** A field the server rejected, as its google.rpc.BadRequest detail names it. */
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+/** The field violations of an INVALID_ARGUMENT error (empty for any other error). */
+export function fieldViolations(error: unknown): FieldViolation[] {
+  const connectError = ConnectError.from(error);
+  if (connectError.code !== Code.InvalidArgument) return [];
+  return connectError
+    .findDetails(BadRequestSchema)
+    .flatMap((badRequest) => badRequest.fieldViolations)
+    .map(({ field, description }) => ({ field, description }));
+}

@@ -1,0 +1,114 @@
+"""The TypeScript side, run from pytest: tsc builds tests/typescript (type-checking the generated
+code, the example and the tests together), then Node's test runner runs the conformance vectors
+and the client against a real memory server. Node.js 20 and `npm ci` are prerequisites."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from himga.data.locomo import load_locomo
+
+REPO = Path(__file__).resolve().parents[2]
+TSC = REPO / "node_modules" / ".bin" / "tsc"
+# The closing counts of Node's TAP reporter, such as "# pass 198".
+_TAP_COUNT = re.compile(r"^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$", re.MULTILINE)
+
+
+def locomo_path() -> Path:
+    """HIMGA_LOCOMO_PATH when set, else the development file beside the clone, else the fixture."""
+    if os.environ.get("HIMGA_LOCOMO_PATH"):
+        return Path(os.environ["HIMGA_LOCOMO_PATH"])
+    dev = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+    if dev.is_file():
+        return dev
+    fixtures = sorted((REPO / "tests" / "fixtures" / "locomo").glob("*.json"))
+    if not fixtures:
+        pytest.fail("no LoCoMo file: set HIMGA_LOCOMO_PATH")
+    return fixtures[0]
+
+
+def _run(command: list[str], env: dict[str, str] | None = None) -> str:
+    """Run `command` in the repository; fail the test with its output unless it exits 0."""
+    completed = subprocess.run(
+        command,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        pytest.fail(f"{' '.join(command)} exited {completed.returncode}:\n{completed.stdout}")
+    return completed.stdout
+
+
+@pytest.fixture(scope="module")
+def build() -> Iterator[Path]:
+    """The tests, the example and the generated code compiled to JavaScript, in a folder of
+    its own under build/ (inside the repository, so that imports find node_modules)."""
+    if shutil.which("node") is None:
+        pytest.fail("Node.js (20 or later) is not installed")
+    if not TSC.is_file():
+        pytest.fail(f"{TSC.relative_to(REPO)} is missing: run `npm ci` in the repository first")
+    (REPO / "build").mkdir(exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="typescript-", dir=REPO / "build"))
+    try:
+        _run([str(TSC), "-p", "tests/typescript", "--outDir", str(out)])
+        yield out
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _node_test(script: Path, env: dict[str, str] | None = None) -> dict[str, int]:
+    """Run one compiled test file with `node --test`; it must pass with nothing skipped."""
+    output = _run(["node", "--test", "--test-reporter=tap", str(script)], env)
+    counts = {name: int(count) for name, count in _TAP_COUNT.findall(output)}
+    assert counts.get("pass", 0) > 0 and counts["pass"] == counts.get("tests"), output
+    assert counts["fail"] == counts["cancelled"] == counts["skipped"] == counts["todo"] == 0, output
+    return counts
+
+
+def test_ajv_gives_every_conformance_vector_its_verdict(build: Path) -> None:
+    counts = _node_test(build / "tests" / "typescript" / "conformance.test.js")
+    vectors = sum(
+        len(group["tests"])
+        for path in (REPO / "schemas" / "conformance").rglob("*.json")
+        if isinstance(data := json.loads(path.read_text(encoding="utf-8")), list)
+        for group in data
+    )
+    # one Node test per vector, plus the two about the files themselves
+    assert counts["pass"] == vectors + 2
+
+
+def test_typescript_client_against_the_server(
+    build: Path, memory_server: str, tmp_path: Path
+) -> None:
+    sample = load_locomo(locomo_path())[0]
+    conversation = {
+        "sample_id": sample.sample_id,
+        "sessions": [session.model_dump(mode="json") for session in sample.sessions],
+        "questions": [
+            {"question": qa.question, "evidence": qa.evidence, "category": qa.category}
+            for qa in sample.qa_pairs
+        ],
+    }
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps(conversation), encoding="utf-8")
+    _node_test(
+        build / "tests" / "typescript" / "client.test.js",
+        {"HIMGA_TARGET": memory_server, "HIMGA_CONVERSATION_PATH": str(path)},
+    )
+
+
+def test_typescript_example_runs(build: Path, memory_server: str) -> None:
+    output = _run(["node", str(build / "examples" / "typescript" / "main.js"), memory_server])
+    assert "stored 2 messages in example-typescript" in output
+    assert "items[0].message.role" in output  # the refused batch names the empty role

@@ -1,0 +1,132 @@
+// The TypeScript client against a real himga server: a LoCoMo conversation goes in by
+// IngestBatch, questions find their evidence turns, Reset forgets them, and a malformed batch is
+// refused with INVALID_ARGUMENT naming the field, storing nothing.
+//
+// Needs HIMGA_TARGET (host:port of a running server) and HIMGA_CONVERSATION_PATH: a JSON file
+// {sample_id, sessions: [Session], questions: [{question, evidence, category}]}, the sessions
+// being schema documents. tests/languages/test_typescript.py starts the server and writes it.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, test } from "node:test";
+
+import { Code, ConnectError } from "@connectrpc/connect";
+
+import { connectMemory, fieldViolations, ingestItem } from "../../examples/typescript/memory.js";
+import { SchemaValidator } from "../../examples/typescript/schemas.js";
+import type { Session } from "../../generated/typescript/schema/v1.js";
+
+interface Question {
+  question: string;
+  evidence: string[];
+  category: number;
+}
+interface Conversation {
+  sample_id: string;
+  sessions: Session[];
+  questions: Question[];
+}
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`set ${name} (tests/languages/test_typescript.py does)`);
+  return value;
+}
+
+const BATCH_SIZE = 50;
+const LIMIT = 10;
+const conversation = JSON.parse(
+  readFileSync(required("HIMGA_CONVERSATION_PATH"), "utf8"),
+) as Conversation;
+const memory = connectMemory(required("HIMGA_TARGET"));
+after(() => memory.close());
+const namespace = `ts-client-${process.pid}`;
+
+// The questions asked: the first 5 of each category 1-4 (category 5 is adversarial: its
+// evidence need not answer it) that name evidence turns.
+const asked = [1, 2, 3, 4].flatMap((category) =>
+  conversation.questions
+    .filter((q) => q.category === category && q.evidence.length > 0)
+    .slice(0, 5),
+);
+
+const items = conversation.sessions.flatMap((session) =>
+  (session.messages ?? []).map((message) => ({ message, session })),
+);
+const turnIds = new Set(items.map(({ message }) => message.turn_id));
+
+test("the conversation's sessions are valid documents", () => {
+  const schemas = new SchemaValidator();
+  assert.ok(items.length > 0, "the conversation has no messages");
+  for (const session of conversation.sessions) {
+    assert.deepEqual(schemas.violations("session", session), [], session.session_id);
+  }
+});
+
+test("IngestBatch stores the conversation in batches", async () => {
+  let stored = 0;
+  for (let start = 0; start < items.length; start += BATCH_SIZE) {
+    const batch = items.slice(start, start + BATCH_SIZE);
+    const reply = await memory.client.ingestBatch({
+      namespace,
+      items: batch.map(({ message, session }) => ingestItem(message, session)),
+    });
+    assert.equal(reply.ingested, batch.length);
+    stored += reply.ingested;
+  }
+  assert.equal(stored, items.length);
+});
+
+test("Retrieve finds evidence turns among the hits, best first", async (t) => {
+  assert.ok(asked.length > 0, "no question of categories 1-4 names evidence");
+  let found = 0;
+  for (const q of asked) {
+    const reply = await memory.client.retrieve({ namespace, query: q.question, limit: LIMIT });
+    assert.ok(reply.hits.length <= LIMIT);
+    for (const hit of reply.hits) assert.ok(turnIds.has(hit.turnId), `unknown turn ${hit.turnId}`);
+    const scores = reply.hits.map((hit) => hit.score);
+    assert.deepEqual(scores, [...scores].sort((a, b) => b - a), "hits are not best first");
+    if (reply.hits.length > 0) assert.notEqual(reply.context, "");
+    if (reply.hits.some((hit) => q.evidence.includes(hit.turnId))) found += 1;
+  }
+  t.diagnostic(`evidence among the top ${LIMIT} hits for ${found} of ${asked.length} questions`);
+  assert.ok(found >= 1, `no evidence turn among the hits of ${asked.length} questions`);
+});
+
+test("Reset forgets the namespace, which stays usable", async () => {
+  await memory.client.reset({ namespace });
+  for (const q of asked) {
+    const reply = await memory.client.retrieve({ namespace, query: q.question, limit: LIMIT });
+    assert.deepEqual(reply.hits, [], q.question);
+    assert.equal(reply.context, "");
+  }
+  const [first] = items;
+  assert.ok(first !== undefined);
+  const reply = await memory.client.ingestBatch({
+    namespace,
+    items: [ingestItem(first.message, first.session)],
+  });
+  assert.equal(reply.ingested, 1);
+  await memory.client.reset({ namespace });
+});
+
+test("a batch with an empty role is INVALID_ARGUMENT naming the field, and stores nothing", async () => {
+  const [good] = items;
+  assert.ok(good !== undefined);
+  const bad = ingestItem({ ...good.message, role: "" }, good.session);
+  const error = await memory.client
+    .ingestBatch({ namespace, items: [ingestItem(good.message, good.session), bad] })
+    .then(
+      () => assert.fail("the server accepted an empty role"),
+      (e: unknown) => ConnectError.from(e),
+    );
+  assert.equal(error.code, Code.InvalidArgument, error.message);
+  const fields = fieldViolations(error).map((v) => v.field);
+  assert.ok(fields.includes("items[1].message.role"), `violations: ${JSON.stringify(fields)}`);
+
+  const reply = await memory.client.retrieve({ namespace, query: good.message.content, limit: LIMIT });
+  assert.deepEqual(
+    reply.hits.map((hit) => hit.turnId),
+    [],
+    "the valid item of the refused batch was stored",
+  );
+});
