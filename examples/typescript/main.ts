@@ -15,7 +15,11 @@ const session: Session = {
   date_str: "1:56 pm on 8 May, 2023",
   messages: [
     { role: "Caroline", content: "I went to an LGBTQ support group yesterday.", turn_id: "D1:1" },
-    { role: "Melanie", content: "That sounds great! I painted a sunrise last week.", turn_id: "D1:2" },
+    {
+      role: "Melanie",
+      content: "That sounds great! I painted a sunrise last week.",
+      turn_id: "D1:2",
+    },
   ],
 };
 
@@ -35,7 +39,10 @@ try {
   for (const hit of answer.hits) console.log(`  ${hit.turnId} ${hit.role}: ${hit.content}`);
 
   try {
-    await memory.client.ingestBatch({ namespace, items: [ingestItem({ role: "", content: "?" }, session)] });
+    await memory.client.ingestBatch({
+      namespace,
+      items: [ingestItem({ role: "", content: "?" }, session)],
+    });
   } catch (error) {
     console.log("rejected:", fieldViolations(error));
   }

@@ -30,7 +30,9 @@ export class SchemaValidator {
 
   constructor(schemaDir: string = findSchemaDir()) {
     addFormats(this.ajv);
-    for (const file of readdirSync(schemaDir).filter((f) => f.endsWith(".json")).sort()) {
+    for (const file of readdirSync(schemaDir)
+      .filter((f) => f.endsWith(".json"))
+      .sort()) {
       this.ajv.addSchema(JSON.parse(readFileSync(join(schemaDir, file), "utf8")));
     }
   }

@@ -88,6 +88,10 @@ def test_ajv_gives_every_conformance_vector_its_verdict(build: Path) -> None:
     assert counts["pass"] == vectors + 2
 
 
+def test_schema_documents_are_protojson_in_typescript(build: Path) -> None:
+    _node_test(build / "tests" / "typescript" / "proto_json.test.js")
+
+
 def test_typescript_client_against_the_server(
     build: Path, memory_server: str, tmp_path: Path
 ) -> None:

@@ -84,7 +84,11 @@ test("Retrieve finds evidence turns among the hits, best first", async (t) => {
     assert.ok(reply.hits.length <= LIMIT);
     for (const hit of reply.hits) assert.ok(turnIds.has(hit.turnId), `unknown turn ${hit.turnId}`);
     const scores = reply.hits.map((hit) => hit.score);
-    assert.deepEqual(scores, [...scores].sort((a, b) => b - a), "hits are not best first");
+    assert.deepEqual(
+      scores,
+      [...scores].sort((a, b) => b - a),
+      "hits are not best first",
+    );
     if (reply.hits.length > 0) assert.notEqual(reply.context, "");
     if (reply.hits.some((hit) => q.evidence.includes(hit.turnId))) found += 1;
   }
@@ -123,7 +127,11 @@ test("a batch with an empty role is INVALID_ARGUMENT naming the field, and store
   const fields = fieldViolations(error).map((v) => v.field);
   assert.ok(fields.includes("items[1].message.role"), `violations: ${JSON.stringify(fields)}`);
 
-  const reply = await memory.client.retrieve({ namespace, query: good.message.content, limit: LIMIT });
+  const reply = await memory.client.retrieve({
+    namespace,
+    query: good.message.content,
+    limit: LIMIT,
+  });
   assert.deepEqual(
     reply.hits.map((hit) => hit.turnId),
     [],
