@@ -1,0 +1,126 @@
+"""The kit's side of the wire: stubs for a target, fresh namespaces, marker words, and the
+readers of a failed call's status (code, BadRequest field violations)."""
+
+import secrets
+import string
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2_grpc
+from grpc_status import rpc_status
+from himga_proto.memory.v1 import memory_pb2 as pb
+from himga_proto.memory.v1 import memory_pb2_grpc
+
+
+class CheckFailed(AssertionError):
+    """A check saw the server break the contract; the message says what it saw."""
+
+
+class Wire:
+    """The stubs of one target, with the per-call deadline the checks use."""
+
+    def __init__(self, channel: grpc.Channel, timeout: float) -> None:
+        self.memory = memory_pb2_grpc.MemoryServiceStub(channel)
+        self.health = health_pb2_grpc.HealthStub(channel)
+        self.timeout = timeout
+
+    def ingest(self, namespace: str, *messages: pb.Message, session: str = "s1") -> None:
+        """Store `messages` one Ingest each, in one session."""
+        for message in messages:
+            self.memory.Ingest(
+                pb.IngestRequest(
+                    namespace=namespace,
+                    message=message,
+                    session=pb.Session(session_id=session),
+                ),
+                timeout=self.timeout,
+            )
+
+    def retrieve(self, namespace: str, query: str, limit: int = 0) -> pb.RetrieveResponse:
+        response: pb.RetrieveResponse = self.memory.Retrieve(
+            pb.RetrieveRequest(namespace=namespace, query=query, limit=limit),
+            timeout=self.timeout,
+        )
+        return response
+
+    def reset(self, namespace: str) -> None:
+        self.memory.Reset(pb.ResetRequest(namespace=namespace), timeout=self.timeout)
+
+
+@contextmanager
+def connect(target: str, timeout: float) -> Iterator[Wire]:
+    """A Wire on an insecure channel to `target`, once the channel is ready (ConnectionError
+    when it is not within `timeout` seconds). Sends requests of any size: the server's limit is
+    what the kit checks."""
+    channel = grpc.insecure_channel(target, options=[("grpc.max_send_message_length", -1)])
+    try:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise ConnectionError(f"no gRPC server answers at {target}") from None
+        yield Wire(channel, timeout)
+    finally:
+        channel.close()
+
+
+def fresh_namespace(check: str) -> str:
+    """A namespace no one else uses (the kit may share the server with others)."""
+    return f"conformance.{check}.{secrets.token_hex(6)}"
+
+
+def marker() -> str:
+    """A made-up word that no stored text holds by chance: letters only, so that any
+    tokenizer keeps it whole."""
+    return "zq" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(10))
+
+
+def violation_fields(error: grpc.RpcError) -> list[str]:
+    """The fields named by the google.rpc.BadRequest details of a failed call."""
+    if not isinstance(error, grpc.Call):
+        return []
+    status = rpc_status.from_call(error)
+    fields: list[str] = []
+    for detail in status.details if status is not None else ():
+        bad_request = error_details_pb2.BadRequest()
+        if detail.Unpack(bad_request):
+            fields.extend(v.field for v in bad_request.field_violations)
+    return fields
+
+
+def code_of(error: grpc.RpcError) -> grpc.StatusCode | None:
+    return error.code() if isinstance(error, grpc.Call) else None
+
+
+def expect_error(
+    call: Callable[[], object], code: grpc.StatusCode, field: str | None = None
+) -> None:
+    """Fail unless `call` ends with `code` and, when `field` is given, a BadRequest field
+    violation naming it."""
+    try:
+        call()
+    except grpc.RpcError as error:
+        got = code_of(error)
+        if got != code:
+            name = got.name if got is not None else type(error).__name__
+            raise CheckFailed(f"got {name}, want {code.name}") from None
+        if field is not None:
+            fields = violation_fields(error)
+            if field not in fields:
+                raise CheckFailed(
+                    f"{code.name} without a BadRequest field violation for {field!r} "
+                    f"(violations: {fields})"
+                ) from None
+        return
+    want = f"{code.name} naming {field!r}" if field else code.name
+    raise CheckFailed(f"the call succeeded; want {want}")
+
+
+def expect_empty(response: pb.RetrieveResponse, what: str) -> None:
+    """Fail unless a Retrieve answered nothing: an empty context and no hits."""
+    if response.context or response.hits:
+        raise CheckFailed(
+            f"{what}: want an empty answer, got {len(response.hits)} hits and context "
+            f"{response.context[:80]!r}"
+        )
