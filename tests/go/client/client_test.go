@@ -49,7 +49,7 @@ type question struct {
 }
 
 // findable picks, in file order, the questions a keyword search can be expected to answer: one
-// evidence turn, sharing with the question a word of 4+ letters that at most 2 turns of the
+// evidence turn, sharing with the question a word of 4+ letters that no other turn of the
 // whole conversation use. The rule reads only the data, so it holds for any LoCoMo file.
 func findable(sample locomo.Sample, items []*locomo.Item) []question {
 	turns := map[string]string{}
@@ -71,7 +71,7 @@ func findable(sample locomo.Sample, items []*locomo.Item) []question {
 		}
 		inTurn := words(text)
 		for _, w := range words(qa.Question) {
-			if usedBy[w] <= 2 && slices.Contains(inTurn, w) {
+			if usedBy[w] == 1 && slices.Contains(inTurn, w) {
 				picked = append(picked, question{qa.Question, qa.Evidence[0]})
 				break
 			}
@@ -147,7 +147,7 @@ func TestGoAgentKeepsAConversation(t *testing.T) {
 		if !slices.Contains(ids, q.evidence) {
 			t.Errorf("%q: evidence %s is not among the hits %v", q.text, q.evidence, ids)
 		}
-		if resp.GetContext() == "" {
+		if len(ids) > 0 && resp.GetContext() == "" {
 			t.Errorf("%q: hits but an empty context", q.text)
 		}
 	}

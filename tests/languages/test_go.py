@@ -1,0 +1,103 @@
+"""The Go side, run from pytest: `go test` runs the conformance vectors through a Go validator,
+and the Go client test and example run against a real memory server started here. Go (the
+version go.mod names) is a prerequisite; its modules come from the Go module proxy, locked by
+go.sum."""
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from himga.memory.registry import DEFAULT_MEMORY
+from himga.service.server import create_server
+
+REPO = Path(__file__).resolve().parents[2]
+# `go test -v` result lines: "--- PASS: TestName (0.01s)".
+_RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)", re.MULTILINE)
+
+
+def locomo_path() -> Path:
+    """HIMGA_LOCOMO_PATH when set, else the development file beside the clone, else the fixture."""
+    if os.environ.get("HIMGA_LOCOMO_PATH"):
+        return Path(os.environ["HIMGA_LOCOMO_PATH"])
+    dev = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+    if dev.is_file():
+        return dev
+    fixtures = sorted((REPO / "tests" / "fixtures" / "locomo").glob("*.json"))
+    if not fixtures:
+        pytest.fail("no LoCoMo file: set HIMGA_LOCOMO_PATH")
+    return fixtures[0]
+
+
+def go(*args: str, env: dict[str, str] | None = None) -> str:
+    """Run `go ARGS` in the repository; fail the test with its output unless it exits 0."""
+    if shutil.which("go") is None:
+        pytest.fail("Go is not installed (go.mod names the version)")
+    completed = subprocess.run(
+        ["go", *args],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        pytest.fail(f"go {' '.join(args)} exited {completed.returncode}:\n{completed.stdout}")
+    return completed.stdout
+
+
+def go_test(package: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """`go test -v` of one package: every test must pass, none be skipped. Test -> result."""
+    output = go("test", "-count=1", "-v", package, env=env)
+    results = {name: result for result, name in _RESULT.findall(output) if "/" not in name}
+    assert results, output
+    assert set(results.values()) == {"PASS"}, output
+    return results
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """HOST:PORT of a memory server with the default memory, for this module's tests."""
+    data_dir = tmp_path_factory.mktemp("data")
+    server, port = create_server("127.0.0.1:0", memory=DEFAULT_MEMORY, data_dir=data_dir)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(None).wait()
+
+
+def test_go_validator_gives_every_conformance_vector_its_verdict() -> None:
+    assert go_test("./tests/go/schemas") == {"TestVectorsGetTheirVerdicts": "PASS"}
+
+
+def test_go_client_keeps_a_locomo_conversation_in_the_server(target: str) -> None:
+    env = {"HIMGA_TARGET": target, "HIMGA_LOCOMO_PATH": str(locomo_path())}
+    assert go_test("./tests/go/client", env) == {
+        "TestGoAgentKeepsAConversation": "PASS",
+        "TestEmptyRoleIsInvalidArgumentNamingTheField": "PASS",
+    }
+
+
+def test_go_client_example_runs(target: str) -> None:
+    output = go(
+        "run",
+        "./examples/go/client",
+        "-target",
+        target,
+        "-locomo",
+        str(locomo_path()),
+        "-namespace",
+        "go-example-test",
+        "-questions",
+        "2",
+    )
+    assert re.search(
+        r"^stored \d+ messages of \S+ in namespace \"go-example-test\"$", output, re.MULTILINE
+    ), output
+    assert output.count("\nQ: ") == 2, output
+    assert 'reset namespace "go-example-test"' in output, output
