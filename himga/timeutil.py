@@ -47,7 +47,7 @@ def parse_utc_datetime(value: str | datetime) -> datetime:
         return as_utc(value)
     if not isinstance(value, str):
         raise TypeError(f"expected an ISO 8601 date-time string, got {type(value).__name__}")
-    text = value.strip()
+    text = value
     if not _DATE_TIME.fullmatch(text):
         raise ValueError(
             f"not an ISO 8601 date-time: {value!r} (expected such as 2024-05-08T13:56:00Z)"

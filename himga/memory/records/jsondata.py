@@ -33,6 +33,22 @@ def replace(document: Any, path: Path, value: Any) -> None:
     document[path[-1]] = value
 
 
+def document_order(document: Any, path: Path) -> tuple[int, ...]:
+    """Where a path lies in document order (keys as written), to list problems field by field."""
+    position: list[int] = []
+    for step in path:
+        if isinstance(document, dict) and step in document:
+            position.append(list(document).index(step))
+            document = document[step]
+        elif isinstance(document, list) and isinstance(step, int) and step < len(document):
+            position.append(step)
+            document = document[step]
+        else:
+            position.append(len(document) if isinstance(document, dict | list) else 0)
+            break
+    return tuple(position)
+
+
 _PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[(\"(?:[^\"\\]|\\.)*\")\]")
 
 

@@ -24,7 +24,7 @@ from himga.memory.records.fields import (
     stored,
     wire_name,
 )
-from himga.memory.records.jsondata import Path, non_json, path_steps, replace
+from himga.memory.records.jsondata import Path, document_order, non_json, path_steps, replace
 from himga.model_base import SchemaModel
 from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 
@@ -114,9 +114,7 @@ class Record(SchemaModel):
             for e in schemas.validate(document, self._generated.__name__)
             if e.path not in reported
         ]
-        # In the order of the record's fields, as the seed checks them.
-        order: dict[str | int, int] = {key: i for i, key in enumerate(document)}
-        errors.sort(key=lambda e: order.get(next(iter(path_steps(e.path)), ""), len(order)))
+        errors.sort(key=lambda e: document_order(document, path_steps(e.path)))
         found.extend((e.path, wording.message(type(self), e)) for e in errors)
         primary = [(path, text) for path, text in found if not path.startswith(self._derived)]
         problems = [text for _, text in (primary or found)]
