@@ -2,7 +2,7 @@
 // documents built from the schema types and turned into proto messages by their JSON form.
 import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 
 import { BadRequestSchema } from "../../generated/typescript/google/rpc/error_details_pb.js";
 import {
@@ -14,18 +14,10 @@ import {
 } from "../../generated/typescript/himga_proto/memory/v1/memory_pb.js";
 import type { Message, Session } from "../../generated/typescript/schema/v1.js";
 
-/** A MemoryService client and a way to close its HTTP/2 connection. */
-export interface MemoryConnection {
-  client: Client<typeof MemoryService>;
-  close(): void;
-}
-
-/** Connects to the himga server at `target` ("host:port", plaintext gRPC). */
-export function connectMemory(target: string): MemoryConnection {
-  const baseUrl = `http://${target}`;
-  const sessionManager = new Http2SessionManager(baseUrl);
-  const transport = createGrpcTransport({ baseUrl, sessionManager });
-  return { client: createClient(MemoryService, transport), close: () => sessionManager.abort() };
+/** A MemoryService client of the himga server at `target` ("host:port", plaintext gRPC). Its
+ * HTTP/2 connection opens on the first call and does not keep the process alive when idle. */
+export function connectMemory(target: string): Client<typeof MemoryService> {
+  return createClient(MemoryService, createGrpcTransport({ baseUrl: `http://${target}` }));
 }
 
 /**

@@ -45,7 +45,7 @@ export class SchemaValidator {
     if (validate(document)) return [];
     return (validate.errors ?? []).map((e: ErrorObject) => ({
       path: e.instancePath,
-      message: `${e.message ?? e.keyword} (${e.schemaPath})`,
+      message: describe(e),
     }));
   }
 
@@ -53,4 +53,11 @@ export class SchemaValidator {
   isValid(schema: string, document: unknown): boolean {
     return this.violations(schema, document).length === 0;
   }
+}
+
+/** ajv's message, naming the property it is about when the message does not. */
+function describe(error: ErrorObject): string {
+  const extra =
+    error.keyword === "additionalProperties" ? `: ${error.params.additionalProperty}` : "";
+  return `${error.message ?? error.keyword}${extra} (${error.schemaPath})`;
 }

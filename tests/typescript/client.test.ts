@@ -7,7 +7,7 @@
 // being schema documents. tests/languages/test_typescript.py starts the server and writes it.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, test } from "node:test";
+import { test } from "node:test";
 
 import { Code, ConnectError } from "@connectrpc/connect";
 
@@ -38,7 +38,6 @@ const conversation = JSON.parse(
   readFileSync(required("HIMGA_CONVERSATION_PATH"), "utf8"),
 ) as Conversation;
 const memory = connectMemory(required("HIMGA_TARGET"));
-after(() => memory.close());
 const namespace = `ts-client-${process.pid}`;
 
 // The questions asked: the first 5 of each category 1-4 (category 5 is adversarial: its
@@ -66,7 +65,7 @@ test("IngestBatch stores the conversation in batches", async () => {
   let stored = 0;
   for (let start = 0; start < items.length; start += BATCH_SIZE) {
     const batch = items.slice(start, start + BATCH_SIZE);
-    const reply = await memory.client.ingestBatch({
+    const reply = await memory.ingestBatch({
       namespace,
       items: batch.map(({ message, session }) => ingestItem(message, session)),
     });
@@ -80,7 +79,7 @@ test("Retrieve finds evidence turns among the hits, best first", async (t) => {
   assert.ok(asked.length > 0, "no question of categories 1-4 names evidence");
   let found = 0;
   for (const q of asked) {
-    const reply = await memory.client.retrieve({ namespace, query: q.question, limit: LIMIT });
+    const reply = await memory.retrieve({ namespace, query: q.question, limit: LIMIT });
     assert.ok(reply.hits.length <= LIMIT);
     for (const hit of reply.hits) assert.ok(turnIds.has(hit.turnId), `unknown turn ${hit.turnId}`);
     const scores = reply.hits.map((hit) => hit.score);
@@ -97,27 +96,27 @@ test("Retrieve finds evidence turns among the hits, best first", async (t) => {
 });
 
 test("Reset forgets the namespace, which stays usable", async () => {
-  await memory.client.reset({ namespace });
+  await memory.reset({ namespace });
   for (const q of asked) {
-    const reply = await memory.client.retrieve({ namespace, query: q.question, limit: LIMIT });
+    const reply = await memory.retrieve({ namespace, query: q.question, limit: LIMIT });
     assert.deepEqual(reply.hits, [], q.question);
     assert.equal(reply.context, "");
   }
   const [first] = items;
   assert.ok(first !== undefined);
-  const reply = await memory.client.ingestBatch({
+  const reply = await memory.ingestBatch({
     namespace,
     items: [ingestItem(first.message, first.session)],
   });
   assert.equal(reply.ingested, 1);
-  await memory.client.reset({ namespace });
+  await memory.reset({ namespace });
 });
 
 test("a batch with an empty role is INVALID_ARGUMENT naming the field, and stores nothing", async () => {
   const [good] = items;
   assert.ok(good !== undefined);
   const bad = ingestItem({ ...good.message, role: "" }, good.session);
-  const error = await memory.client
+  const error = await memory
     .ingestBatch({ namespace, items: [ingestItem(good.message, good.session), bad] })
     .then(
       () => assert.fail("the server accepted an empty role"),
@@ -127,7 +126,7 @@ test("a batch with an empty role is INVALID_ARGUMENT naming the field, and store
   const fields = fieldViolations(error).map((v) => v.field);
   assert.ok(fields.includes("items[1].message.role"), `violations: ${JSON.stringify(fields)}`);
 
-  const reply = await memory.client.retrieve({
+  const reply = await memory.retrieve({
     namespace,
     query: good.message.content,
     limit: LIMIT,
