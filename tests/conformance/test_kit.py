@@ -1,0 +1,215 @@
+"""The conformance kit judges servers rightly: the reference server passes it with every memory
+it knows (a storing one shows every capability, `null` none but the size limit), memories that
+break a contract fail exactly the checks of that contract, and the Go NullMemory server, which
+checks no request, gets the table its behaviour calls for."""
+
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from himga.cli import main
+from himga.conformance import CHECKS, CheckResult, run_checks
+from himga.conformance.report import render
+from himga.data.schema import Message, Session
+from himga.memory.base import BaseMemory, Hit
+from himga.memory.registry import memory_names, register, unregister
+from himga.service.server import create_server
+
+REPO = Path(__file__).resolve().parents[2]
+REQUIRED = {c.name for c in CHECKS if c.kind == "required"}
+CAPABILITIES = {c.name for c in CHECKS if c.kind == "capability"}
+# Every server here has a request limit under the kit's oversized request: gRPC's default
+# (4 MiB, the Go server) or the reference server's (16 MiB).
+SIZE_LIMIT = {"request-size-limit"}
+# What a server that validates nothing fails: every check of a malformed request.
+MALFORMED = {
+    "batch-all-or-nothing",
+    "error-empty-role",
+    "error-namespace-missing",
+    "error-namespace-invalid",
+    "error-message-missing",
+    "error-session-missing",
+    "error-limit",
+}
+_ROW = re.compile(r"^(\S+)\s+(required|capability)\s+(PASS|FAIL)\b", re.MULTILINE)
+
+
+def outcome(results: list[CheckResult]) -> tuple[set[str], set[str]]:
+    """The names of the checks that passed and of those that failed."""
+    return {r.check.name for r in results if r.passed}, {
+        r.check.name for r in results if not r.passed
+    }
+
+
+@contextmanager
+def python_server(memory: str, data_dir: Path) -> Iterator[str]:
+    server, port = create_server("127.0.0.1:0", memory=memory, data_dir=data_dir)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(None).wait()
+
+
+def test_every_check_has_a_kind_and_a_unique_name() -> None:
+    names = [c.name for c in CHECKS]
+    assert len(names) == len(set(names))
+    assert REQUIRED and CAPABILITIES and set(names) == REQUIRED | CAPABILITIES
+    assert MALFORMED <= REQUIRED
+
+
+@pytest.mark.parametrize("memory", [m for m in memory_names() if m != "null"])
+def test_storing_memories_pass_every_check(memory: str, tmp_path: Path) -> None:
+    with python_server(memory, tmp_path) as target:
+        results = run_checks(target)
+    assert outcome(results)[1] == set(), render(target, results)
+
+
+def test_null_memory_keeps_the_contract_without_capabilities(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with python_server("null", tmp_path) as target:
+        code = main(["conformance", "--target", target])
+    table = capsys.readouterr().out
+    rows = {name: (kind, result) for name, kind, result in _ROW.findall(table)}
+    assert code == 0, table
+    assert {n for n, (_, result) in rows.items() if result == "PASS"} == REQUIRED | SIZE_LIMIT
+    assert {n for n, (_, result) in rows.items() if result == "FAIL"} == CAPABILITIES - SIZE_LIMIT
+    assert {n: kind for n, (kind, _) in rows.items()} == {c.name: c.kind for c in CHECKS}
+
+
+class _ListMemory(BaseMemory):
+    """A small storing memory for breaking on purpose: finds messages sharing a word with the
+    query, most shared words first."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Message, Session]] = []
+
+    def ingest(self, message: Message, session: Session) -> None:
+        self.items.append((message, session))
+
+    def retrieve(self, query: str) -> str:
+        return "\n".join(hit.content for hit in self.search(query))
+
+    def reset(self) -> None:
+        self.items = []
+
+    def search(self, query: str, limit: int = 10) -> list[Hit]:
+        words = set(re.findall(r"\w+", query.lower()))
+        hits = []
+        for message, session in self.items:
+            score = len(words & set(re.findall(r"\w+", message.content.lower())))
+            if score:
+                turn_id = message.turn_id if isinstance(message.turn_id, str) else ""
+                date = session.date_str if isinstance(session.date_str, str) else ""
+                hits.append(
+                    Hit(turn_id, session.session_id, message.role, message.content, date, score)
+                )
+        return sorted(hits, key=lambda h: -h.score)[:limit]
+
+    @classmethod
+    def for_namespace(cls, namespace: str, data_dir: Path | None) -> BaseMemory:
+        return cls()
+
+
+class _ResetForgetsNothing(_ListMemory):
+    def reset(self) -> None:
+        pass
+
+
+class _OneStoreForAll(_ListMemory):
+    """Every namespace's memory is the same object: namespaces are not isolated."""
+
+    shared: _ListMemory | None = None
+
+    @classmethod
+    def for_namespace(cls, namespace: str, data_dir: Path | None) -> BaseMemory:
+        if cls.shared is None:
+            cls.shared = _ListMemory()
+        return cls.shared
+
+
+class _EmptyQueryAnswers(_ListMemory):
+    """Answers an empty query with everything it holds."""
+
+    def search(self, query: str, limit: int = 10) -> list[Hit]:
+        if query:
+            return super().search(query, limit)
+        return [Hit("", s.session_id, m.role, m.content, "", 0.0) for m, s in self.items][:limit]
+
+
+@pytest.mark.parametrize(
+    ("memory", "failing"),
+    [
+        (_ListMemory, set()),
+        (_ResetForgetsNothing, {"reset-forgets", "reset-then-new"}),
+        (_OneStoreForAll, {"namespaces-isolated", "isolation-keeps-data"}),
+        (_EmptyQueryAnswers, {"empty-query"}),
+    ],
+    ids=lambda v: v.__name__.strip("_") if isinstance(v, type) else None,
+)
+def test_a_broken_memory_fails_exactly_its_checks(
+    memory: type[_ListMemory], failing: set[str], tmp_path: Path
+) -> None:
+    name = f"test-{memory.__name__.strip('_').lower()}"
+    register(name, __name__, f"{memory.__name__}.for_namespace")
+    try:
+        with python_server(name, tmp_path) as target:
+            results = run_checks(target)
+    finally:
+        unregister(name)
+    assert outcome(results)[1] == failing, render(target, results)
+
+
+@pytest.fixture
+def go_null_server(tmp_path: Path) -> Iterator[str]:
+    """HOST:PORT of the Go NullMemory server (examples/go/nullserver), built and started here."""
+    binary = tmp_path / "nullserver"
+    build = subprocess.run(
+        ["go", "build", "-o", str(binary), "./examples/go/nullserver"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    process = subprocess.Popen(
+        [str(binary), "-addr", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.match(r"listening on (\S+)", line)
+        assert found, f"the Go server said {line!r}"
+        yield found.group(1)
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def test_go_null_server_gets_the_table_its_behaviour_calls_for(go_null_server: str) -> None:
+    command = [sys.executable, "-m", "himga", "conformance", "--target", go_null_server]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    table = completed.stdout
+    rows = {name: result for name, _, result in _ROW.findall(table)}
+    assert completed.returncode == 1, table + completed.stderr
+    assert {n for n, result in rows.items() if result == "PASS"} == (
+        REQUIRED - MALFORMED
+    ) | SIZE_LIMIT, table
+    assert {n for n, result in rows.items() if result == "FAIL"} == MALFORMED | (
+        CAPABILITIES - SIZE_LIMIT
+    ), table
+    assert f"{go_null_server} does NOT conform" in table
+
+
+def test_no_server_at_the_target_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["conformance", "--target", f"127.0.0.1:{port}", "--timeout", "0.5"]) == 2
+    assert "no gRPC server answers" in capsys.readouterr().err
