@@ -46,7 +46,8 @@ def test_seed_example_episode_trace() -> None:
     # What the example relies on: the payload is the wire form, valid, and JSON as it is.
     assert schemas.validate(payload, "EpisodeTrace") == []
     assert json.loads(json.dumps(payload)) == payload
-    assert payload["context"] == {"goal": "实现 API 限流中间件", "phase": "ACT", "files_involved": []}
+    context = {"goal": "实现 API 限流中间件", "phase": "ACT", "files_involved": []}
+    assert payload["context"] == context
     assert payload["action_log"] == [
         {"t": 12, "action": "write_file", "target": "middleware/rate_limit.py", "result": "created"}
     ]
