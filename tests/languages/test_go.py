@@ -33,8 +33,9 @@ def locomo_path() -> Path:
     return fixtures[0]
 
 
-def go(*args: str, env: dict[str, str] | None = None) -> str:
-    """Run `go ARGS` in the repository; fail the test with its output unless it exits 0."""
+def go(*args: str, env: dict[str, str] | None = None, status: int = 0) -> str:
+    """Run `go ARGS` in the repository; fail the test with its output unless it exits with
+    `status` (`go run` exits 1 for any failure of the program it runs)."""
     if shutil.which("go") is None:
         pytest.fail("Go is not installed (go.mod names the version)")
     completed = subprocess.run(
@@ -46,7 +47,7 @@ def go(*args: str, env: dict[str, str] | None = None) -> str:
         text=True,
         check=False,
     )
-    if completed.returncode != 0:
+    if completed.returncode != status:
         pytest.fail(f"go {' '.join(args)} exited {completed.returncode}:\n{completed.stdout}")
     return completed.stdout
 
@@ -101,3 +102,17 @@ def test_go_client_example_runs(target: str) -> None:
     ), output
     assert output.count("\nQ: ") == 2, output
     assert 'reset namespace "go-example-test"' in output, output
+
+
+def test_go_validate_example_names_the_field_and_the_rule(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(
+        '{"$schema": "https://himga.dev/schemas/v1/message.json", "role": "user", "content": "hi"}'
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"role": "", "content": "hi", "mood": "fine"}')
+    assert go("run", "./examples/go/validate", str(good)) == f"{good}: valid\n"
+    output = go("run", "./examples/go/validate", "-type", "message", str(bad), status=1)
+    assert f"{bad}: invalid" in output, output
+    assert re.search(r"at '/role': minLength", output), output
+    assert "additional properties 'mood' not allowed" in output, output

@@ -2,10 +2,9 @@
 // draft 2020-12 validator for Go, with format assertions on, and expects the vector's verdict
 // (the one the Python suite asserts). Files named *.schema.json there describe the vector
 // format itself; every vector file is checked against them too.
-package schemas
+package schemas_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"himga.dev/himga/examples/go/schemas"
 	"himga.dev/himga/tests/go/internal/testenv"
 )
 
@@ -30,54 +30,13 @@ type group struct {
 	} `json:"tests"`
 }
 
-// offline refuses every URL not added as a resource: a $ref the schemas do not resolve among
-// themselves fails the test instead of reaching the network.
-type offline struct{}
-
-func (offline) Load(url string) (any, error) {
-	return nil, fmt.Errorf("%s is not one of the project's schemas", url)
-}
-
 func decode(t *testing.T, raw []byte) any {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	doc, err := schemas.Decode(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return doc
-}
-
-// newCompiler compiles draft 2020-12 with format assertions on, and resolves nothing it was
-// not given.
-func newCompiler() *jsonschema.Compiler {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	c.UseLoader(offline{})
-	return c
-}
-
-// addSchemas adds every schema file matched by pattern to c under its $id, and returns the ids.
-func addSchemas(t *testing.T, c *jsonschema.Compiler, pattern string) []string {
-	t.Helper()
-	files, _ := filepath.Glob(pattern)
-	var ids []string
-	for _, file := range files {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc := decode(t, raw)
-		id, _ := doc.(map[string]any)["$id"].(string)
-		if id == "" {
-			t.Fatalf("%s has no $id", file)
-		}
-		if err := c.AddResource(id, doc); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		ids = append(ids, id)
-	}
-	return ids
 }
 
 // vectorFiles are the files under dir that hold vectors (all *.json but *.schema.json).
@@ -103,12 +62,16 @@ func vectorFiles(t *testing.T, dir string) []string {
 func TestVectorsGetTheirVerdicts(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	dir := filepath.Join(root, "schemas", "conformance")
-	c := newCompiler()
-	if len(addSchemas(t, c, filepath.Join(root, "schemas", "v1", "*.json"))) == 0 {
-		t.Fatal("no schemas in schemas/v1")
+	c := schemas.NewCompiler()
+	if _, err := schemas.AddFiles(c, filepath.Join(root, "schemas", "v1", "*.json")); err != nil {
+		t.Fatal(err)
+	}
+	formatIDs, err := schemas.AddFiles(c, filepath.Join(dir, "*.schema.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	var formats []*jsonschema.Schema
-	for _, id := range addSchemas(t, c, filepath.Join(dir, "*.schema.json")) {
+	for _, id := range formatIDs {
 		formats = append(formats, c.MustCompile(id))
 	}
 	cases := 0
