@@ -2,14 +2,15 @@
 # Lints proto/ with buf (rules and their written exceptions in buf.yaml), then checks it against
 # the newest release tag (v*) with `buf breaking`: a change that would break v1 clients fails.
 # Until a release is tagged there is nothing to compare with, and the script says so.
-# buf is @bufbuild/buf from npm, pinned in package-lock.json (`npm ci` when it is missing).
+# buf is @bufbuild/buf from npm, pinned in package-lock.json (`npm ci` runs when node_modules
+# is missing or older than the lock).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
 buf=node_modules/.bin/buf
-if [ ! -x "$buf" ]; then
-  npm ci --no-audit --no-fund --loglevel=error >&2
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --prefer-offline --no-audit --no-fund --loglevel=error >&2
 fi
 
 "$buf" lint
