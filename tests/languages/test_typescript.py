@@ -1,6 +1,7 @@
 """The TypeScript side, run from pytest: tsc builds tests/typescript (type-checking the generated
 code, the example and the tests together), then Node's test runner runs the conformance vectors
-and the client against a real memory server. Node.js 20 and `npm ci` are prerequisites."""
+and the client against a real memory server. Needs Node.js 20; runs `npm ci` when node_modules
+is missing or older than package-lock.json, as the generator does."""
 
 import json
 import os
@@ -16,7 +17,8 @@ import pytest
 from himga.data.locomo import load_locomo
 
 REPO = Path(__file__).resolve().parents[2]
-TSC = REPO / "node_modules" / ".bin" / "tsc"
+NODE_MODULES = REPO / "node_modules"
+TSC = NODE_MODULES / ".bin" / "tsc"
 # The closing counts of Node's TAP reporter, such as "# pass 198".
 _TAP_COUNT = re.compile(r"^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$", re.MULTILINE)
 
@@ -56,8 +58,10 @@ def build() -> Iterator[Path]:
     its own under build/ (inside the repository, so that imports find node_modules)."""
     if shutil.which("node") is None:
         pytest.fail("Node.js (20 or later) is not installed")
-    if not TSC.is_file():
-        pytest.fail(f"{TSC.relative_to(REPO)} is missing: run `npm ci` in the repository first")
+    installed = NODE_MODULES / ".package-lock.json"
+    lock = REPO / "package-lock.json"
+    if not installed.is_file() or lock.stat().st_mtime > installed.stat().st_mtime:
+        _run(["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"])
     (REPO / "build").mkdir(exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="typescript-", dir=REPO / "build"))
     try:
