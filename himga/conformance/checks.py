@@ -108,7 +108,9 @@ def _find(wire: Wire, namespace: str, word: str, turn_id: str) -> pb.Hit:
 
 @_check("health", "required", "grpc.health.v1 Check('') answers SERVING")
 def _health(wire: Wire, new_namespace: NewNamespace) -> None:
-    answer = wire.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=wire.timeout)
+    answer: health_pb2.HealthCheckResponse = wire.health.Check(
+        health_pb2.HealthCheckRequest(service=""), timeout=wire.timeout
+    )
     if answer.status != health_pb2.HealthCheckResponse.SERVING:
         status = health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
         raise CheckFailed(f"health status {status}")

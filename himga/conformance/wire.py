@@ -5,6 +5,7 @@ import secrets
 import string
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2
@@ -23,7 +24,8 @@ class Wire:
 
     def __init__(self, channel: grpc.Channel, timeout: float) -> None:
         self.memory = memory_pb2_grpc.MemoryServiceStub(channel)
-        self.health = health_pb2_grpc.HealthStub(channel)
+        # Any: the typeshed stub of HealthStub does not declare its methods.
+        self.health: Any = health_pb2_grpc.HealthStub(channel)
         self.timeout = timeout
 
     def ingest(self, namespace: str, *messages: pb.Message, session: str = "s1") -> None:
