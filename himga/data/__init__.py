@@ -1,5 +1,48 @@
-"""Conversation data: Message and Session (the schema models), Sample and QAPair."""
+"""Conversation data: Message and Session (the schema models), Sample and QAPair, and loaders.
 
+`load_dataset(name, path=None)` reads a benchmark by name. Without `path` the file comes from
+the dataset's environment variable (LoCoMo: `HIMGA_LOCOMO_PATH`).
+"""
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from himga.data.errors import DatasetError
+from himga.data.locomo import load_locomo
 from himga.data.schema import Message, QAPair, Sample, Session
 
-__all__ = ["Message", "QAPair", "Sample", "Session"]
+__all__ = [
+    "DATASETS",
+    "DatasetError",
+    "Message",
+    "QAPair",
+    "Sample",
+    "Session",
+    "load_dataset",
+]
+
+# name -> (loader, the environment variable naming its file when no path is given)
+DATASETS: dict[str, tuple[Callable[[Path], list[Sample]], str]] = {
+    "locomo": (load_locomo, "HIMGA_LOCOMO_PATH"),
+}
+
+
+def load_dataset(name: str, path: str | Path | None = None) -> list[Sample]:
+    """The samples of dataset `name`, read from `path` or from the dataset's environment variable.
+
+    DatasetError for an unknown name (listing the known ones), no path at all, or a bad file.
+    """
+    try:
+        loader, variable = DATASETS[name]
+    except KeyError:
+        raise DatasetError(
+            f"unknown dataset {name!r}; known datasets: {', '.join(sorted(DATASETS))}"
+        ) from None
+    if path is None:
+        path = os.environ.get(variable) or None
+        if path is None:
+            raise DatasetError(
+                f"dataset {name!r} needs a file: pass path=... or set the {variable} variable"
+            )
+    return loader(Path(path))

@@ -16,6 +16,8 @@ MemoryFactory = Callable[[str, Path | None], BaseMemory]
 # name -> (module, attribute): the attribute is called as factory(namespace, data_dir).
 _ENTRIES: dict[str, tuple[str, str]] = {
     "null": ("himga.memory.null", "NullMemory.for_namespace"),
+    "naive": ("himga.memory.naive", "SimpleKeywordMemory.for_namespace"),
+    "keyword": ("himga.memory.keyword", "KeywordMemory.for_namespace"),
 }
 
 DEFAULT_MEMORY = "null"

@@ -1,0 +1,70 @@
+"""`himga eval-retrieval`: recall@k of a memory's search against a LoCoMo file's evidence turns."""
+
+import argparse
+import sys
+
+
+def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = subparsers.add_parser(
+        "eval-retrieval",
+        help="measure how many evidence turns a memory's search finds (recall@k)",
+        description=(
+            "Ingest each sample of a LoCoMo-layout file into a fresh memory, search every "
+            "question that names evidence, and print recall@k overall (categories 1-4) and per "
+            "category (category 5 apart)."
+        ),
+    )
+    parser.add_argument(
+        "--dataset",
+        metavar="FILE",
+        help="the LoCoMo JSON file (default: the HIMGA_LOCOMO_PATH environment variable)",
+    )
+    parser.add_argument(
+        "--memory", metavar="NAME", help="the memory to measure (default: the server default)"
+    )
+    parser.add_argument(
+        "--k",
+        type=_ks,
+        default="1,5,10,20,50",
+        metavar="K,K,...",
+        help="comma-separated cut-offs (default: 1,5,10,20,50)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(run=run)
+
+
+def _ks(text: str) -> list[int]:
+    try:
+        ks = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(f"cut-offs must be integers >= 1: {text!r}")
+    return ks
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    from himga.data import DatasetError, load_dataset
+    from himga.eval import evaluate_retrieval, format_report
+    from himga.memory.registry import DEFAULT_MEMORY, memory_factory
+
+    name = args.memory or DEFAULT_MEMORY
+    try:
+        factory = memory_factory(name)
+        samples = load_dataset("locomo", args.dataset)
+    except (DatasetError, ValueError) as error:
+        print(f"himga eval-retrieval: error: {error}", file=sys.stderr)
+        return 2
+    total = sum(len(sample.qa_pairs) for sample in samples)
+    with tqdm(
+        total=total,
+        desc=f"eval-retrieval {name}",
+        unit="q",
+        file=sys.stderr,
+        disable=args.no_progress,
+    ) as bar:
+        report = evaluate_retrieval(samples, factory, args.k, on_question=bar.update)
+    print(format_report(report, f"memory: {name}; dataset: {args.dataset or '$HIMGA_LOCOMO_PATH'}"))
+    return 0

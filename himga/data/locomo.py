@@ -1,0 +1,150 @@
+"""The LoCoMo loader: the public `locomo10.json` layout read into `Sample`s.
+
+The file is a JSON array of samples `{sample_id, conversation, qa, ...}`. `conversation` holds
+`session_N` (a list of turns `{speaker, dia_id, text, [img_url, blip_caption]}`) beside
+`session_N_date_time`; each `qa` item has `question`, `answer` (or `adversarial_answer` for
+category 5), `evidence` (dia_ids) and `category` (an integer, kept raw).
+"""
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from himga.data.errors import DatasetError
+from himga.data.schema import Message, QAPair, Sample, Session
+
+_SESSION_KEY = re.compile(r"session_(\d+)")
+# A dia_id such as `D8:6`. Evidence entries are searched for every such id, so that malformed
+# entries like "D8:6; D9:17" or "D 8 : 6" still yield their turns; leading zeros are dropped.
+_DIA_ID = re.compile(r"D\s*(\d+)\s*:\s*(\d+)")
+
+
+def load_locomo(path: str | Path) -> list[Sample]:
+    """Every sample of the LoCoMo file at `path`, in file order; DatasetError when it cannot."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such LoCoMo file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(f"{path}: cannot read the LoCoMo file: {error}") from None
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}: not JSON: {error}") from None
+    if not isinstance(raw, list):
+        raise DatasetError(f"{path}: a LoCoMo file is a JSON array of samples, got {_kind(raw)}")
+    return [_sample(item, f"{path}: [{index}]") for index, item in enumerate(raw)]
+
+
+def parse_evidence(entries: object) -> list[str]:
+    """The dia_ids found in a QA item's `evidence`, in order and without repeats.
+
+    Entries that hold no dia_id (or are not strings) are skipped rather than failing the load.
+    """
+    if not isinstance(entries, list):
+        return []
+    found: list[str] = []
+    for entry in entries:
+        if not isinstance(entry, str):
+            continue
+        for session, turn in _DIA_ID.findall(entry):
+            turn_id = f"D{int(session)}:{int(turn)}"
+            if turn_id not in found:
+                found.append(turn_id)
+    return found
+
+
+def render_turn(turn: dict[str, Any]) -> str:
+    """A turn's text; an image turn reads `[Image: <blip_caption>] <text>`."""
+    text = turn.get("text", "")
+    caption = turn.get("blip_caption")
+    if isinstance(caption, str) and caption.strip():
+        return f"[Image: {caption.strip()}] {text}".rstrip()
+    return str(text)
+
+
+def _sample(item: object, where: str) -> Sample:
+    obj = _object(item, where)
+    sample_id = _string(obj, "sample_id", where)
+    conversation = _object(obj.get("conversation"), f"{where}.conversation")
+    qa = obj.get("qa", [])
+    if not isinstance(qa, list):
+        raise DatasetError(f"{where}.qa: must be an array of questions, got {_kind(qa)}")
+    return Sample(
+        sample_id=sample_id,
+        sessions=_sessions(conversation, f"{where}.conversation"),
+        qa_pairs=[_qa_pair(q, f"{where}.qa[{i}]") for i, q in enumerate(qa)],
+    )
+
+
+def _sessions(conversation: dict[str, Any], where: str) -> list[Session]:
+    numbered = sorted(
+        (int(match.group(1)), key)
+        for key in conversation
+        if (match := _SESSION_KEY.fullmatch(key)) is not None
+    )
+    sessions = []
+    for number, key in numbered:
+        turns = conversation[key]
+        if not isinstance(turns, list):
+            raise DatasetError(f"{where}.{key}: must be an array of turns, got {_kind(turns)}")
+        messages = [_message(turn, f"{where}.{key}[{i}]") for i, turn in enumerate(turns)]
+        date = conversation.get(f"session_{number}_date_time")
+        try:
+            if isinstance(date, str):
+                sessions.append(Session(session_id=key, messages=messages, date_str=date))
+            else:
+                sessions.append(Session(session_id=key, messages=messages))
+        except ValidationError as error:  # pragma: no cover - the messages were checked above
+            raise DatasetError(f"{where}.{key}: {error}") from None
+    return sessions
+
+
+def _message(turn: object, where: str) -> Message:
+    obj = _object(turn, where)
+    speaker = _string(obj, "speaker", where)
+    dia_id = _string(obj, "dia_id", where)
+    text = obj.get("text", "")
+    if not isinstance(text, str):
+        raise DatasetError(f"{where}.text: must be a string, got {_kind(text)}")
+    return Message(role=speaker, content=render_turn(obj), turn_id=dia_id)
+
+
+def _qa_pair(item: object, where: str) -> QAPair:
+    obj = _object(item, where)
+    question = _string(obj, "question", where)
+    category = obj.get("category")
+    if not isinstance(category, int) or isinstance(category, bool):
+        raise DatasetError(f"{where}.category: must be an integer, got {_kind(category)}")
+    answer = obj.get("answer", obj.get("adversarial_answer", ""))
+    return QAPair(
+        question=question,
+        answer="" if answer is None else str(answer),
+        evidence=parse_evidence(obj.get("evidence", [])),
+        category=category,
+    )
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise DatasetError(f"{where}: must be an object, got {_kind(value)}")
+    return value
+
+
+def _string(obj: dict[str, Any], key: str, where: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str) or not value:
+        raise DatasetError(f"{where}.{key}: must be a non-empty string, got {_kind(value)}")
+    return value
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null or nothing"
+    if value == "":
+        return "an empty string"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), f"a {type(value).__name__}"
+    )
