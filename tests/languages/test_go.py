@@ -1,19 +1,15 @@
 """The Go side, run from pytest: `go test` runs the conformance vectors through a Go validator,
-and the Go client test and example run against a real memory server started here. Go (the
-version go.mod names) is a prerequisite; its modules come from the Go module proxy, locked by
-go.sum."""
+and the Go client test and example run against the session's real memory server (the
+`memory_server` fixture of tests/conftest.py). Go (the version go.mod names) is a prerequisite;
+its modules come from the Go module proxy, locked by go.sum."""
 
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from himga.memory.registry import DEFAULT_MEMORY
-from himga.service.server import create_server
 
 REPO = Path(__file__).resolve().parents[2]
 # `go test -v` result lines: "--- PASS: TestName (0.01s)".
@@ -61,35 +57,24 @@ def go_test(package: str, env: dict[str, str] | None = None) -> dict[str, str]:
     return results
 
 
-@pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """HOST:PORT of a memory server with the default memory, for this module's tests."""
-    data_dir = tmp_path_factory.mktemp("data")
-    server, port = create_server("127.0.0.1:0", memory=DEFAULT_MEMORY, data_dir=data_dir)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.stop(None).wait()
-
-
 def test_go_validator_gives_every_conformance_vector_its_verdict() -> None:
     assert go_test("./tests/go/schemas") == {"TestVectorsGetTheirVerdicts": "PASS"}
 
 
-def test_go_client_keeps_a_locomo_conversation_in_the_server(target: str) -> None:
-    env = {"HIMGA_TARGET": target, "HIMGA_LOCOMO_PATH": str(locomo_path())}
+def test_go_client_keeps_a_locomo_conversation_in_the_server(memory_server: str) -> None:
+    env = {"HIMGA_TARGET": memory_server, "HIMGA_LOCOMO_PATH": str(locomo_path())}
     assert go_test("./tests/go/client", env) == {
         "TestGoAgentKeepsAConversation": "PASS",
         "TestEmptyRoleIsInvalidArgumentNamingTheField": "PASS",
     }
 
 
-def test_go_client_example_runs(target: str) -> None:
+def test_go_client_example_runs(memory_server: str) -> None:
     output = go(
         "run",
         "./examples/go/client",
         "-target",
-        target,
+        memory_server,
         "-locomo",
         str(locomo_path()),
         "-namespace",

@@ -164,7 +164,7 @@ func TestGoAgentKeepsAConversation(t *testing.T) {
 			t.Errorf("%q after Reset: hits %v, context %q", q.text, hitIDs(resp.GetHits()), resp.GetContext())
 		}
 	}
-	t.Logf("%d messages ingested, %d questions answered from their evidence", ingested, len(questions))
+	t.Logf("%d messages ingested, %d questions asked", ingested, len(questions))
 }
 
 func TestEmptyRoleIsInvalidArgumentNamingTheField(t *testing.T) {
