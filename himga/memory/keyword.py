@@ -50,6 +50,7 @@ class _Index:
     # session_id -> the turn numbers of that session, in the order they came
     sessions: defaultdict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     total_length: int = 0
+    speakers: set[str] = field(default_factory=set)
 
 
 class KeywordMemory(ContextFromHits):
@@ -95,7 +96,7 @@ class KeywordMemory(ContextFromHits):
                     length = index.turns[number].length
                     scores[number] += term_score(term_idf, frequency, length, average_length)
             asked = set(wanted)
-            named = {key: is_named(key, asked) for key in {t.speaker for t in index.turns}}
+            named = {key: is_named(key, asked) for key in index.speakers}
             if any(named.values()):
                 for number in scores:
                     if named[index.turns[number].speaker]:
@@ -116,6 +117,7 @@ class KeywordMemory(ContextFromHits):
         near = near_terms(window, len(window) - 1)
         turn.length = len(turn.terms) + len(near) + 1
         index.turns.append(turn)
+        index.speakers.add(turn.speaker)
         session.append(number)
         for term in turn.terms:
             self._count(term, number, OWN_WEIGHT)

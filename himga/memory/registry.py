@@ -18,9 +18,10 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "null": ("himga.memory.null", "NullMemory.for_namespace"),
     "naive": ("himga.memory.naive", "SimpleKeywordMemory.for_namespace"),
     "keyword": ("himga.memory.keyword", "KeywordMemory.for_namespace"),
+    "sqlite": ("himga.memory.sqlite", "SQLiteKeywordMemory.for_namespace"),
 }
 
-DEFAULT_MEMORY = "null"
+DEFAULT_MEMORY = "sqlite"
 
 
 def memory_names() -> list[str]:
