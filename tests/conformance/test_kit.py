@@ -7,6 +7,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -166,6 +167,44 @@ def test_a_broken_memory_fails_exactly_its_checks(
     assert outcome(results)[1] == failing, render(target, results)
 
 
+@contextmanager
+def listening(command: list[str]) -> Iterator[str]:
+    """Run a server command until the block ends; its HOST:PORT, from the line "listening on
+    HOST:PORT" it writes to stderr once ready (as `himga serve` and the Go server do)."""
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        said: list[str] = []
+        found: re.Match[str] | None = None
+        for line in process.stderr:
+            said.append(line)
+            found = re.search(r"listening on (\S+)", line)
+            if found:
+                break
+        assert found, f"{command} said {said!r}"
+        # Keep reading what it says later, so that a full pipe never blocks it.
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        yield found.group(1)
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def conformance(target: str) -> tuple[int, str]:
+    """`himga conformance --target TARGET` as a user runs it: the exit code and the table."""
+    command = [sys.executable, "-m", "himga", "conformance", "--target", target]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    return completed.returncode, completed.stdout + completed.stderr
+
+
+def test_himga_serve_conforms(tmp_path: Path) -> None:
+    serve = [sys.executable, "-m", "himga", "serve", "--port", "0", "--data-dir", str(tmp_path)]
+    with listening(serve) as target:
+        code, table = conformance(target)
+    assert code == 0, table
+    assert f"{target} conforms to the MemoryService contract" in table
+
+
 @pytest.fixture
 def go_null_server(tmp_path: Path) -> Iterator[str]:
     """HOST:PORT of the Go NullMemory server (examples/go/nullserver), built and started here."""
@@ -178,26 +217,14 @@ def go_null_server(tmp_path: Path) -> Iterator[str]:
         check=False,
     )
     assert build.returncode == 0, build.stderr
-    process = subprocess.Popen(
-        [str(binary), "-addr", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        found = re.match(r"listening on (\S+)", line)
-        assert found, f"the Go server said {line!r}"
-        yield found.group(1)
-    finally:
-        process.terminate()
-        process.wait()
+    with listening([str(binary), "-addr", "127.0.0.1:0"]) as target:
+        yield target
 
 
 def test_go_null_server_gets_the_table_its_behaviour_calls_for(go_null_server: str) -> None:
-    command = [sys.executable, "-m", "himga", "conformance", "--target", go_null_server]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    table = completed.stdout
+    code, table = conformance(go_null_server)
     rows = {name: result for name, _, result in _ROW.findall(table)}
-    assert completed.returncode == 1, table + completed.stderr
+    assert code == 1, table
     assert {n for n, result in rows.items() if result == "PASS"} == (
         REQUIRED - MALFORMED
     ) | SIZE_LIMIT, table
