@@ -3,8 +3,10 @@
 Required checks are the contract every MemoryService keeps, a memory that stores nothing
 included: the seed's five contracts on the wire (an empty query answers; reset forgets; reset
 leaves the namespace usable; namespaces are isolated; retrieve answers a string), batch
-atomicity, the error codes of malformed requests, and health. Capabilities are what only a
-storing memory can show, and a request-size limit, which the contract leaves to the deployment.
+atomicity, the error codes of malformed and oversized requests, and health. Capabilities are
+what only a storing memory can show, and having a request-size limit at all: the contract says
+that a request over the server's limit is RESOURCE_EXHAUSTED, but leaves the limit (and whether
+there is one under the kit's request) to the deployment, so only the code is required.
 Each check works in namespaces of its own, so the kit can run against a shared server.
 """
 
@@ -330,29 +332,43 @@ def _error_limit(wire: Wire, new_namespace: NewNamespace) -> None:
     )
 
 
+@_check(
+    "oversized-request",
+    "required",
+    f"a request of {OVERSIZED_BYTES >> 20} MiB is stored, or refused with RESOURCE_EXHAUSTED "
+    "(nothing else)",
+)
+def _oversized_request(wire: Wire, new_namespace: NewNamespace) -> None:
+    code = _send_oversized(wire, new_namespace())
+    if code is not None and code != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        raise CheckFailed(f"got {code.name}, want RESOURCE_EXHAUSTED or success")
+
+
+def _send_oversized(wire: Wire, namespace: str) -> grpc.StatusCode | None:
+    """Ingest an oversized message: the status code it gets, None when it is accepted (and
+    then the namespace is reset, so that the server keeps none of it)."""
+    try:
+        wire.ingest(namespace, _message("x" * OVERSIZED_BYTES))
+    except grpc.RpcError as error:
+        return code_of(error) or grpc.StatusCode.UNKNOWN
+    wire.reset(namespace)
+    return None
+
+
 # --- capabilities ---------------------------------------------------------------------------
 
 
 @_check(
     "request-size-limit",
     "capability",
-    f"a request of {OVERSIZED_BYTES >> 20} MiB gets RESOURCE_EXHAUSTED (the contract leaves "
-    "the limit to the server)",
+    f"a request of {OVERSIZED_BYTES >> 20} MiB gets RESOURCE_EXHAUSTED: the server has a limit",
 )
 def _request_size_limit(wire: Wire, new_namespace: NewNamespace) -> None:
-    namespace = new_namespace()
-    huge = _message("x" * OVERSIZED_BYTES)
-    try:
-        wire.ingest(namespace, huge)
-    except grpc.RpcError as error:
-        code = code_of(error)
-        if code != grpc.StatusCode.RESOURCE_EXHAUSTED:
-            raise CheckFailed(
-                f"got {code.name if code else error}, want RESOURCE_EXHAUSTED"
-            ) from None
-        return
-    wire.reset(namespace)
-    raise CheckFailed("accepted: the server's limit is higher, or it has none")
+    code = _send_oversized(wire, new_namespace())
+    if code is None:
+        raise CheckFailed("accepted: the server's limit is higher, or it has none")
+    if code != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        raise CheckFailed(f"got {code.name}, want RESOURCE_EXHAUSTED")
 
 
 @_check(

@@ -16,6 +16,7 @@ import pytest
 
 from himga.cli import main
 from himga.conformance import CHECKS, CheckResult, run_checks
+from himga.conformance.checks import OVERSIZED_BYTES
 from himga.conformance.report import render
 from himga.data.schema import Message, Session
 from himga.memory.base import BaseMemory, Hit
@@ -49,8 +50,8 @@ def outcome(results: list[CheckResult]) -> tuple[set[str], set[str]]:
 
 
 @contextmanager
-def python_server(memory: str, data_dir: Path) -> Iterator[str]:
-    server, port = create_server("127.0.0.1:0", memory=memory, data_dir=data_dir)
+def python_server(memory: str, data_dir: Path, **options: int) -> Iterator[str]:
+    server, port = create_server("127.0.0.1:0", memory=memory, data_dir=data_dir, **options)
     try:
         yield f"127.0.0.1:{port}"
     finally:
@@ -82,6 +83,14 @@ def test_null_memory_keeps_the_contract_without_capabilities(
     assert {n for n, (_, result) in rows.items() if result == "PASS"} == REQUIRED | SIZE_LIMIT
     assert {n for n, (_, result) in rows.items() if result == "FAIL"} == CAPABILITIES - SIZE_LIMIT
     assert {n: kind for n, (kind, _) in rows.items()} == {c.name: c.kind for c in CHECKS}
+
+
+def test_a_server_without_a_limit_under_the_request_lacks_only_that_capability(
+    tmp_path: Path,
+) -> None:
+    with python_server("null", tmp_path, max_message_bytes=OVERSIZED_BYTES * 2) as target:
+        results = run_checks(target)
+    assert outcome(results)[1] == CAPABILITIES, render(target, results)
 
 
 class _ListMemory(BaseMemory):
