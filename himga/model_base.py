@@ -66,6 +66,20 @@ class SchemaModel(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
+    def _integral_numbers_are_integers(cls, value: Any, info: ValidationInfo) -> Any:
+        """JSON Schema's `integer`: any number with a zero fraction, so `5.0` is the integer 5.
+
+        Strict pydantic refuses floats for ints; the schemas (and every validator of them)
+        accept `5.0`, so it is turned into 5 here. `5.5` is still refused.
+        """
+        if isinstance(value, float) and value.is_integer():
+            field = cls.model_fields.get(info.field_name or "")
+            if field is not None and field.annotation is int:
+                return int(value)
+        return value
+
+    @field_validator("*", mode="before")
+    @classmethod
     def _date_times_are_written_in_utc(cls, value: Any, info: ValidationInfo) -> Any:
         """The schemas' `pattern: "[Zz]$"` on date-times, which the generator has to drop.
 
