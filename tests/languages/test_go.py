@@ -58,7 +58,11 @@ def go_test(package: str, env: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def test_go_validator_gives_every_conformance_vector_its_verdict() -> None:
-    assert go_test("./tests/go/schemas") == {"TestVectorsGetTheirVerdicts": "PASS"}
+    env = {"HIMGA_LOCOMO_PATH": str(locomo_path())}
+    assert go_test("./tests/go/schemas", env) == {
+        "TestVectorsGetTheirVerdicts": "PASS",
+        "TestProtoJSONOfGoMessagesFollowsTheSchemas": "PASS",
+    }
 
 
 def test_go_client_keeps_a_locomo_conversation_in_the_server(memory_server: str) -> None:
