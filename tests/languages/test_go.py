@@ -57,7 +57,7 @@ def go_test(package: str, env: dict[str, str] | None = None) -> dict[str, str]:
     return results
 
 
-def test_go_validator_gives_every_conformance_vector_its_verdict() -> None:
+def test_go_validator_agrees_with_the_vectors_and_the_protojson_of_go_messages() -> None:
     env = {"HIMGA_LOCOMO_PATH": str(locomo_path())}
     assert go_test("./tests/go/schemas", env) == {
         "TestVectorsGetTheirVerdicts": "PASS",
