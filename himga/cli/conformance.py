@@ -1,6 +1,7 @@
 """`himga conformance --target HOST:PORT`: check any MemoryService against the contract."""
 
 import argparse
+import math
 import sys
 from typing import Any
 
@@ -18,7 +19,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--target", required=True, help="the server, as HOST:PORT")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=10.0,
         help="seconds to wait for the server and for each call (default: %(default)s)",
     )
@@ -36,3 +37,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(render(args.target, results))
     return 0 if passed_required(results) else 1
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return seconds
