@@ -110,6 +110,7 @@ class KeywordMemory(ContextFromHits):
 
     def _add(self, turn: _Turn) -> None:
         index = self._index
+        postings = index.postings
         number = len(index.turns)
         session = index.sessions[turn.session_id]
         before = session[-NEAR_TURNS:]
@@ -119,20 +120,21 @@ class KeywordMemory(ContextFromHits):
         index.turns.append(turn)
         index.speakers.add(turn.speaker)
         session.append(number)
+        own: dict[str, float] = {}
         for term in turn.terms:
-            self._count(term, number, OWN_WEIGHT)
+            own[term] = own.get(term, 0.0) + 1.0
+        fields = {term: count * OWN_WEIGHT for term, count in own.items()}
         for term in near:
-            self._count(term, number, NEAR_WEIGHT)
+            fields[term] = fields.get(term, 0.0) + NEAR_WEIGHT
+        for term, frequency in fields.items():
+            postings[term][number] = frequency
         # The new turn is a later neighbour of the turns just before it.
         for earlier in before:
-            for term in turn.terms:
-                self._count(term, earlier, NEAR_WEIGHT)
+            for term, count in own.items():
+                posting = postings[term]
+                posting[earlier] = posting.get(earlier, 0.0) + count * NEAR_WEIGHT
             index.turns[earlier].length += len(turn.terms)
         index.total_length += turn.length + len(turn.terms) * len(before)
-
-    def _count(self, term: str, number: int, weight: float) -> None:
-        posting = self._index.postings[term]
-        posting[number] = posting.get(number, 0.0) + weight
 
 
 def _turn(message: Message, session: Session) -> _Turn:

@@ -5,8 +5,6 @@ Written from the published algorithm so that the keyword memories need no extra 
 are returned as they are.
 """
 
-from functools import lru_cache
-
 _VOWELS = frozenset("aeiou")
 
 
@@ -144,7 +142,6 @@ def _step4(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Porter stem of a lower-case word."""
     if len(word) <= 2:

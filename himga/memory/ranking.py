@@ -17,12 +17,13 @@ in-process memory computes itself with the same formula:
     score = sum over query terms t of  idf(t) * f * (K1 + 1) / (f + K1 * (1 - B + B * dl / avgdl))
 
 where f is the weighted count of t in the turn's two fields, dl the turn's total number of terms
-(both fields), avgdl the mean of dl, and idf(t) = ln((N - n + 0.5) / (n + 0.5)), n being the
+(both fields, and one speaker token), avgdl the mean of dl, and idf(t) = ln((N - n + 0.5) / (n + 0.5)), n being the
 number of turns holding t in either field (floored at 1e-6, as FTS5 does, for very common terms).
 """
 
 import math
 from collections.abc import Collection, Sequence
+from functools import lru_cache
 
 from himga.memory.text import terms
 
@@ -63,6 +64,7 @@ def term_score(term_idf: float, frequency: float, length: int, average_length: f
     return term_idf * frequency * (K1 + 1) / (frequency + norm)
 
 
+@lru_cache(maxsize=4096)
 def speaker_key(role: str) -> str:
     """A speaker's name as the terms a query must hold to name them ("" if it has none)."""
     return " ".join(terms(role))

@@ -42,7 +42,10 @@ from himga.memory.ranking import (
 from himga.memory.text import query_terms, terms
 
 # Written into each database; a database indexed by another method is refused, not misread.
-METHOD = f"porter+stopwords; near {NEAR_TURNS} at {NEAR_WEIGHT}; speaker x{1 + SPEAKER_BOOST}"
+METHOD = (
+    f"terms: porter, stopwords; fields: own {OWN_WEIGHT}, near {NEAR_TURNS} turns {NEAR_WEIGHT}; "
+    f"speaker x{1 + SPEAKER_BOOST}"
+)
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
 
@@ -56,7 +59,6 @@ _SCHEMA = (
         role TEXT NOT NULL,
         content TEXT NOT NULL,
         date_str TEXT NOT NULL,
-        terms TEXT NOT NULL,
         speaker INTEGER NOT NULL REFERENCES speakers (id)
     )""",
     "CREATE INDEX IF NOT EXISTS messages_by_session ON messages (session_id, id)",
@@ -184,18 +186,9 @@ class SQLiteKeywordMemory(ContextFromHits):
         (last,) = db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
         ids = range(last + 1, last + 1 + len(rows))
         db.executemany(
-            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (
-                    i,
-                    r.session_id,
-                    r.turn_id,
-                    r.role,
-                    r.content,
-                    r.date_str,
-                    " ".join(r.terms),
-                    speakers[r.speaker],
-                )
+                (i, r.session_id, r.turn_id, r.role, r.content, r.date_str, speakers[r.speaker])
                 for i, r in zip(ids, rows, strict=True)
             ],
         )
@@ -208,9 +201,9 @@ class SQLiteKeywordMemory(ContextFromHits):
             # The turns already stored just before this batch: the last NEAR_TURNS of them gain
             # later neighbours, and their old fields need the NEAR_TURNS before them.
             tail = [
-                (i, t.split(" ") if t else [], s)
-                for i, t, s in db.execute(
-                    "SELECT id, terms, speaker FROM messages WHERE session_id = ? AND id <= ? "
+                (i, terms(content), speaker)
+                for i, content, speaker in db.execute(
+                    "SELECT id, content, speaker FROM messages WHERE session_id = ? AND id <= ? "
                     "ORDER BY id DESC LIMIT ?",
                     (session_id, last, 2 * NEAR_TURNS),
                 )

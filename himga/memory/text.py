@@ -16,6 +16,9 @@ from himga.memory.porter import stem
 MAX_QUERY_TERMS = 64
 
 _WORD = re.compile(r"[^\W_]+")
+# word -> its stem, for the words met so far (stemming is the costly step of indexing)
+_stems: dict[str, str] = {}
+_MAX_CACHED_STEMS = 200_000
 
 # The English stopword list of NLTK's corpus (Porter-era, widely used), plus what the word
 # pattern leaves of contractions ("don't" -> "don", "t"). Kept generic on purpose: no words
@@ -36,10 +39,19 @@ STOPWORDS = frozenset(_STOPWORD_LIST.split())
 
 def terms(text: str) -> list[str]:
     """The index terms of `text`, in order, repeats kept (they count as term frequency)."""
-    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-    return [
-        stem(word) for word in words if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
-    ]
+    # NFKC leaves ASCII as it is, and casefold is lower there: the common case skips both.
+    text = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
+    found = []
+    for word in _WORD.findall(text):
+        term = _stems.get(word)
+        if term is None:
+            if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
+                continue
+            term = stem(word)
+            if len(_stems) < _MAX_CACHED_STEMS:
+                _stems[word] = term
+        found.append(term)
+    return found
 
 
 def query_terms(query: str) -> list[str]:
