@@ -229,21 +229,26 @@ def _error_empty_role(wire: Wire, new_namespace: NewNamespace) -> None:
     expect_empty(wire.retrieve(namespace, word), "after the rejected Ingest")
 
 
-def _every_call(wire: Wire, namespace: str) -> dict[str, Callable[[], object]]:
-    """One well-formed call of each method on `namespace`."""
+def _every_call(wire: Wire, namespace: str, memory: str = "") -> dict[str, Callable[[], object]]:
+    """One call of each method on `namespace`, naming `memory`; well-formed otherwise."""
     session = pb.Session(session_id="s1")
     message = _said("namespaces")
     return {
         "Ingest": lambda: wire.memory.Ingest(
-            pb.IngestRequest(namespace=namespace, message=message, session=session),
+            pb.IngestRequest(namespace=namespace, message=message, session=session, memory=memory),
             timeout=wire.timeout,
         ),
         "IngestBatch": lambda: wire.memory.IngestBatch(
-            pb.IngestBatchRequest(namespace=namespace, items=[_item(message)]),
+            pb.IngestBatchRequest(namespace=namespace, items=[_item(message)], memory=memory),
             timeout=wire.timeout,
         ),
-        "Retrieve": lambda: wire.retrieve(namespace, "namespaces"),
-        "Reset": lambda: wire.reset(namespace),
+        "Retrieve": lambda: wire.memory.Retrieve(
+            pb.RetrieveRequest(namespace=namespace, query="namespaces", memory=memory),
+            timeout=wire.timeout,
+        ),
+        "Reset": lambda: wire.memory.Reset(
+            pb.ResetRequest(namespace=namespace, memory=memory), timeout=wire.timeout
+        ),
     }
 
 
@@ -328,6 +333,20 @@ def _error_limit(wire: Wire, new_namespace: NewNamespace) -> None:
     expect_error(
         lambda: wire.retrieve(namespace, "anything", limit=MAX_LIMIT + 1), INVALID, "limit"
     )
+
+
+@_check(
+    "error-memory-unknown",
+    "required",
+    "every method naming a memory the server does not know is INVALID_ARGUMENT naming memory",
+)
+def _error_memory_unknown(wire: Wire, new_namespace: NewNamespace) -> None:
+    memory = f"no-such-memory-{marker()}"
+    for method, call in _every_call(wire, new_namespace(), memory).items():
+        try:
+            expect_error(call, INVALID, "memory")
+        except CheckFailed as failure:
+            raise CheckFailed(f"{method} naming memory {memory!r}: {failure}") from None
 
 
 @_check(

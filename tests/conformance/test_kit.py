@@ -38,6 +38,7 @@ MALFORMED = {
     "error-message-missing",
     "error-session-missing",
     "error-limit",
+    "error-memory-unknown",
 }
 _ROW = re.compile(r"^(\S+)\s+(required|capability)\s+(PASS|FAIL)\b", re.MULTILINE)
 
