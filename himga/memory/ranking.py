@@ -17,8 +17,9 @@ in-process memory computes itself with the same formula:
     score = sum over query terms t of  idf(t) * f * (K1 + 1) / (f + K1 * (1 - B + B * dl / avgdl))
 
 where f is the weighted count of t in the turn's two fields, dl the turn's total number of terms
-(both fields, and one speaker token), avgdl the mean of dl, and idf(t) = ln((N - n + 0.5) / (n + 0.5)), n being the
-number of turns holding t in either field (floored at 1e-6, as FTS5 does, for very common terms).
+(both fields, and one speaker token), avgdl the mean of dl, and
+idf(t) = ln((N - n + 0.5) / (n + 0.5)), n being the number of turns holding t in either field
+(floored at 1e-6, as FTS5 does, for very common terms).
 """
 
 import math
