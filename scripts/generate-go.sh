@@ -14,8 +14,8 @@ mkdir -p "$out"
 # Build the plugins at the versions go.mod pins, into a scratch directory for this run.
 plugins="$(mktemp -d)"
 trap 'rm -rf "$plugins"' EXIT
-go build -o "$plugins/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
-go build -o "$plugins/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-go-grpc
+go build -buildvcs=false -o "$plugins/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
+go build -buildvcs=false -o "$plugins/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
 # The proto's go_package names the import path under this module; module= strips the prefix,
 # so the files land at generated/go/himga/memory/v1/.

@@ -220,7 +220,7 @@ def go_null_server(tmp_path: Path) -> Iterator[str]:
     """HOST:PORT of the Go NullMemory server (examples/go/nullserver), built and started here."""
     binary = tmp_path / "nullserver"
     build = subprocess.run(
-        ["go", "build", "-o", str(binary), "./examples/go/nullserver"],
+        ["go", "build", "-buildvcs=false", "-o", str(binary), "./examples/go/nullserver"],
         cwd=REPO,
         capture_output=True,
         text=True,
