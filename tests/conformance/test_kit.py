@@ -250,3 +250,16 @@ def test_no_server_at_the_target_exits_2(capsys: pytest.CaptureFixture[str]) -> 
         port = probe.getsockname()[1]
     assert main(["conformance", "--target", f"127.0.0.1:{port}", "--timeout", "0.5"]) == 2
     assert "no gRPC server answers" in capsys.readouterr().err
+
+
+def test_the_kit_talks_only_through_the_wire() -> None:
+    """It judges other servers, so it must not lean on the reference implementation."""
+    probe = (
+        "import sys, himga.conformance, himga.conformance.report, himga.cli.conformance\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('himga.service', 'himga.memory', "
+        "'himga.data'))))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.strip() == "[]"
