@@ -58,8 +58,10 @@ class Record(SchemaModel):
         """
         values: dict[str, Any] = {}
         for name, field in type(self).model_fields.items():
-            key = next((k for k in (name, field.alias) if k is not None and k in data), None)
-            values[name] = blank(field) if key is None else stored(field, data.pop(key))
+            keys = [k for k in dict.fromkeys((name, field.alias)) if k is not None and k in data]
+            if len(keys) > 1:
+                raise TypeError(f"{type(self).__name__} got {' and '.join(keys)}; give one")
+            values[name] = stored(field, data.pop(keys[0])) if keys else blank(field)
         if data:
             raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(data))}")
         built = type(self).model_construct(**values)
