@@ -57,6 +57,8 @@ def create_server(
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
+            # A port in use is an error, not a port silently shared with another server.
+            ("grpc.so_reuseport", 0),
         ],
     )
     memory_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(namespaces), server)

@@ -1,0 +1,176 @@
+"""Every malformed request the issue lists gets its status code, with BadRequest field
+violations naming the fields, stores nothing, and leaves the server serving the next call."""
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from himga_proto.memory.v1 import memory_pb2 as pb
+from himga_proto.memory.v1 import memory_pb2_grpc
+
+from tests.service.conftest import FAILING, LISTING, ingest_request
+
+Stub = memory_pb2_grpc.MemoryServiceStub
+
+# (method, request for a namespace, the fields the violations must name)
+BAD_REQUESTS: dict[str, tuple[str, Callable[[str], Any], set[str]]] = {
+    "no message": (
+        "Ingest",
+        lambda ns: pb.IngestRequest(namespace=ns, session=pb.Session(session_id="s")),
+        {"message"},
+    ),
+    "empty role": (
+        "Ingest",
+        lambda ns: ingest_request(ns, "x", message=pb.Message(content="x")),
+        {"message.role"},
+    ),
+    "no session": (
+        "Ingest",
+        lambda ns: pb.IngestRequest(namespace=ns, message=pb.Message(role="u")),
+        {"session"},
+    ),
+    "empty session_id": (
+        "Ingest",
+        lambda ns: ingest_request(ns, "x", session=pb.Session()),
+        {"session.session_id"},
+    ),
+    "missing namespace": ("Ingest", lambda ns: ingest_request("", "x"), {"namespace"}),
+    "namespace with a space": ("Ingest", lambda ns: ingest_request("agent 7", "x"), {"namespace"}),
+    "namespace with a slash": ("Reset", lambda ns: pb.ResetRequest(namespace="a/b"), {"namespace"}),
+    "namespace of 129 characters": (
+        "Retrieve",
+        lambda ns: pb.RetrieveRequest(namespace="n" * 129),
+        {"namespace"},
+    ),
+    "non-ASCII namespace": (
+        "Retrieve",
+        lambda ns: pb.RetrieveRequest(namespace="café"),
+        {"namespace"},
+    ),
+    "unknown memory name": (
+        "Ingest",
+        lambda ns: ingest_request(ns, "x", memory="no-such-memory"),
+        {"memory"},
+    ),
+    "unknown memory on retrieve": (
+        "Retrieve",
+        lambda ns: pb.RetrieveRequest(namespace=ns, memory="nope"),
+        {"memory"},
+    ),
+    "limit over 1000": (
+        "Retrieve",
+        lambda ns: pb.RetrieveRequest(namespace=ns, query="x", limit=1001),
+        {"limit"},
+    ),
+    "every problem at once": (
+        "Ingest",
+        lambda ns: pb.IngestRequest(namespace="", message=pb.Message(), memory="nope"),
+        {"namespace", "memory", "message.role", "session"},
+    ),
+    "batch item without role": (
+        "IngestBatch",
+        lambda ns: pb.IngestBatchRequest(
+            namespace=ns,
+            items=[
+                pb.IngestItem(
+                    message=pb.Message(role="u", content="first"),
+                    session=pb.Session(session_id="s"),
+                ),
+                pb.IngestItem(
+                    message=pb.Message(content="second"), session=pb.Session(session_id="s")
+                ),
+                pb.IngestItem(message=pb.Message(role="u", content="third")),
+            ],
+        ),
+        {"items[1].message.role", "items[2].session"},
+    ),
+}
+
+
+def violations(error: grpc.RpcError) -> set[str]:
+    """The fields named by the BadRequest details of a failed call."""
+    status = rpc_status.from_call(error)
+    assert status is not None, "no google.rpc.Status in the trailers"
+    fields: set[str] = set()
+    for detail in status.details:
+        bad_request = error_details_pb2.BadRequest()
+        assert detail.Unpack(bad_request)
+        fields.update(v.field for v in bad_request.field_violations)
+        assert all(v.description for v in bad_request.field_violations)
+    return fields
+
+
+def assert_still_serving(stub: Stub) -> None:
+    """A good Ingest then Retrieve on a fresh namespace works."""
+    namespace = f"after-{uuid.uuid4().hex}"
+    stub.Ingest(ingest_request(namespace, "still serving"))
+    assert stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="still")).context == (
+        "Caroline: still serving"
+    )
+
+
+@pytest.mark.parametrize("case", BAD_REQUESTS)
+def test_bad_request_is_invalid_argument_naming_the_fields(stub: Stub, case: str) -> None:
+    method, make, fields = BAD_REQUESTS[case]
+    namespace = f"bad-{uuid.uuid4().hex}"
+    with pytest.raises(grpc.RpcError) as caught:
+        getattr(stub, method)(make(namespace))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert violations(caught.value) == fields
+    for field in fields:
+        assert field in caught.value.details()
+    # Nothing of it was stored, and the server serves the next call.
+    assert stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="first")).hits == []
+    assert_still_serving(stub)
+
+
+def test_failed_batch_stores_nothing(stub: Stub) -> None:
+    namespace = f"batch-{uuid.uuid4().hex}"
+    good = pb.IngestItem(
+        message=pb.Message(role="u", content="alpha"), session=pb.Session(session_id="s")
+    )
+    bad = pb.IngestItem(
+        message=pb.Message(role="", content="alpha"), session=pb.Session(session_id="s")
+    )
+    with pytest.raises(grpc.RpcError):
+        stub.IngestBatch(pb.IngestBatchRequest(namespace=namespace, items=[good, good, bad]))
+    assert stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="alpha")).hits == []
+    response = stub.IngestBatch(pb.IngestBatchRequest(namespace=namespace, items=[good, good]))
+    assert response.ingested == 2
+    assert len(stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="alpha")).hits) == 2
+
+
+def test_other_memory_for_an_open_namespace_is_failed_precondition(stub: Stub) -> None:
+    namespace = f"mismatch-{uuid.uuid4().hex}"
+    stub.Ingest(ingest_request(namespace, "kept"))
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Ingest(ingest_request(namespace, "x", memory="null"))
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert LISTING in caught.value.details()
+    # Naming the namespace's own memory is fine, and what it holds is untouched.
+    stub.Ingest(ingest_request(namespace, "kept too", memory=LISTING))
+    assert len(stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="kept")).hits) == 2
+    assert_still_serving(stub)
+
+
+def test_oversized_request_is_resource_exhausted(stub: Stub) -> None:
+    namespace = f"big-{uuid.uuid4().hex}"
+    huge = "x" * (16 * 1024 * 1024 + 1)
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Ingest(ingest_request(namespace, huge))
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="x")).hits == []
+    assert_still_serving(stub)
+
+
+def test_an_error_inside_a_memory_is_internal_and_keeps_its_message_private(stub: Stub) -> None:
+    namespace = f"broken-{uuid.uuid4().hex}"
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Ingest(ingest_request(namespace, "x", memory=FAILING))
+    assert caught.value.code() == grpc.StatusCode.INTERNAL
+    assert "secret" not in caught.value.details()
+    assert_still_serving(stub)

@@ -1,0 +1,90 @@
+"""`himga serve` as a real process: it says where it listens, answers health checks, and on
+SIGTERM or SIGINT lets in-flight calls finish before exiting 0."""
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from himga_proto.memory.v1 import memory_pb2 as pb
+from himga_proto.memory.v1 import memory_pb2_grpc
+
+GATED_SERVE = Path(__file__).with_name("gated_serve.py")
+# Protection against a hang only (a broken shutdown would otherwise block the suite forever);
+# no test asserts how long anything takes.
+HANG_SECONDS = 60
+
+
+def start(command: list[str]) -> tuple[subprocess.Popen[str], str]:
+    """Start a server process; return it and its target once it logs `listening on`."""
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    for line in process.stderr:
+        found = re.search(r"listening on (127\.0\.0\.1:\d+)", line)
+        if found:
+            return process, found.group(1)
+    process.wait()
+    raise AssertionError(f"the server exited with {process.returncode} before listening")
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[str]]]:
+    """Server processes a test started; any still running at the end are killed."""
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_serve_answers_health_and_exits_0_on_a_signal(
+    processes: list[subprocess.Popen[str]], tmp_path: Path, stop_signal: signal.Signals
+) -> None:
+    command = [sys.executable, "-m", "himga", "serve", "--host", "127.0.0.1", "--port", "0"]
+    process, target = start([*command, "--memory", "null", "--data-dir", str(tmp_path / "d")])
+    processes.append(process)
+    with grpc.insecure_channel(target) as channel:
+        response = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
+    assert response.status == health_pb2.HealthCheckResponse.SERVING
+    process.send_signal(stop_signal)
+    assert process.wait(HANG_SECONDS) == 0
+    assert (tmp_path / "d").is_dir()
+
+
+def test_sigterm_lets_the_call_in_flight_finish(
+    processes: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    process, target = start([sys.executable, str(GATED_SERVE), "--port", "0", "--memory", "gated"])
+    processes.append(process)
+    with grpc.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        call = stub.Retrieve.future(pb.RetrieveRequest(namespace="n", query=str(tmp_path)))
+        deadline = time.monotonic() + HANG_SECONDS
+        while not (tmp_path / "started").exists():
+            assert time.monotonic() < deadline, "the call never reached the memory"
+            time.sleep(0.01)
+        process.send_signal(signal.SIGTERM)
+        assert process.poll() is None  # it waits for the call
+        (tmp_path / "release").touch()
+        assert call.result(timeout=HANG_SECONDS).context == "released"
+    assert process.wait(HANG_SECONDS) == 0
+
+
+def test_serve_refuses_a_port_in_use(processes: list[subprocess.Popen[str]]) -> None:
+    command = [sys.executable, "-m", "himga", "serve", "--memory", "null", "--port"]
+    first, target = start([*command, "0"])
+    processes.append(first)
+    port = target.rsplit(":", 1)[1]
+    second = subprocess.run(
+        [*command, port], capture_output=True, text=True, check=False, timeout=HANG_SECONDS
+    )
+    assert second.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
