@@ -1,0 +1,169 @@
+"""SQLiteKeywordMemory's store: durable, all or nothing, one database per namespace."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from himga.data import Message, Session
+from himga.memory import SQLiteKeywordMemory
+from himga.memory.registry import memory_factory
+from himga.memory.sqlite import DATABASE_NAME, namespace_path
+
+SESSION = Session(session_id="s1", date_str="3 March, 2023")
+
+
+def _message(i: int) -> tuple[Message, Session]:
+    return Message(role="Ada", content=f"remember token{i:05d}", turn_id=f"T{i}"), SESSION
+
+
+def _stored(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        (count,) = db.execute("SELECT count(*) FROM messages").fetchone()
+    return int(count)
+
+
+def test_messages_survive_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "store.sqlite3"
+    with SQLiteKeywordMemory(path) as memory:
+        memory.ingest_many(_message(i) for i in range(3))
+    with SQLiteKeywordMemory(path) as memory:
+        assert memory.search("token00001")[0].turn_id == "T1"
+        memory.ingest(*_message(3))  # and the index keeps growing where it stopped
+        assert memory.search("token00003")[0].turn_id == "T3"
+
+
+def test_a_directory_holds_the_database(tmp_path: Path) -> None:
+    with SQLiteKeywordMemory(tmp_path) as memory:
+        memory.ingest(*_message(1))
+        assert memory.path == tmp_path / DATABASE_NAME
+    assert _stored(tmp_path / DATABASE_NAME) == 1
+
+
+def test_on_disk_it_uses_wal(tmp_path: Path) -> None:
+    with (
+        SQLiteKeywordMemory(tmp_path / "m.sqlite3"),
+        sqlite3.connect(tmp_path / "m.sqlite3") as db,
+    ):
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_without_a_path_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with SQLiteKeywordMemory() as memory:
+        memory.ingest(*_message(1))
+        assert memory.path is None and memory.search("token00001")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reset_is_durable(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    with SQLiteKeywordMemory(path) as memory:
+        memory.ingest_many(_message(i) for i in range(5))
+        memory.reset()
+        memory.ingest(*_message(9))
+    with SQLiteKeywordMemory(path) as memory:
+        assert memory.search("token00001") == []
+        assert memory.search("token00009")[0].turn_id == "T9"
+
+
+def test_a_failing_batch_stores_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    with SQLiteKeywordMemory(path) as memory:
+        memory.ingest(*_message(0))
+        # Make the database itself refuse the fourth message, half-way through the batch.
+        with sqlite3.connect(path) as db:
+            db.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN NEW.turn_id = 'T4' "
+                "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+        with pytest.raises(sqlite3.IntegrityError, match="refused"):
+            memory.ingest_many(_message(i) for i in range(1, 8))
+        assert [h.turn_id for h in memory.search("remember", limit=50)] == ["T0"]
+        assert memory.search("token00002") == []
+
+        def broken() -> Iterator[tuple[Message, Session]]:
+            yield _message(10)
+            raise RuntimeError("the caller's items broke")
+
+        with pytest.raises(RuntimeError):
+            memory.ingest_many(broken())
+        assert memory.search("token00010") == []
+    assert _stored(path) == 1
+
+
+def test_a_database_of_another_method_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    SQLiteKeywordMemory(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE himga_meta SET value = 'something older' WHERE key = 'method'")
+    with pytest.raises(ValueError, match="indexed with method 'something older'"):
+        SQLiteKeywordMemory(path)
+
+
+def test_one_database_per_namespace_in_the_data_directory(tmp_path: Path) -> None:
+    factory = memory_factory("sqlite")
+    names = ["alice", "Alice", "a/../../b", "", "名前 with spaces", "x" * 500]
+    paths = {namespace_path(tmp_path, name) for name in names}
+    assert len(paths) == len(names)  # distinct even where file systems fold case
+    for path in paths:
+        assert path.parent == tmp_path / "sqlite" and len(path.name) < 200
+    first = factory("alice", tmp_path)
+    first.ingest(*_message(1))
+    again = factory("alice", tmp_path)  # the same namespace opens the same database
+    assert again.search("token00001")
+    assert factory("Alice", tmp_path).search("token00001") == []
+    assert namespace_path(tmp_path, "alice").exists()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+@pytest.mark.parametrize("batch", [1, 20])
+def test_acknowledged_ingests_survive_sigkill(tmp_path: Path, batch: int) -> None:
+    """A child ingests without end and prints each batch once ingest returns; we kill it
+    mid-stream, then every acknowledged message is there, and no partial batch."""
+    path = tmp_path / "m.sqlite3"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), str(batch)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    acknowledged: list[int] = []
+    for line in child.stdout:
+        acknowledged.append(int(line))
+        if len(acknowledged) == 15:
+            os.kill(child.pid, signal.SIGKILL)
+            break
+    child.wait()
+    acknowledged += [int(line) for line in child.stdout.read().split()]
+    assert child.returncode == -signal.SIGKILL
+    stored = _stored(path)
+    assert stored % batch == 0 and stored >= len(acknowledged) * batch
+    with SQLiteKeywordMemory(path) as memory:
+        for b in acknowledged:
+            for i in range(b * batch, (b + 1) * batch):
+                assert memory.search(f"token{i:05d}")[0].turn_id == f"T{i}"
+
+
+_WRITER = """
+import sys
+from himga.data import Message, Session
+from himga.memory import SQLiteKeywordMemory
+
+memory = SQLiteKeywordMemory(sys.argv[1])
+batch = int(sys.argv[2])
+session = Session(session_id="s1")
+b = 0
+while True:
+    memory.ingest_many(
+        (Message(role="Ada", content=f"remember token{i:05d}", turn_id=f"T{i}"), session)
+        for i in range(b * batch, (b + 1) * batch)
+    )
+    print(b, flush=True)
+    b += 1
+"""
