@@ -230,3 +230,57 @@ def test_a_valid_record_round_trips_through_to_dict_json_and_from_dict(record: A
     document = record.to_dict()
     assert type(record).from_dict(document).to_dict() == document
     assert type(record).from_dict(json.loads(json.dumps(document))).to_dict() == document
+
+
+PLAIN_ENTRIES = [{}, {"action": "x"}, {"action": "x", "colour": 1}, {"tool": "x"}, {"t": -1}]
+PLAIN_ENTRIES += [{"type": "t", "message": "m"}, {"type": "t"}, {"error_type": "t", "message": "m"}]
+
+
+@pytest.mark.parametrize("entry", PLAIN_ENTRIES, ids=repr)
+@pytest.mark.parametrize("where", ["action_log", "errors_encountered"])
+def test_validate_agrees_with_the_schema_on_plain_dicts_appended_as_entries(
+    where: str, entry: dict[str, Any]
+) -> None:
+    trace = EpisodeTrace(**copy.deepcopy(EXAMPLES[EpisodeTrace]))
+    getattr(trace, where).append(entry)
+    _agrees(trace, "EpisodeTrace")
+
+
+RECORD_CLASSES = [EpisodeTrace, TaskContext, ActionEntry, ErrorEntry]
+
+
+@st.composite
+def mangled_documents(draw: st.DrawFn) -> tuple[type[Any], Any]:
+    """A valid record's wire form with a few values (at any depth) replaced by anything."""
+    cls = draw(st.sampled_from(RECORD_CLASSES))
+    document: Any = cls(**copy.deepcopy(EXAMPLES[cls])).to_dict()
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.integers(0, 5)) == 0:
+            document[draw(st.text(max_size=4))] = draw(WILD)  # an unknown key, maybe
+            continue
+        node = document
+        while True:
+            key = draw(st.sampled_from(list(node) if isinstance(node, dict) else range(len(node))))
+            child = node[key]
+            if isinstance(child, dict | list) and child and draw(st.booleans()):
+                node = child
+                continue
+            node[key] = draw(WILD)
+            break
+    return cls, document
+
+
+@SETTINGS
+@given(mangled_documents())
+def test_from_dict_either_reads_a_record_or_raises_one_value_error(case: Any) -> None:
+    cls, document = case
+    try:
+        record = cls.from_dict(document)
+    except ValueError as error:
+        event("refused")
+        assert str(error).startswith("$")  # names the place, as a JSON path
+        return
+    event("read")
+    # What it read has the record's shape; its value rules are left to validate().
+    assert isinstance(record.validate(), list)
+    assert json.loads(json.dumps(record.to_dict())) == record.to_dict()
