@@ -25,12 +25,18 @@ _DATE_TIME = re.compile(
 
 
 def as_utc(moment: datetime) -> datetime:
-    """The same instant as an aware datetime in UTC; a naive one is taken as UTC already."""
+    """The same instant as an aware datetime in UTC; a naive one is taken as UTC already.
+
+    Raises ValueError when that instant falls outside Python's years 1 to 9999.
+    """
     if not isinstance(moment, datetime):
         raise TypeError(f"expected a datetime, got {type(moment).__name__}")
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+01:00, before the first instant Python has
+        raise ValueError(f"{moment.isoformat()} has no UTC date-time Python can hold") from None
 
 
 def to_utc_isoformat(moment: datetime) -> str:

@@ -81,5 +81,8 @@ def blank(field: FieldInfo) -> Any:
 def stored(field: FieldInfo, value: Any) -> Any:
     """What a record keeps for a value: datetimes as aware UTC, anything else as given."""
     if holds_datetime(field.annotation) and isinstance(value, datetime):
-        return as_utc(value)
+        try:
+            return as_utc(value)
+        except ValueError:
+            return value  # no UTC form: kept, and validate() reports it
     return value

@@ -77,7 +77,7 @@ class Record(SchemaModel):
             if is_absent_when_unset(field) and value is None:
                 continue  # an optional key is absent, never null
             if holds_datetime(field.annotation) and isinstance(value, datetime):
-                value = to_utc_isoformat(value)
+                value = _written(value)
             document[wire_name(name, field)] = wire(value)
         return document
 
@@ -154,6 +154,14 @@ def wire(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: wire(item) for key, item in value.items()}
     return value
+
+
+def _written(moment: datetime) -> str:
+    """A date-time as the wire writes it; one with no UTC form keeps its offset (and is invalid)."""
+    try:
+        return to_utc_isoformat(moment)
+    except ValueError:
+        return moment.isoformat()
 
 
 def _read_value(field: FieldInfo, value: Any, path: Path) -> Any:
