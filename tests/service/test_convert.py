@@ -1,0 +1,77 @@
+"""himga.service.convert: models -> proto -> models gives back what went in, for every valid
+Message and Session vector; Hit carries the same fields in Python and in the proto."""
+
+import json
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+from himga_proto.memory.v1 import memory_pb2 as pb
+
+from himga import schemas
+from himga.data.schema import Message, Session
+from himga.memory.base import Hit
+from himga.service import InvalidRequest, convert
+
+VECTOR_DIR = Path(__file__).resolve().parents[2] / "schemas" / "conformance"
+
+
+def valid_documents(type_name: str) -> list[Any]:
+    documents = []
+    for path in sorted(VECTOR_DIR.glob("*.json")):
+        groups = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(groups, list):
+            continue
+        for group in groups:
+            if schemas.type_for_id(group["schema"]["$ref"]) == type_name:
+                documents += [
+                    pytest.param(t["data"], id=t["description"])
+                    for t in group["tests"]
+                    if t["valid"]
+                ]
+    return documents
+
+
+def without_metadata(model: Message | Session) -> dict[str, Any]:
+    return {k: v for k, v in model.model_dump(mode="json").items() if not k.startswith("$")}
+
+
+@pytest.mark.parametrize("document", valid_documents("Message"))
+def test_message_round_trip(document: dict[str, Any]) -> None:
+    message = Message.model_validate(document)
+    back = convert.message_from_proto(convert.message_to_proto(message), "message")
+    assert without_metadata(back) == without_metadata(message)
+
+
+@pytest.mark.parametrize("document", valid_documents("Session"))
+def test_session_round_trip(document: dict[str, Any]) -> None:
+    session = Session.model_validate(document)
+    back = convert.session_from_proto(convert.session_to_proto(session), "session")
+    assert without_metadata(back) == without_metadata(session)
+
+
+def test_a_session_for_ingest_travels_without_its_messages() -> None:
+    session = Session(session_id="s", date_str="d", messages=[Message(role="u", content="x")])
+    proto = convert.session_to_proto(session, with_messages=False)
+    assert proto == pb.Session(session_id="s", date_str="d")
+    with_bad_messages = pb.Session(session_id="s", messages=[pb.Message(role="")])
+    assert convert.session_from_proto(with_bad_messages, "session", with_messages=False) == Session(
+        session_id="s"
+    )
+
+
+def test_violations_carry_the_path_in_the_request() -> None:
+    bad = pb.Session(session_id="", messages=[pb.Message(role="u"), pb.Message(role="")])
+    with pytest.raises(InvalidRequest) as caught:
+        convert.session_from_proto(bad, "items[4].session")
+    assert [v.field for v in caught.value.violations] == [
+        "items[4].session.session_id",
+        "items[4].session.messages[1].role",
+    ]
+
+
+def test_hit_has_the_proto_fields() -> None:
+    assert [f.name for f in fields(Hit)] == [f.name for f in pb.Hit.DESCRIPTOR.fields]
+    hit = Hit("D1:1", "s1", "Caroline", "hello", "8 May, 2023", 0.5)
+    assert convert.hits_from_proto([convert.hit_to_proto(hit)]) == [hit]
