@@ -1,5 +1,7 @@
 """create_server: what a started server offers beside MemoryService, and what it refuses."""
 
+from pathlib import Path
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -7,7 +9,9 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from himga.service import create_server
+from himga.data.schema import Message, Session
+from himga.memory.registry import DEFAULT_MEMORY
+from himga.service import RemoteMemory, create_server
 from himga.service.server import SERVICE_NAME
 
 
@@ -46,3 +50,18 @@ def test_stop_marks_health_not_serving_and_stops() -> None:
         with pytest.raises(grpc.RpcError) as caught:
             health.Check(health_pb2.HealthCheckRequest())
     assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_the_default_memory_keeps_a_namespace_across_a_restart(tmp_path: Path) -> None:
+    """The issue's default is the durable store: a Retrieve after a restart finds the data."""
+    message = Message(role="Caroline", content="I adopted a greyhound", turn_id="D1:1")
+    for restarted in (False, True):
+        server, port = create_server("127.0.0.1:0", memory=DEFAULT_MEMORY, data_dir=tmp_path)
+        try:
+            with RemoteMemory(f"127.0.0.1:{port}", "agent-7") as memory:
+                if not restarted:
+                    memory.ingest(message, Session(session_id="s1"))
+                hits = memory.search("greyhound")
+        finally:
+            server.stop(None).wait()
+        assert [hit.turn_id for hit in hits] == ["D1:1"], f"restarted={restarted}"
