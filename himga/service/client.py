@@ -84,9 +84,15 @@ class RemoteMemory(BaseMemory):
         return self._retrieve(query, DEFAULT_LIMIT).context
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+        """At most `limit` hits (none for a limit below 1, as in-process memories give; the
+        server refuses more than 1000)."""
+        if limit < 1:
+            return []
         return convert.hits_from_proto(self._retrieve(query, limit).hits)
 
     def recall(self, query: str, limit: int = DEFAULT_LIMIT) -> tuple[str, list[Hit]]:
+        if limit < 1:
+            return self.retrieve(query), []
         response = self._retrieve(query, limit)
         return response.context, convert.hits_from_proto(response.hits)
 

@@ -156,6 +156,8 @@ def test_search_and_recall_keep_their_limit_and_agree(kind: Kind) -> None:
     context, recalled = memory.recall(word, limit=4)
     assert context == memory.retrieve(word)
     assert recalled == hits
+    assert memory.search(word, limit=0) == []
+    assert memory.recall(word, limit=0) == (context, [])
     for hit in hits:
         assert (hit.role, hit.session_id, hit.date_str) == (
             "Caroline",
