@@ -25,7 +25,10 @@ TEXTS = st.text(max_size=8)
 PATHS = st.lists(TEXTS, max_size=4)
 NATURALS = st.integers(0, 2**53 - 1)
 ZONES = st.sampled_from([None, UTC, timezone(timedelta(hours=5, minutes=30))])
-DATETIMES = st.datetimes(timezones=ZONES) | st.just("2024-05-08T13:56:00Z")
+# Years 2 to 9998, so that every instant also has a UTC form (see test_records_time.py).
+DATETIMES = st.datetimes(datetime(2, 1, 1), datetime(9998, 12, 31), timezones=ZONES) | st.just(
+    "2024-05-08T13:56:00Z"
+)
 PHASES = st.sampled_from([*EpisodeTrace.VALID_PHASES, ""])
 
 VALID_ACTION = {"tool": WORDS, "input": TEXTS, "output": TEXTS, "timestamp": NATURALS}

@@ -4,7 +4,9 @@ Everything the records know about their fields is read here from the generated p
 models, so that no field list is written twice.
 """
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, get_args, get_origin
 
 import annotated_types
@@ -16,6 +18,37 @@ from himga.timeutil import as_utc
 
 #: Each generated model that has a lenient record class, mapped to that class.
 RECORD_CLASSES: dict[type[BaseModel], type[Any]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One field of a model with what the records ask of it on every call, worked out once."""
+
+    name: str
+    wire: str
+    info: FieldInfo
+    is_datetime: bool
+    absent_when_unset: bool
+    #: The record class the field holds, one or (`is_list`) a list of them, if any.
+    record: type[Any] | None
+    is_list: bool
+
+
+@cache
+def slots(model: type[BaseModel]) -> tuple[Slot, ...]:
+    """The fields of a model, in schema order (asked once every record class exists)."""
+    return tuple(
+        Slot(
+            name=name,
+            wire=wire_name(name, field),
+            info=field,
+            is_datetime=holds_datetime(field.annotation),
+            absent_when_unset=is_absent_when_unset(field),
+            record=record_in(field),
+            is_list=is_list(field),
+        )
+        for name, field in model.model_fields.items()
+    )
 
 
 def wire_name(name: str, field: FieldInfo) -> str:
@@ -64,23 +97,22 @@ def is_absent_when_unset(field: FieldInfo) -> bool:
     return field.default is MISSING
 
 
-def blank(field: FieldInfo) -> Any:
+def blank(slot: Slot) -> Any:
     """A missing field's value: its default, else an empty stand-in that validate() reports."""
-    if is_absent_when_unset(field):
+    if slot.absent_when_unset:
         return None  # as in the seed; to_dict() leaves the key out
-    if not field.is_required():
-        return field.get_default(call_default_factory=True, validated_data={})
-    if holds_datetime(field.annotation):
+    if not slot.info.is_required():
+        return slot.info.get_default(call_default_factory=True, validated_data={})
+    if slot.is_datetime:
         return datetime.now(UTC)
-    record = record_in(field)
-    if record is not None:
-        return record()
+    if slot.record is not None:
+        return slot.record()
     return ""
 
 
-def stored(field: FieldInfo, value: Any) -> Any:
+def stored(slot: Slot, value: Any) -> Any:
     """What a record keeps for a value: datetimes as aware UTC, anything else as given."""
-    if holds_datetime(field.annotation) and isinstance(value, datetime):
+    if slot.is_datetime and isinstance(value, datetime):
         try:
             return as_utc(value)
         except ValueError:

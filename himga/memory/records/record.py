@@ -10,19 +10,16 @@ from datetime import datetime
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict
-from pydantic.fields import FieldInfo
 
 from himga import schemas
 from himga.errors import SchemaError
 from himga.memory.records import wording
 from himga.memory.records.fields import (
     RECORD_CLASSES,
+    Slot,
     blank,
-    holds_datetime,
-    is_absent_when_unset,
-    record_in,
+    slots,
     stored,
-    wire_name,
 )
 from himga.memory.records.jsondata import Path, document_order, non_json, path_steps, replace
 from himga.model_base import SchemaModel
@@ -57,11 +54,11 @@ class Record(SchemaModel):
         `validate()`, not the constructor, says what is missing; aware datetimes become UTC.
         """
         values: dict[str, Any] = {}
-        for name, field in type(self).model_fields.items():
-            keys = [k for k in dict.fromkeys((name, field.alias)) if k is not None and k in data]
+        for slot in slots(type(self)):
+            keys = [k for k in dict.fromkeys((slot.name, slot.wire)) if k in data]
             if len(keys) > 1:
                 raise TypeError(f"{type(self).__name__} got {' and '.join(keys)}; give one")
-            values[name] = stored(field, data.pop(keys[0])) if keys else blank(field)
+            values[slot.name] = stored(slot, data.pop(keys[0])) if keys else blank(slot)
         if data:
             raise TypeError(f"{type(self).__name__} has no field {', '.join(sorted(data))}")
         built = type(self).model_construct(**values)
@@ -72,13 +69,13 @@ class Record(SchemaModel):
     def to_dict(self) -> dict[str, Any]:
         """The record in its wire form (NOTES.md): wire names, date-times in UTC with `Z`."""
         document: dict[str, Any] = {}
-        for name, field in type(self).model_fields.items():
-            value = getattr(self, name)
-            if is_absent_when_unset(field) and value is None:
+        for slot in slots(type(self)):
+            value = getattr(self, slot.name)
+            if slot.absent_when_unset and value is None:
                 continue  # an optional key is absent, never null
-            if holds_datetime(field.annotation) and isinstance(value, datetime):
+            if slot.is_datetime and isinstance(value, datetime):
                 value = _written(value)
-            document[wire_name(name, field)] = wire(value)
+            document[slot.wire] = wire(value)
         return document
 
     @classmethod
@@ -104,6 +101,9 @@ class Record(SchemaModel):
         Empty exactly when `to_dict()`'s output is valid against the record's JSON Schema.
         """
         document = self.to_dict()
+        type_name = self._generated.__name__
+        if _is_json(document) and schemas.is_valid(document, type_name):
+            return []  # the fast path; the reference below words what is wrong
         found: list[tuple[str, str]] = []  # (JSON path, message)
         for path in non_json(document, []):
             where, _ = wording.place(type(self), path)
@@ -111,11 +111,7 @@ class Record(SchemaModel):
             if path:
                 replace(document, path, None)  # reported here; the schema checks the rest
         reported = {path for path, _ in found}
-        errors = [
-            e
-            for e in schemas.validate(document, self._generated.__name__)
-            if e.path not in reported
-        ]
+        errors = [e for e in schemas.validate(document, type_name) if e.path not in reported]
         errors.sort(key=lambda e: document_order(document, path_steps(e.path)))
         found.extend((e.path, wording.message(type(self), e)) for e in errors)
         primary = [(path, text) for path, text in found if not path.startswith(self._derived)]
@@ -130,15 +126,14 @@ class Record(SchemaModel):
             raise SchemaError(schemas.json_path(path), reason, "type")
         values: dict[str, Any] = {}
         known: set[str] = set()
-        for name, field in cls.model_fields.items():
-            wire = wire_name(name, field)
-            known.update((name, wire))
-            key = next((k for k in (wire, name) if k in data), None)  # the wire name wins
+        for slot in slots(cls):
+            known.update((slot.name, slot.wire))
+            key = next((k for k in (slot.wire, slot.name) if k in data), None)  # wire name wins
             if key is not None:
-                values[name] = _read_value(field, data[key], [*path, wire])
+                values[slot.name] = _read_value(slot, data[key], [*path, slot.wire])
         unknown = [key for key in data if key not in known]
         if unknown:
-            allowed = ", ".join(wire_name(n, f) for n, f in cls.model_fields.items())
+            allowed = ", ".join(slot.wire for slot in slots(cls))
             reason = f"is not a field of {cls.__name__} (allowed: {allowed})"
             where = schemas.json_path([*path, str(unknown[0])])
             raise SchemaError(where, reason, "additionalProperties")
@@ -164,10 +159,10 @@ def _written(moment: datetime) -> str:
         return moment.isoformat()
 
 
-def _read_value(field: FieldInfo, value: Any, path: Path) -> Any:
+def _read_value(slot: Slot, value: Any, path: Path) -> Any:
     """A field's value from a document: date-times parsed, nested records read."""
-    if holds_datetime(field.annotation):
-        if not field.is_required() and value in (None, ""):
+    if slot.is_datetime:
+        if not slot.info.is_required() and value in (None, ""):
             return None  # the seed wrote no key, or an empty one, for "never"
         if not isinstance(value, str | datetime):
             reason = f"must be a date-time string or a datetime, got {_shown(value)}"
@@ -176,7 +171,7 @@ def _read_value(field: FieldInfo, value: Any, path: Path) -> Any:
             return parse_utc_datetime(value)
         except ValueError as error:
             raise SchemaError(schemas.json_path(path), str(error), "format") from None
-    record: Any = record_in(field)
+    record: Any = slot.record
     if record is not None and isinstance(value, Mapping):
         return record._read(value, path)
     if record is not None and isinstance(value, list):
@@ -193,9 +188,15 @@ def _malformations(document: dict[str, Any], type_name: str) -> Iterator[SchemaE
     if reported:
         yield from (SchemaError(path, "must be JSON data", "type") for path in reported)
         return
+    if schemas.is_valid(document, type_name):
+        return  # the fast path: nothing broken at all
     for error in schemas.validate(document, type_name):
         if error.keyword not in VALUE_RULES:
             yield error
+
+
+def _is_json(document: Any) -> bool:
+    return next(non_json(document, []), None) is None
 
 
 def _shown(value: Any) -> str:
