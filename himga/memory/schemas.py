@@ -73,14 +73,15 @@ class EpisodeTrace(episode_trace.EpisodeTrace, Record):
 
     def __init__(self, **data: Any) -> None:
         """Keywords as in the seed (`phase=`, `goal=`), or a `context=`, plus the other fields."""
-        context = data.pop("context", None)
+        context = data.pop("context") if "context" in data else EpisodeContext(goal="")
         if isinstance(context, Mapping):
             context = EpisodeContext(**context)
-        elif context is None:
-            context = EpisodeContext(goal="")
         for name in ("phase", "goal"):
-            if name in data:
-                setattr(context, name, data.pop(name))
+            if name not in data:
+                continue
+            if not isinstance(context, EpisodeContext):
+                raise TypeError(f"EpisodeTrace got {name} but a context that is no object")
+            setattr(context, name, data.pop(name))
         super().__init__(context=context, **data)
 
     @property

@@ -351,6 +351,11 @@ def test_from_dict_keeps_broken_values_for_validate_as_the_seed() -> None:
     assert ActionEntry.from_dict({}).validate() == ["ActionEntry.tool is required"]
 
 
+def test_from_dict_takes_both_names_of_a_field_when_they_agree() -> None:
+    entry = ActionEntry.from_dict({"action": "read_file", "tool": "read_file"})
+    assert entry.to_dict()["action"] == "read_file"
+
+
 @pytest.mark.parametrize("key", ["files", "files_involved"])
 def test_task_context_reads_files_or_files_involved(key: str) -> None:
     context = TaskContext.from_dict({"goal": "g", "phase": "ACT", key: ["a.py"]})
@@ -367,6 +372,12 @@ GARBAGE: dict[str, tuple[type[Any], Any, str]] = {
     "a number for the record": (EpisodeTrace, 42, r"^\$: must be an object"),
     "a list for the record": (TaskContext, ["goal"], r"^\$: must be an object"),
     "a number where an object belongs": (EpisodeTrace, _legacy(context=5), r"^\$\.context: "),
+    "null where an object belongs": (EpisodeTrace, {**CANONICAL, "context": None}, r"^\$\.context"),
+    "both names of a field, disagreeing": (
+        ActionEntry,
+        {"action": "read_file", "tool": "write_file"},
+        r"^\$\.action: and 'tool' \(its Python name\) disagree",
+    ),
     "a timestamp that is no date": (EpisodeTrace, _legacy(timestamp="soon"), r"^\$\.timestamp: "),
     "a date that does not exist": (
         EpisodeTrace,

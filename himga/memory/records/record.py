@@ -128,9 +128,12 @@ class Record(SchemaModel):
         known: set[str] = set()
         for slot in slots(cls):
             known.update((slot.name, slot.wire))
-            key = next((k for k in (slot.wire, slot.name) if k in data), None)  # wire name wins
-            if key is not None:
-                values[slot.name] = _read_value(slot, data[key], [*path, slot.wire])
+            keys = [k for k in dict.fromkeys((slot.wire, slot.name)) if k in data]
+            if len(keys) > 1 and data[keys[0]] != data[keys[1]]:
+                reason = f"and {keys[1]!r} (its Python name) disagree; give one"
+                raise SchemaError(schemas.json_path([*path, slot.wire]), reason, "type")
+            if keys:
+                values[slot.name] = _read_value(slot, data[keys[0]], [*path, slot.wire])
         unknown = [key for key in data if key not in known]
         if unknown:
             allowed = ", ".join(slot.wire for slot in slots(cls))
