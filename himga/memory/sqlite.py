@@ -48,6 +48,7 @@ METHOD = (
 )
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
+CACHE_KIB = 65_536
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -117,6 +118,9 @@ class SQLiteKeywordMemory(ContextFromHits):
         if self.path is not None:
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
+        # Up to CACHE_KIB of pages per database, taken only as it grows: ranking reads every
+        # matching row's size, and the default 2 MiB cache made retrieve at 100k turns ~1.5x slower.
+        db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         db.execute("BEGIN IMMEDIATE")
         try:
             for statement in _SCHEMA:
