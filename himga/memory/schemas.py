@@ -15,7 +15,7 @@ from uuid import uuid4
 
 from himga_schema import action_entry, episode_trace, error_entry, task_context
 
-from himga.memory.records.record import Record
+from himga.memory.records.record import InvalidRecordError, Record
 from himga.timeutil import (
     _parse_utc_datetime,
     _to_utc_isoformat,
@@ -28,6 +28,7 @@ __all__ = [
     "EpisodeContext",
     "EpisodeTrace",
     "ErrorEntry",
+    "InvalidRecordError",
     "TaskContext",
     "_parse_utc_datetime",
     "_to_utc_isoformat",

@@ -9,7 +9,13 @@ import pytest
 
 from himga import schemas
 from himga.errors import SchemaError
-from himga.memory.schemas import ActionEntry, EpisodeTrace, ErrorEntry, TaskContext
+from himga.memory.schemas import (
+    ActionEntry,
+    EpisodeTrace,
+    ErrorEntry,
+    InvalidRecordError,
+    TaskContext,
+)
 
 
 def test_seed_example_episode_trace() -> None:
@@ -143,6 +149,24 @@ def test_validate_reports_every_problem_at_once_nested_ones_by_place() -> None:
         "errors_encountered[1]: ErrorEntry.message is required",
         "EpisodeTrace.importance must be between 0.0 and 1.0",
     ]
+
+
+def test_check_returns_a_valid_record_and_raises_every_problem_of_an_invalid_one() -> None:
+    trace = _valid_trace()
+    assert trace.check() is trace
+    trace.id, trace.importance = "", 2.0
+    with pytest.raises(InvalidRecordError) as raised:
+        trace.check().to_dict()
+    assert isinstance(raised.value, ValueError)
+    assert (
+        raised.value.problems
+        == trace.validate()
+        == [
+            "EpisodeTrace.id is required",
+            "EpisodeTrace.importance must be between 0.0 and 1.0",
+        ]
+    )
+    assert str(raised.value) == "; ".join(raised.value.problems)
 
 
 def test_validate_never_raises_on_values_of_the_wrong_kind() -> None:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict
 
 from himga import schemas
-from himga.errors import SchemaError
+from himga.errors import HimgaError, SchemaError
 from himga.memory.records import wording
 from himga.memory.records.fields import (
     RECORD_CLASSES,
@@ -28,6 +28,14 @@ from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 # The schema rules a record may break while it is being built; `validate()` reports them. Any
 # other broken rule (a wrong JSON type, an unknown key) means the data is not such a record.
 VALUE_RULES = frozenset({"required", "minLength", "minimum", "maximum", "enum"})
+
+
+class InvalidRecordError(HimgaError, ValueError):
+    """A record that breaks its schema; `problems` holds every message of `validate()`."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
 
 
 class Record(SchemaModel):
@@ -117,6 +125,17 @@ class Record(SchemaModel):
         primary = [(path, text) for path, text in found if not path.startswith(self._derived)]
         problems = [text for _, text in (primary or found)]
         return list(dict.fromkeys(problems))
+
+    def check(self) -> Self:
+        """The record itself when valid, else InvalidRecordError: for code that stores it.
+
+        The seed's `validate()` only returns its problems, and a caller that forgets to look
+        lets dirty data through; `record.check().to_dict()` cannot.
+        """
+        problems = self.validate()
+        if problems:
+            raise InvalidRecordError(problems)
+        return self
 
     @classmethod
     def _read(cls, data: Any, path: Path) -> Self:
