@@ -4,8 +4,14 @@ Each is a lenient subclass of the model generated from its JSON Schema (fields, 
 defaults and enums come from there; none is restated). As with the seed's dataclasses, a
 record can be built and changed with values the schema rejects; `validate()` then lists every
 problem in the seed's words, by checking `to_dict()`'s output against the JSON Schema, so the
-two agree. `from_dict` reads the wire form and the seed's legacy forms, and raises one
-`SchemaError` (a ValueError) naming the field when data does not have a record's shape.
+two agree; `check()` raises them instead. `from_dict` reads the wire form and the seed's
+legacy forms, and raises one `SchemaError` (a ValueError) naming the field when data does not
+have a record's shape.
+
+`from_dict(d).to_dict()` gives back a valid `d` up to these normalisations: defaults are filled
+in, date-times are written in UTC as `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, an episode's
+`context.files_involved` is recomputed from files_read and files_modified (and, as in the seed,
+becomes files_read when a document has no files_read).
 """
 
 from collections.abc import Mapping
