@@ -42,6 +42,7 @@ def test_message_round_trip(document: dict[str, Any]) -> None:
     message = Message.model_validate(document)
     back = convert.message_from_proto(convert.message_to_proto(message), "message")
     assert without_metadata(back) == without_metadata(message)
+    assert back == Message.model_validate(without_metadata(message))
 
 
 @pytest.mark.parametrize("document", valid_documents("Session"))
@@ -49,6 +50,7 @@ def test_session_round_trip(document: dict[str, Any]) -> None:
     session = Session.model_validate(document)
     back = convert.session_from_proto(convert.session_to_proto(session), "session")
     assert without_metadata(back) == without_metadata(session)
+    assert back == Session.model_validate(without_metadata(session))
 
 
 def test_a_session_for_ingest_travels_without_its_messages() -> None:
@@ -65,10 +67,10 @@ def test_violations_carry_the_path_in_the_request() -> None:
     bad = pb.Session(session_id="", messages=[pb.Message(role="u"), pb.Message(role="")])
     with pytest.raises(InvalidRequest) as caught:
         convert.session_from_proto(bad, "items[4].session")
-    assert [v.field for v in caught.value.violations] == [
+    assert {v.field for v in caught.value.violations} == {
         "items[4].session.session_id",
         "items[4].session.messages[1].role",
-    ]
+    }
 
 
 def test_hit_has_the_proto_fields() -> None:
