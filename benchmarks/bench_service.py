@@ -25,7 +25,7 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 RUNS = 5
 CALLS = 2000
 BATCH_SIZE = 500
-BATCHES = 20
+SESSION_TURNS = 25
 WARM_UP = 200
 
 SESSION = pb.Session(session_id="session_3", date_str="1:56 pm on 8 May, 2023")
@@ -34,6 +34,23 @@ MESSAGE = pb.Message(
     content="I went to a LGBTQ support group yesterday and it was so powerful, honestly.",
     turn_id="D3:14",
 )
+
+
+def conversation(size: int) -> list[pb.IngestItem]:
+    """`size` distinct messages, in sessions of SESSION_TURNS turns, as a LoCoMo conversation."""
+    items = []
+    for i in range(size):
+        session, turn = divmod(i, SESSION_TURNS)
+        message = pb.Message(
+            role=MESSAGE.role, content=f"{MESSAGE.content} ({i})", turn_id=f"D{session}:{turn}"
+        )
+        items.append(
+            pb.IngestItem(
+                message=message,
+                session=pb.Session(session_id=f"session_{session}", date_str=SESSION.date_str),
+            )
+        )
+    return items
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
@@ -62,9 +79,7 @@ def measure(channel: grpc.Channel, calls: int) -> dict[str, float]:
     check = health_pb2.HealthCheckRequest()
     ingest = pb.IngestRequest(namespace="bench", message=MESSAGE, session=SESSION)
     retrieve = pb.RetrieveRequest(namespace="bench", query="What did Caroline do yesterday?")
-    batch = pb.IngestBatchRequest(
-        namespace="bench", items=[pb.IngestItem(message=MESSAGE, session=SESSION)] * BATCH_SIZE
-    )
+    batch = pb.IngestBatchRequest(namespace="bench", items=conversation(BATCH_SIZE))
     batches = max(1, calls // 100)
     return {
         "floor": per_second(lambda: health.Check(check), calls),
@@ -98,7 +113,10 @@ def main() -> int:
         )
 
     print(f"memory service over gRPC, NullMemory, {args.runs} runs, {args.calls} sequential calls")
-    print(f"(IngestBatch: batches of {BATCH_SIZE}), server `himga serve` at {target}")
+    print(
+        f"(IngestBatch: batches of {BATCH_SIZE} distinct messages in sessions of {SESSION_TURNS}),"
+        f" server `himga serve` at {target}"
+    )
     print(f"{'':<12} {'min':>10} {'median':>10} {'max':>10} {'':<7}  ratio    min    med    max")
     floor = [r["floor"] for r in runs]
     row("floor", "calls/s", floor, [1.0] * len(runs), "(health Check: the same stack, no work)")
