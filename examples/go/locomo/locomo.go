@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,8 +27,39 @@ type Turn struct {
 // QA is one question about a conversation, with the turns that answer it.
 type QA struct {
 	Question string   `json:"question"`
-	Evidence []string `json:"evidence"`
+	Evidence Evidence `json:"evidence"`
 	Category int      `json:"category"`
+}
+
+// Evidence is the dia_ids a question's evidence names, in order and without repeats. LoCoMo
+// writes a few entries oddly ("D8:6; D9:17", "D 10 : 01"): each id found in a string entry is
+// kept, as himga's Python loader reads them; entries that are not strings are skipped.
+type Evidence []string
+
+var diaID = regexp.MustCompile(`D\s*(\d+)\s*:\s*(\d+)`)
+
+func (e *Evidence) UnmarshalJSON(raw []byte) error {
+	var entries []any
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		*e = nil
+		return nil
+	}
+	var found Evidence
+	for _, entry := range entries {
+		text, ok := entry.(string)
+		if !ok {
+			continue
+		}
+		for _, m := range diaID.FindAllStringSubmatch(text, -1) {
+			session, _ := strconv.Atoi(m[1])
+			turn, _ := strconv.Atoi(m[2])
+			if id := fmt.Sprintf("D%d:%d", session, turn); !slices.Contains(found, id) {
+				found = append(found, id)
+			}
+		}
+	}
+	*e = found
+	return nil
 }
 
 // Sample is one conversation with its questions.
