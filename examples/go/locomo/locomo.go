@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	memoryv1 "himga.dev/himga/generated/go/himga/memory/v1"
 )
@@ -113,7 +114,7 @@ func (s Sample) Items() ([]*Item, error) {
 		for _, t := range turns {
 			content := t.Text
 			if caption := strings.TrimSpace(t.BlipCaption); caption != "" {
-				content = strings.TrimRight(fmt.Sprintf("[Image: %s] %s", caption, t.Text), " ")
+				content = strings.TrimRightFunc(fmt.Sprintf("[Image: %s] %s", caption, t.Text), unicode.IsSpace)
 			}
 			turnID := t.DiaID
 			items = append(items, &Item{
