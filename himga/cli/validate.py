@@ -66,13 +66,13 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
     documents = invalid = 0
     for name in args.files:
         try:
-            text = _read(name, stdin or sys.stdin)
+            data = _read(name, stdin or sys.stdin)
         except OSError as error:
             print(f"himga validate: cannot read {name}: {error.strerror or error}", file=sys.stderr)
             code = max(code, USAGE)
             continue
         shown = "<stdin>" if name == STDIN else name
-        for line, document in _documents(text, json_lines=name.endswith(JSON_LINES_SUFFIXES)):
+        for line, document in _documents(data, json_lines=name.endswith(JSON_LINES_SUFFIXES)):
             documents += 1
             problems = _check(shown, line, document, args.type)
             for problem in problems:
@@ -84,11 +84,12 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
     return code
 
 
-def _read(name: str, stdin: TextIO) -> str:
+def _read(name: str, stdin: TextIO) -> bytes:
+    """The raw bytes: undecodable text is a malformed document (exit 1), not unreadable."""
     if name == STDIN:
-        return stdin.read()
-    # Bytes first: undecodable text is a malformed document (exit 1), not an unreadable file.
-    return Path(name).read_bytes().decode("utf-8", errors="replace")
+        binary = getattr(stdin, "buffer", None)
+        return binary.read() if binary is not None else stdin.read().encode("utf-8")
+    return Path(name).read_bytes()
 
 
 @dataclass(frozen=True)
@@ -98,14 +99,17 @@ class _Malformed:
     reason: str
 
 
-def _documents(text: str, json_lines: bool) -> Iterator[tuple[int, Any]]:
+def _documents(data: bytes, json_lines: bool) -> Iterator[tuple[int, Any]]:
     """(line, document or _Malformed) for each document of a JSON or JSON Lines text.
 
     A file that is not named .jsonl / .ndjson is JSON Lines when its first line is a whole
     document and more follows; otherwise it is one JSON document, at line 1.
     """
-    if "\ufffd" in text:
-        yield 1, _Malformed("malformed JSON: the file is not UTF-8")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = data.count(b"\n", 0, error.start) + 1
+        yield where, _Malformed(f"malformed JSON: not UTF-8 (byte {error.start + 1} of the file)")
         return
     if not text.strip():
         yield 1, _Malformed("empty: no JSON document")
@@ -118,7 +122,9 @@ def _documents(text: str, json_lines: bool) -> Iterator[tuple[int, Any]]:
             if error.msg != "Extra data" or not _is_document(text.lstrip().split("\n", 1)[0]):
                 yield 1, _Malformed(_describe(error))
                 return
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Only "\n" ends a line: JSON strings may hold U+2028 and other characters that
+    # str.splitlines would also split on.
+    for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
                 yield number, _parse(line)

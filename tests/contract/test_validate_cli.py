@@ -83,12 +83,19 @@ def test_malformed_and_empty_files_are_invalid(tmp_path: Path, text: str, reason
     assert lines[0].startswith(f"{name}:1: $: {reason}")
 
 
-def test_a_file_that_is_not_utf8_is_malformed(tmp_path: Path) -> None:
-    path = tmp_path / "m.json"
-    path.write_bytes(b'{"role": "\xff", "content": ""}')
+def test_a_file_that_is_not_utf8_is_malformed_at_the_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(GOOD.encode() + b'\n{"role": "\xff", "content": ""}\n')
     code, lines = _run(["--type", "Message", str(path)])
     assert (code, len(lines)) == (1, 1)
-    assert "not UTF-8" in lines[0]
+    assert lines[0].startswith(f"{path}:2: $: malformed JSON: not UTF-8")
+
+
+def test_unusual_characters_inside_strings_are_kept(tmp_path: Path) -> None:
+    # U+FFFD is a character like any other; U+2028 does not end a JSON Lines line.
+    first = json.dumps({"role": "u", "content": "\ufffd a\u2028b"}, ensure_ascii=False)
+    name = _file(tmp_path, "m.jsonl", f"{first}\n{GOOD}\n")
+    assert _run(["--type", "Message", name]) == (0, [])
 
 
 def test_a_missing_file_exits_2_and_the_others_are_still_checked(
