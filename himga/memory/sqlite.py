@@ -3,7 +3,7 @@
 One database per memory: a `messages` table (what was said, by whom, when, and its terms), a
 `speakers` table, and a contentless FTS5 table `turns_fts(own, near, speaker)` whose rows are
 the messages' index fields (terms already stemmed by himga.memory.text, so FTS5's plain `ascii`
-tokenizer only splits on the spaces between them). Its `rank` is `bm25(1.0, 0.5, 0.0)`:
+tokenizer only splits on the spaces between them). Turns rank by `bm25(1.0, 0.5, 0.0)`:
 OWN_WEIGHT, NEAR_WEIGHT, and nothing for the speaker token, which is there only to select the
 turns of speakers a query names.
 
@@ -49,6 +49,12 @@ METHOD = (
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
 CACHE_KIB = 65_536
+
+# bm25() named in the query rather than FTS5's `rank` column: measured faster at 100k turns.
+_SELECT = (
+    f"SELECT rowid, -bm25(turns_fts, {OWN_WEIGHT}, {NEAR_WEIGHT}, 0.0) AS score FROM turns_fts "
+    "WHERE turns_fts MATCH ? ORDER BY score DESC LIMIT ?"
+)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -128,10 +134,6 @@ class SQLiteKeywordMemory(ContextFromHits):
             found = db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
             if found is None:
                 db.execute("INSERT INTO himga_meta VALUES ('method', ?)", (METHOD,))
-                db.execute(
-                    "INSERT INTO turns_fts (turns_fts, rank) VALUES ('rank', ?)",
-                    (f"bm25({OWN_WEIGHT}, {NEAR_WEIGHT}, 0.0)",),
-                )
             elif found[0] != METHOD:
                 raise ValueError(
                     f"{self.path}: indexed with method {found[0]!r}, this himga uses {METHOD!r}; "
@@ -237,15 +239,12 @@ class SQLiteKeywordMemory(ContextFromHits):
         asked = set(wanted)
         with self._lock:
             named = {i for key, i in self._speakers.items() if is_named(key, asked)}
-            select = (
-                "SELECT rowid, -rank FROM turns_fts WHERE turns_fts MATCH ? ORDER BY rank LIMIT ?"
-            )
-            scores = dict(self._db.execute(select, (match, limit)))
+            scores = dict(self._db.execute(_SELECT, (match, limit)))
             if named:
                 # The best turns of the named speakers, which the boost may lift above the rest.
                 tokens = " OR ".join(f'"s{i}"' for i in sorted(named))
                 scores.update(
-                    self._db.execute(select, (f"{match} AND speaker : ({tokens})", limit))
+                    self._db.execute(_SELECT, (f"{match} AND speaker : ({tokens})", limit))
                 )
             if not scores:
                 return []
