@@ -231,6 +231,7 @@ def main() -> int:
     parser.add_argument("--worker", nargs=2, metavar=("MEMORY", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--million", action="store_true", help="also measure 1M messages")
     parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--sizes", help="comma-separated message counts instead of the default")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker[0], int(args.worker[1]))))
@@ -238,6 +239,8 @@ def main() -> int:
     sizes = [10_000, 100_000]
     if args.million or os.environ.get("HIMGA_BENCH_MILLION") == "1":
         sizes.append(1_000_000)
+    if args.sizes:
+        sizes = [int(size) for size in args.sizes.split(",")]
     names = ["naive", "keyword", "sqlite", "floor-text", "floor-rows"]
     print(f"bench-memory: {args.runs} runs; figures are min/median/max over the runs")
     for size in sizes:
@@ -246,12 +249,15 @@ def main() -> int:
         for _ in range(runs):
             for name in names:
                 results[name].append(_run_worker(name, size))
-        print(f"\n{size:,} messages (ingest in batches of {BATCH}; {QUERIES} queries)")
-        _report(results, runs, sizes)
+        print(
+            f"\n{size:,} messages, {runs} run(s); ingest in batches of {BATCH}; retrieve over "
+            f"{QUERIES} queries ({NAIVE_QUERIES.get(size, 10)} for naive)"
+        )
+        _report(results)
     return 0
 
 
-def _report(results: dict[str, list[dict[str, Any]]], runs: int, sizes: list[int]) -> None:
+def _report(results: dict[str, list[dict[str, Any]]]) -> None:
     def column(name: str, key: str) -> list[float]:
         return [r[key] for r in results[name]]
 
