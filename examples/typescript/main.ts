@@ -1,8 +1,9 @@
 // A TypeScript agent's memory in a himga server: validate a conversation with the schemas, store
 // it, recall from it, forget it.
 //
-//   himga serve --port 50051 &                      # or: make serve
-//   npx tsc -p examples/typescript && node build/typescript/examples/typescript/main.js 127.0.0.1:50051
+//   make serve &                                  # a server on 127.0.0.1:50051
+//   npm ci && npx tsc -p examples/typescript
+//   node build/typescript/examples/typescript/main.js 127.0.0.1:50051
 import { connectMemory, fieldViolations, ingestItem } from "./memory.js";
 import { SchemaValidator } from "./schemas.js";
 import type { Session } from "../../generated/typescript/schema/v1.js";

@@ -119,4 +119,5 @@ def test_typescript_client_against_the_server(
 def test_typescript_example_runs(build: Path, memory_server: str) -> None:
     output = _run(["node", str(build / "examples" / "typescript" / "main.js"), memory_server])
     assert "stored 2 messages in example-typescript" in output
+    assert "D1:2 Melanie: That sounds great! I painted a sunrise" in output  # recalled
     assert "items[0].message.role" in output  # the refused batch names the empty role
