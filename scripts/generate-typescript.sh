@@ -74,5 +74,5 @@ JS
 googleapis="$(python -c 'import google.rpc.status_pb2 as m, pathlib; print(pathlib.Path(m.__file__).parents[2])')"
 python -m grpc_tools.protoc -Iproto -I"$googleapis" \
   --plugin=protoc-gen-es="$root/node_modules/.bin/protoc-gen-es" \
-  --es_out="$out" --es_opt=target=ts,import_extension=js \
+  --es_out="$out" --es_opt=target=ts,import_extension=js,json_types=true \
   himga_proto/memory/v1/memory.proto google/rpc/error_details.proto

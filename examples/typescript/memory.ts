@@ -1,6 +1,6 @@
 // Keeping memory in a himga server from Node.js: a gRPC client of the generated MemoryService,
 // documents built from the schema types and turned into proto messages by their JSON form.
-import { create, fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { create, fromJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 
@@ -11,6 +11,8 @@ import {
   MessageSchema,
   SessionSchema,
   type IngestItem,
+  type MessageJson,
+  type SessionJson,
 } from "../../generated/typescript/himga_proto/memory/v1/memory_pb.js";
 import type { Message, Session } from "../../generated/typescript/schema/v1.js";
 
@@ -21,16 +23,18 @@ export function connectMemory(target: string): Client<typeof MemoryService> {
 }
 
 /**
- * One IngestBatch item from a schema-valid Message and Session. Their JSON is the proto's
- * ProtoJSON (the proto fields carry the schemas' names), so no field is copied by hand; the
- * session's messages stay out, as the service expects.
+ * One IngestBatch item from a schema-valid Message and Session. A schema document is the proto
+ * message's ProtoJSON (the proto fields carry the schemas' names; tsc checks the types agree),
+ * so no field is copied by hand. The session's messages stay out, as the service expects.
  */
 export function ingestItem(message: Message, session: Session): IngestItem {
   const { messages: _messages, $schema: _sessionSchema, ...sessionFields } = session;
   const { $schema: _messageSchema, ...messageFields } = message;
+  const messageJson: MessageJson = messageFields;
+  const sessionJson: SessionJson = sessionFields;
   return create(IngestItemSchema, {
-    message: fromJson(MessageSchema, messageFields as JsonObject),
-    session: fromJson(SessionSchema, sessionFields as JsonObject),
+    message: fromJson(MessageSchema, messageJson),
+    session: fromJson(SessionSchema, sessionJson),
   });
 }
 

@@ -8,8 +8,23 @@ import { test } from "node:test";
 
 import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
 
-import { file_himga_proto_memory_v1_memory } from "../../generated/typescript/himga_proto/memory/v1/memory_pb.js";
+import {
+  file_himga_proto_memory_v1_memory,
+  type MessageJson,
+  type SessionJson,
+} from "../../generated/typescript/himga_proto/memory/v1/memory_pb.js";
+import type { Message, Session } from "../../generated/typescript/schema/v1.js";
 import { findSchemaDir, SchemaValidator } from "../../examples/typescript/schemas.js";
+
+// At compile time: the types generated from the schemas and from the proto have the same fields
+// (`$schema` aside); tsc refuses to build the tests when they part.
+type Equal<A, B> =
+  (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type DataKeys<T> = Exclude<keyof T, "$schema">;
+export const sameFields: [
+  Equal<DataKeys<Message>, keyof MessageJson>,
+  Equal<DataKeys<Session>, keyof SessionJson>,
+] = [true, true];
 
 interface Group {
   schema: { $ref: string };
