@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        _log.info("%s received: stopping", signal.Signals(signum).name)
+        _log.info("%s received", signal.Signals(signum).name)
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -81,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
     )
     while not stop.wait(0.5):
         pass
-    server.stop(GRACE_SECONDS).wait()
+    stopped = server.stop(GRACE_SECONDS)
+    _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
+    stopped.wait()
     _log.info("stopped")
     return 0
 

@@ -33,6 +33,15 @@ def start(command: list[str]) -> tuple[subprocess.Popen[str], str]:
     raise AssertionError(f"the server exited with {process.returncode} before listening")
 
 
+def wait_for_log(process: subprocess.Popen[str], text: str) -> None:
+    """Read the process's log until a line holding `text`."""
+    assert process.stderr is not None
+    for line in process.stderr:
+        if text in line:
+            return
+    raise AssertionError(f"the process ended without logging {text!r}")
+
+
 @pytest.fixture
 def processes() -> Iterator[list[subprocess.Popen[str]]]:
     """Server processes a test started; any still running at the end are killed."""
@@ -72,7 +81,8 @@ def test_sigterm_lets_the_call_in_flight_finish(
             assert time.monotonic() < deadline, "the call never reached the memory"
             time.sleep(0.01)
         process.send_signal(signal.SIGTERM)
-        assert process.poll() is None  # it waits for the call
+        wait_for_log(process, "stopping:")  # logged once the server is stopping
+        assert not call.done()
         (tmp_path / "release").touch()
         assert call.result(timeout=HANG_SECONDS).context == "released"
     assert process.wait(HANG_SECONDS) == 0
