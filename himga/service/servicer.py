@@ -26,7 +26,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     def __init__(self, namespaces: Namespaces) -> None:
         self.namespaces = namespaces
 
-    def Ingest(self, request: pb.IngestRequest, context: grpc.ServicerContext) -> Any:
+    def Ingest(self, request: pb.IngestRequest, context: grpc.ServicerContext) -> pb.IngestResponse:
         try:
             found = self._common_violations(request.namespace, request.memory)
             item = _item(request, "", found, _Sessions())
@@ -39,7 +39,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         except Exception as error:
             abort(context, error)
 
-    def IngestBatch(self, request: pb.IngestBatchRequest, context: grpc.ServicerContext) -> Any:
+    def IngestBatch(
+        self, request: pb.IngestBatchRequest, context: grpc.ServicerContext
+    ) -> pb.IngestBatchResponse:
         try:
             found = self._common_violations(request.namespace, request.memory)
             sessions = _Sessions()
@@ -55,7 +57,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         except Exception as error:
             abort(context, error)
 
-    def Retrieve(self, request: pb.RetrieveRequest, context: grpc.ServicerContext) -> Any:
+    def Retrieve(
+        self, request: pb.RetrieveRequest, context: grpc.ServicerContext
+    ) -> pb.RetrieveResponse:
         try:
             found = self._common_violations(request.namespace, request.memory)
             if request.limit > MAX_LIMIT:
@@ -72,7 +76,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         except Exception as error:
             abort(context, error)
 
-    def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> Any:
+    def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetResponse:
         try:
             found = self._common_violations(request.namespace, request.memory)
             if found:
