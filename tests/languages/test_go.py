@@ -65,6 +65,14 @@ def test_go_validator_agrees_with_the_vectors_and_the_protojson_of_go_messages()
     }
 
 
+def test_go_locomo_reader_reads_as_the_python_loader_does() -> None:
+    assert go_test("./tests/go/locomo") == {
+        "TestEvidenceKeepsEveryIDFoundInStringEntries": "PASS",
+        "TestItemsFollowSessionNumbersAndRenderImages": "PASS",
+        "TestAFileOfAnotherShapeIsAnError": "PASS",
+    }
+
+
 def test_go_client_keeps_a_locomo_conversation_in_the_server(memory_server: str) -> None:
     env = {"HIMGA_TARGET": memory_server, "HIMGA_LOCOMO_PATH": str(locomo_path())}
     assert go_test("./tests/go/client", env) == {
