@@ -108,7 +108,7 @@ def test_go_validate_example_names_the_field_and_the_rule(tmp_path: Path) -> Non
     )
     bad = tmp_path / "bad.json"
     bad.write_text('{"role": "", "content": "hi", "mood": "fine"}')
-    assert go("run", "./examples/go/validate", str(good)) == f"{good}: valid\n"
+    assert f"{good}: valid" in go("run", "./examples/go/validate", str(good)).splitlines()
     output = go("run", "./examples/go/validate", "-type", "message", str(bad), status=1)
     assert f"{bad}: invalid" in output, output
     assert re.search(r"at '/role': minLength", output), output
