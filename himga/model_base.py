@@ -6,6 +6,7 @@ rules pydantic cannot express on its own. This module must not import the genera
 (they import it).
 """
 
+import functools
 import json
 import re
 from datetime import UTC, datetime
@@ -66,28 +67,20 @@ class SchemaModel(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _integral_numbers_are_integers(cls, value: Any, info: ValidationInfo) -> Any:
-        """JSON Schema's `integer`: any number with a zero fraction, so `5.0` is the integer 5.
+    def _schema_rules_pydantic_lacks(cls, value: Any, info: ValidationInfo) -> Any:
+        """Two rules of the schemas that strict pydantic alone gets wrong.
 
-        Strict pydantic refuses floats for ints; the schemas (and every validator of them)
-        accept `5.0`, so it is turned into 5 here. `5.5` is still refused.
+        `integer` is any number with a zero fraction (JSON Schema), so `5.0` becomes 5 while
+        `5.5` is still refused. Date-times carry `pattern: "[Zz]$"`, which the generator has to
+        drop: a string must be RFC 3339 in UTC with `Z`; a Python datetime with any offset is
+        converted to UTC, so that dumps are always valid on the wire.
         """
-        if isinstance(value, float) and value.is_integer():
-            field = cls.model_fields.get(info.field_name or "")
-            if field is not None and field.annotation is int:
+        kind = _field_kinds(cls).get(info.field_name or "")
+        if kind is None:
+            return value
+        if kind is int:
+            if isinstance(value, float) and value.is_integer():
                 return int(value)
-        return value
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _date_times_are_written_in_utc(cls, value: Any, info: ValidationInfo) -> Any:
-        """The schemas' `pattern: "[Zz]$"` on date-times, which the generator has to drop.
-
-        A date-time string must name UTC with `Z`; a Python datetime with any offset is
-        accepted and converted to UTC, so that dumps are always valid on the wire.
-        """
-        field = cls.model_fields.get(info.field_name or "")
-        if field is None or not _holds_datetime(field.annotation):
             return value
         if isinstance(value, str):
             if not _UTC_DATE_TIME.fullmatch(value):
@@ -101,6 +94,20 @@ class SchemaModel(BaseModel):
         if isinstance(value, datetime) and value.tzinfo is not None:
             return value.astimezone(UTC)
         return value
+
+
+@functools.cache
+def _field_kinds(cls: type[BaseModel]) -> dict[str, type]:
+    """The fields of a model class that the rules above concern: integers and date-times.
+
+    Worked out once per class: the validator runs for every field of every validation."""
+    kinds: dict[str, type] = {}
+    for name, field in cls.model_fields.items():
+        if field.annotation is int:
+            kinds[name] = int
+        elif _holds_datetime(field.annotation):
+            kinds[name] = datetime
+    return kinds
 
 
 # RFC 3339's date-time with the schemas' `Z` suffix; pydantic alone would also take a space

@@ -13,21 +13,25 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
-from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema import ValidationError as _JsonschemaError
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from himga.errors import SchemaError, UnknownTypeError
 
+if TYPE_CHECKING:
+    # Imported where used: `jsonschema` takes about two seconds to import (its IRI grammar),
+    # which the fast path, the server and `himga --help` should not pay for.
+    from jsonschema import Draft202012Validator, FormatChecker
+    from jsonschema import ValidationError as _JsonschemaError
+
 __all__ = [
-    "FORMAT_CHECKER",
     "SchemaError",
     "UnknownTypeError",
     "fast_validator",
+    "format_checker",
     "is_valid",
     "json_path",
     "reference_validator",
@@ -49,20 +53,23 @@ def _date_time_in_one_line(instance: object) -> bool:
         return True
     if instance.endswith("\n"):
         return False
+    from jsonschema import Draft202012Validator
+
     conforms: bool = Draft202012Validator.FORMAT_CHECKER.conforms(instance, "date-time")
     return conforms
 
 
-def _format_checker() -> FormatChecker:
+@cache
+def format_checker() -> "FormatChecker":
+    """The format checker of the reference validator: every format `jsonschema` can check with
+    its format extras, with `date-time` made as strict as RFC 3339 (and the other languages) are.
+    """
+    from jsonschema import Draft202012Validator, FormatChecker
+
     checker = FormatChecker()
     checker.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
     checker.checks("date-time")(_date_time_in_one_line)
     return checker
-
-
-#: The format checker of the reference validator: every format `jsonschema` can check with its
-#: format extras, with `date-time` made as strict as RFC 3339 (and the other languages) are.
-FORMAT_CHECKER = _format_checker()
 
 
 @dataclass(frozen=True)
@@ -147,10 +154,12 @@ def registry() -> Registry[Any]:
 
 
 @cache
-def reference_validator(type_name: str) -> Draft202012Validator:
+def reference_validator(type_name: str) -> "Draft202012Validator":
     """The `jsonschema` validator of a type, with formats checked: the reference."""
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(
-        schema_for(type_name), registry=registry(), format_checker=FORMAT_CHECKER
+        schema_for(type_name), registry=registry(), format_checker=format_checker()
     )
 
 
@@ -199,7 +208,7 @@ def json_path(parts: Iterable[str | int]) -> str:
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 
-def _explain(error: _JsonschemaError) -> Iterator[SchemaError]:
+def _explain(error: "_JsonschemaError") -> Iterator[SchemaError]:
     keyword = str(error.validator)
     where = list(error.absolute_path)
     schema = error.schema if isinstance(error.schema, Mapping) else {}
@@ -221,7 +230,7 @@ def _explain(error: _JsonschemaError) -> Iterator[SchemaError]:
     yield SchemaError(json_path(where), _reason(error, keyword, schema), keyword, rule)
 
 
-def _reason(error: _JsonschemaError, keyword: str, schema: Mapping[str, Any]) -> str:
+def _reason(error: "_JsonschemaError", keyword: str, schema: Mapping[str, Any]) -> str:
     value: Any = error.validator_value
     got = _show(error.instance)
     if keyword == "minLength" and value == 1:
