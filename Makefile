@@ -30,10 +30,13 @@ generate: $(SETUP)
 check-generated: $(SETUP)
 	PATH="$(abspath $(BIN)):$$PATH" bash scripts/check-generated.sh
 
-## lint: ruff on the hand-written code (generated/ is excluded)
+## lint: ruff and gofmt/go vet on the hand-written code (generated/ is excluded), buf on the proto
 lint: $(SETUP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@unformatted="$$(gofmt -l examples/go tests/go)"; \
+	  if [ -n "$$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
 
 ## typecheck: mypy on the hand-written code
 typecheck: $(SETUP)
