@@ -242,7 +242,7 @@ def main() -> int:
     if args.sizes:
         sizes = [int(size) for size in args.sizes.split(",")]
     names = ["naive", "keyword", "sqlite", "floor-text", "floor-rows"]
-    print(f"bench-memory: {args.runs} runs; figures are min/median/max over the runs")
+    print("bench-memory: figures are min/median/max over the runs of each size")
     for size in sizes:
         runs = args.runs if size <= 100_000 else 1
         results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
