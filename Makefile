@@ -6,6 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 SETUP  := $(VENV)/.installed
+NODE   := node_modules/.package-lock.json
 
 HOST     ?= 127.0.0.1
 PORT     ?= 50051
@@ -22,28 +23,35 @@ $(SETUP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+## the pinned Node.js tools and libraries (TypeScript generation, tests, buf), and Go's modules
+$(NODE): package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+setup: $(NODE)
+	go mod download
+
 ## generate: rewrite generated/ from schemas/ and proto/ (never edit generated/ by hand)
-generate: $(SETUP)
+generate: $(SETUP) $(NODE)
 	PATH="$(abspath $(BIN)):$$PATH" bash scripts/generate.sh
 
 ## check-generated: fail when generated/ differs from what schemas/ and proto/ produce
-check-generated: $(SETUP)
+check-generated: $(SETUP) $(NODE)
 	PATH="$(abspath $(BIN)):$$PATH" bash scripts/check-generated.sh
 
 ## lint: ruff and gofmt/go vet on the hand-written code (generated/ is excluded), buf on the proto
-lint: $(SETUP)
+lint: $(SETUP) $(NODE)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@unformatted="$$(gofmt -l examples/go tests/go)"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	bash scripts/lint-proto.sh
 
 ## typecheck: mypy on the hand-written code
 typecheck: $(SETUP)
 	$(BIN)/mypy
 
 ## test: every test of the project
-test: $(SETUP)
+test: $(SETUP) $(NODE)
 	$(BIN)/pytest
 
 ## serve: the memory server on its embedded default store ($(DATA_DIR)/), on $(HOST):$(PORT)

@@ -16,19 +16,6 @@ REPO = Path(__file__).resolve().parents[2]
 _RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)", re.MULTILINE)
 
 
-def locomo_path() -> Path:
-    """HIMGA_LOCOMO_PATH when set, else the development file beside the clone, else the fixture."""
-    if os.environ.get("HIMGA_LOCOMO_PATH"):
-        return Path(os.environ["HIMGA_LOCOMO_PATH"])
-    dev = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
-    if dev.is_file():
-        return dev
-    fixtures = sorted((REPO / "tests" / "fixtures" / "locomo").glob("*.json"))
-    if not fixtures:
-        pytest.fail("no LoCoMo file: set HIMGA_LOCOMO_PATH")
-    return fixtures[0]
-
-
 def go(*args: str, env: dict[str, str] | None = None, status: int = 0) -> str:
     """Run `go ARGS` in the repository; fail the test with its output unless it exits with
     `status` (`go run` exits 1 for any failure of the program it runs)."""
@@ -57,8 +44,10 @@ def go_test(package: str, env: dict[str, str] | None = None) -> dict[str, str]:
     return results
 
 
-def test_go_validator_agrees_with_the_vectors_and_the_protojson_of_go_messages() -> None:
-    env = {"HIMGA_LOCOMO_PATH": str(locomo_path())}
+def test_go_validator_agrees_with_the_vectors_and_the_protojson_of_go_messages(
+    locomo_file: Path,
+) -> None:
+    env = {"HIMGA_LOCOMO_PATH": str(locomo_file)}
     assert go_test("./tests/go/schemas", env) == {
         "TestVectorsGetTheirVerdicts": "PASS",
         "TestProtoJSONOfGoMessagesFollowsTheSchemas": "PASS",
@@ -73,22 +62,24 @@ def test_go_locomo_reader_reads_as_the_python_loader_does() -> None:
     }
 
 
-def test_go_client_keeps_a_locomo_conversation_in_the_server(memory_server: str) -> None:
-    env = {"HIMGA_TARGET": memory_server, "HIMGA_LOCOMO_PATH": str(locomo_path())}
+def test_go_client_keeps_a_locomo_conversation_in_the_server(
+    locomo_file: Path, memory_server: str
+) -> None:
+    env = {"HIMGA_TARGET": memory_server, "HIMGA_LOCOMO_PATH": str(locomo_file)}
     assert go_test("./tests/go/client", env) == {
         "TestGoAgentKeepsAConversation": "PASS",
         "TestEmptyRoleIsInvalidArgumentNamingTheField": "PASS",
     }
 
 
-def test_go_client_example_runs(memory_server: str) -> None:
+def test_go_client_example_runs(locomo_file: Path, memory_server: str) -> None:
     output = go(
         "run",
         "./examples/go/client",
         "-target",
         memory_server,
         "-locomo",
-        str(locomo_path()),
+        str(locomo_file),
         "-namespace",
         "go-example-test",
         "-questions",

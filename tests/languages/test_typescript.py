@@ -23,19 +23,6 @@ TSC = NODE_MODULES / ".bin" / "tsc"
 _TAP_COUNT = re.compile(r"^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$", re.MULTILINE)
 
 
-def locomo_path() -> Path:
-    """HIMGA_LOCOMO_PATH when set, else the development file beside the clone, else the fixture."""
-    if os.environ.get("HIMGA_LOCOMO_PATH"):
-        return Path(os.environ["HIMGA_LOCOMO_PATH"])
-    dev = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
-    if dev.is_file():
-        return dev
-    fixtures = sorted((REPO / "tests" / "fixtures" / "locomo").glob("*.json"))
-    if not fixtures:
-        pytest.fail("no LoCoMo file: set HIMGA_LOCOMO_PATH")
-    return fixtures[0]
-
-
 def _run(command: list[str], env: dict[str, str] | None = None) -> str:
     """Run `command` in the repository; fail the test with its output unless it exits 0."""
     completed = subprocess.run(
@@ -97,9 +84,9 @@ def test_schema_documents_are_protojson_in_typescript(build: Path) -> None:
 
 
 def test_typescript_client_against_the_server(
-    build: Path, memory_server: str, tmp_path: Path
+    locomo_file: Path, build: Path, memory_server: str, tmp_path: Path
 ) -> None:
-    sample = load_locomo(locomo_path())[0]
+    sample = load_locomo(locomo_file)[0]
     conversation = {
         "sample_id": sample.sample_id,
         "sessions": [session.model_dump(mode="json") for session in sample.sessions],
