@@ -161,6 +161,7 @@ func (x *Session) GetDateStr() string {
 	return ""
 }
 
+// Ingest's request: one message and its session, for one namespace.
 type IngestRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The namespace to store into. Required.
@@ -235,6 +236,7 @@ func (x *IngestRequest) GetMemory() string {
 	return ""
 }
 
+// Ingest's answer: empty; the message is stored once it arrives.
 type IngestResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -273,9 +275,11 @@ func (*IngestResponse) Descriptor() ([]byte, []int) {
 
 // One message with the session it belongs to.
 type IngestItem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Message       *Message               `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
-	Session       *Session               `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The message to store. Required; its role must not be empty.
+	Message *Message `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The session the message belongs to (session_id required, date_str optional).
+	Session       *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -324,6 +328,7 @@ func (x *IngestItem) GetSession() *Session {
 	return nil
 }
 
+// IngestBatch's request: many messages for one namespace, stored together or not at all.
 type IngestBatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The namespace to store into. Required.
@@ -387,6 +392,7 @@ func (x *IngestBatchRequest) GetMemory() string {
 	return ""
 }
 
+// IngestBatch's answer.
 type IngestBatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How many messages were stored.
@@ -432,6 +438,7 @@ func (x *IngestBatchResponse) GetIngested() uint32 {
 	return 0
 }
 
+// Retrieve's request: a query to one namespace.
 type RetrieveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The namespace to search. Required.
@@ -506,11 +513,15 @@ func (x *RetrieveRequest) GetMemory() string {
 
 // One stored message that matched a query, with what is known of where it came from.
 type Hit struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	TurnId    string                 `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
-	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Role      string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
-	Content   string                 `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The message's turn_id; empty when it had none.
+	TurnId string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// The session_id of the session the message was said in.
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The message's speaker.
+	Role string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	// What the message said.
+	Content string `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
 	// The session's date_str; empty when the session had none.
 	DateStr string `protobuf:"bytes,5,opt,name=date_str,json=dateStr,proto3" json:"date_str,omitempty"`
 	// Relevance as the memory scores it: higher is better, comparable only within one answer.
@@ -591,6 +602,7 @@ func (x *Hit) GetScore() float64 {
 	return 0
 }
 
+// Retrieve's answer: the context for a prompt and the hits behind it.
 type RetrieveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Text ready to put into a prompt; empty when nothing relevant is stored.
@@ -645,6 +657,7 @@ func (x *RetrieveResponse) GetHits() []*Hit {
 	return nil
 }
 
+// Reset's request: the namespace to clear.
 type ResetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The namespace to clear. Required.
@@ -699,6 +712,7 @@ func (x *ResetRequest) GetMemory() string {
 	return ""
 }
 
+// Reset's answer: empty; the namespace holds nothing once it arrives.
 type ResetResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields

@@ -152,6 +152,8 @@ export const SessionSchema: GenMessage<Session, {jsonType: SessionJson}> = /*@__
   messageDesc(file_himga_proto_memory_v1_memory, 1);
 
 /**
+ * Ingest's request: one message and its session, for one namespace.
+ *
  * @generated from message himga.memory.v1.IngestRequest
  */
 export type IngestRequest = Message$1<"himga.memory.v1.IngestRequest"> & {
@@ -187,6 +189,8 @@ export type IngestRequest = Message$1<"himga.memory.v1.IngestRequest"> & {
 };
 
 /**
+ * Ingest's request: one message and its session, for one namespace.
+ *
  * @generated from message himga.memory.v1.IngestRequest
  */
 export type IngestRequestJson = {
@@ -229,12 +233,16 @@ export const IngestRequestSchema: GenMessage<IngestRequest, {jsonType: IngestReq
   messageDesc(file_himga_proto_memory_v1_memory, 2);
 
 /**
+ * Ingest's answer: empty; the message is stored once it arrives.
+ *
  * @generated from message himga.memory.v1.IngestResponse
  */
 export type IngestResponse = Message$1<"himga.memory.v1.IngestResponse"> & {
 };
 
 /**
+ * Ingest's answer: empty; the message is stored once it arrives.
+ *
  * @generated from message himga.memory.v1.IngestResponse
  */
 export type IngestResponseJson = {
@@ -254,11 +262,15 @@ export const IngestResponseSchema: GenMessage<IngestResponse, {jsonType: IngestR
  */
 export type IngestItem = Message$1<"himga.memory.v1.IngestItem"> & {
   /**
+   * The message to store. Required; its role must not be empty.
+   *
    * @generated from field: himga.memory.v1.Message message = 1;
    */
   message?: Message | undefined;
 
   /**
+   * The session the message belongs to (session_id required, date_str optional).
+   *
    * @generated from field: himga.memory.v1.Session session = 2;
    */
   session?: Session | undefined;
@@ -271,11 +283,15 @@ export type IngestItem = Message$1<"himga.memory.v1.IngestItem"> & {
  */
 export type IngestItemJson = {
   /**
+   * The message to store. Required; its role must not be empty.
+   *
    * @generated from field: himga.memory.v1.Message message = 1;
    */
   message?: MessageJson;
 
   /**
+   * The session the message belongs to (session_id required, date_str optional).
+   *
    * @generated from field: himga.memory.v1.Session session = 2;
    */
   session?: SessionJson;
@@ -289,6 +305,8 @@ export const IngestItemSchema: GenMessage<IngestItem, {jsonType: IngestItemJson}
   messageDesc(file_himga_proto_memory_v1_memory, 4);
 
 /**
+ * IngestBatch's request: many messages for one namespace, stored together or not at all.
+ *
  * @generated from message himga.memory.v1.IngestBatchRequest
  */
 export type IngestBatchRequest = Message$1<"himga.memory.v1.IngestBatchRequest"> & {
@@ -315,6 +333,8 @@ export type IngestBatchRequest = Message$1<"himga.memory.v1.IngestBatchRequest">
 };
 
 /**
+ * IngestBatch's request: many messages for one namespace, stored together or not at all.
+ *
  * @generated from message himga.memory.v1.IngestBatchRequest
  */
 export type IngestBatchRequestJson = {
@@ -348,6 +368,8 @@ export const IngestBatchRequestSchema: GenMessage<IngestBatchRequest, {jsonType:
   messageDesc(file_himga_proto_memory_v1_memory, 5);
 
 /**
+ * IngestBatch's answer.
+ *
  * @generated from message himga.memory.v1.IngestBatchResponse
  */
 export type IngestBatchResponse = Message$1<"himga.memory.v1.IngestBatchResponse"> & {
@@ -360,6 +382,8 @@ export type IngestBatchResponse = Message$1<"himga.memory.v1.IngestBatchResponse
 };
 
 /**
+ * IngestBatch's answer.
+ *
  * @generated from message himga.memory.v1.IngestBatchResponse
  */
 export type IngestBatchResponseJson = {
@@ -379,6 +403,8 @@ export const IngestBatchResponseSchema: GenMessage<IngestBatchResponse, {jsonTyp
   messageDesc(file_himga_proto_memory_v1_memory, 6);
 
 /**
+ * Retrieve's request: a query to one namespace.
+ *
  * @generated from message himga.memory.v1.RetrieveRequest
  */
 export type RetrieveRequest = Message$1<"himga.memory.v1.RetrieveRequest"> & {
@@ -412,6 +438,8 @@ export type RetrieveRequest = Message$1<"himga.memory.v1.RetrieveRequest"> & {
 };
 
 /**
+ * Retrieve's request: a query to one namespace.
+ *
  * @generated from message himga.memory.v1.RetrieveRequest
  */
 export type RetrieveRequestJson = {
@@ -458,21 +486,29 @@ export const RetrieveRequestSchema: GenMessage<RetrieveRequest, {jsonType: Retri
  */
 export type Hit = Message$1<"himga.memory.v1.Hit"> & {
   /**
+   * The message's turn_id; empty when it had none.
+   *
    * @generated from field: string turn_id = 1;
    */
   turnId: string;
 
   /**
+   * The session_id of the session the message was said in.
+   *
    * @generated from field: string session_id = 2;
    */
   sessionId: string;
 
   /**
+   * The message's speaker.
+   *
    * @generated from field: string role = 3;
    */
   role: string;
 
   /**
+   * What the message said.
+   *
    * @generated from field: string content = 4;
    */
   content: string;
@@ -499,21 +535,29 @@ export type Hit = Message$1<"himga.memory.v1.Hit"> & {
  */
 export type HitJson = {
   /**
+   * The message's turn_id; empty when it had none.
+   *
    * @generated from field: string turn_id = 1;
    */
   turnId?: string;
 
   /**
+   * The session_id of the session the message was said in.
+   *
    * @generated from field: string session_id = 2;
    */
   sessionId?: string;
 
   /**
+   * The message's speaker.
+   *
    * @generated from field: string role = 3;
    */
   role?: string;
 
   /**
+   * What the message said.
+   *
    * @generated from field: string content = 4;
    */
   content?: string;
@@ -541,6 +585,8 @@ export const HitSchema: GenMessage<Hit, {jsonType: HitJson}> = /*@__PURE__*/
   messageDesc(file_himga_proto_memory_v1_memory, 8);
 
 /**
+ * Retrieve's answer: the context for a prompt and the hits behind it.
+ *
  * @generated from message himga.memory.v1.RetrieveResponse
  */
 export type RetrieveResponse = Message$1<"himga.memory.v1.RetrieveResponse"> & {
@@ -560,6 +606,8 @@ export type RetrieveResponse = Message$1<"himga.memory.v1.RetrieveResponse"> & {
 };
 
 /**
+ * Retrieve's answer: the context for a prompt and the hits behind it.
+ *
  * @generated from message himga.memory.v1.RetrieveResponse
  */
 export type RetrieveResponseJson = {
@@ -586,6 +634,8 @@ export const RetrieveResponseSchema: GenMessage<RetrieveResponse, {jsonType: Ret
   messageDesc(file_himga_proto_memory_v1_memory, 9);
 
 /**
+ * Reset's request: the namespace to clear.
+ *
  * @generated from message himga.memory.v1.ResetRequest
  */
 export type ResetRequest = Message$1<"himga.memory.v1.ResetRequest"> & {
@@ -605,6 +655,8 @@ export type ResetRequest = Message$1<"himga.memory.v1.ResetRequest"> & {
 };
 
 /**
+ * Reset's request: the namespace to clear.
+ *
  * @generated from message himga.memory.v1.ResetRequest
  */
 export type ResetRequestJson = {
@@ -631,12 +683,16 @@ export const ResetRequestSchema: GenMessage<ResetRequest, {jsonType: ResetReques
   messageDesc(file_himga_proto_memory_v1_memory, 10);
 
 /**
+ * Reset's answer: empty; the namespace holds nothing once it arrives.
+ *
  * @generated from message himga.memory.v1.ResetResponse
  */
 export type ResetResponse = Message$1<"himga.memory.v1.ResetResponse"> & {
 };
 
 /**
+ * Reset's answer: empty; the namespace holds nothing once it arrives.
+ *
  * @generated from message himga.memory.v1.ResetResponse
  */
 export type ResetResponseJson = {
