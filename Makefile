@@ -11,6 +11,10 @@ NODE   := node_modules/.package-lock.json
 HOST     ?= 127.0.0.1
 PORT     ?= 50051
 DATA_DIR ?= data
+# The LoCoMo development file sits beside a checkout of this project; point LOCOMO elsewhere
+# for the public locomo10.json.
+LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
+MEMORY   ?= sqlite
 
 .PHONY: setup generate check-generated lint typecheck test serve bench bench-validate \
         bench-service bench-memory eval-retrieval clean
@@ -69,6 +73,10 @@ bench-service: $(SETUP)
 
 bench-memory: $(SETUP)
 	$(PY) benchmarks/bench_memory.py
+
+## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
+eval-retrieval: $(SETUP)
+	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --memory $(MEMORY)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
