@@ -51,9 +51,10 @@ _BUSY_TIMEOUT_MS = 10_000
 CACHE_KIB = 65_536
 
 # bm25() named in the query rather than FTS5's `rank` column: measured faster at 100k turns.
+# Ties go to the earlier turn, as in KeywordMemory, whatever the LIMIT.
 _SELECT = (
     f"SELECT rowid, -bm25(turns_fts, {OWN_WEIGHT}, {NEAR_WEIGHT}, 0.0) AS score FROM turns_fts "
-    "WHERE turns_fts MATCH ? ORDER BY score DESC LIMIT ?"
+    "WHERE turns_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?"
 )
 
 _SCHEMA = (

@@ -197,3 +197,13 @@ def test_both_memories_rank_and_score_alike() -> None:
             assert [h.turn_id for h in mine] == [h.turn_id for h in theirs]
             assert [h.score for h in mine] == pytest.approx([h.score for h in theirs], rel=1e-9)
     sqlite.close()
+
+
+def test_ties_go_to_the_earlier_turn_whatever_the_limit(new: Factory) -> None:
+    memory = new()
+    for i in range(15):  # one turn per session: no neighbours, so every score is the same
+        _say(memory, ("Ada", "a quiet lake"), session=_session(f"s{i}"))
+    everything = memory.search("lake", limit=15)
+    assert [h.session_id for h in everything] == [f"s{i}" for i in range(15)]
+    for limit in (1, 3, 7):
+        assert memory.search("lake", limit=limit) == everything[:limit]
