@@ -1,12 +1,20 @@
 """Fixtures shared by the whole suite: a real memory server on 127.0.0.1, on a free port."""
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from himga.memory.registry import DEFAULT_MEMORY
 from himga.service import create_server
+
+# On CI, hypothesis draws the same examples every run, so a red build can be replayed and a
+# green one is not luck; locally it explores new examples each run.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")

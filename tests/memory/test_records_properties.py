@@ -72,7 +72,9 @@ NEAR_MISS_VALUES: list[Any] = [
     *("not a date", "2024-05-08T13:56:00Z", "2024-05-08T13:56:00+02:00", "2024-05-08T13:56:00"),
     "2024-02-30T00:00:00Z",
 ]
-WILD = st.sampled_from(NEAR_MISS_VALUES) | JSON_VALUES
+# Copied per draw: `{}` and `["a", 1]` are mutable, and a test that edits what it drew must not
+# change what later examples draw.
+WILD = st.sampled_from(NEAR_MISS_VALUES).map(copy.deepcopy) | JSON_VALUES
 
 
 @st.composite
