@@ -3,6 +3,7 @@
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Self
 
 from himga.data.schema import Message, Session
 
@@ -62,3 +63,16 @@ class BaseMemory(ABC):
 
         Memories whose context is built from their hits override this to search only once."""
         return self.retrieve(query), self.search(query, limit)
+
+    def close(self) -> None:
+        """Release what the memory holds open (a database, a connection); it is not used after.
+
+        What a durable memory stored stays stored. Memories holding nothing open need not
+        override this. `with memory:` closes it at the end of the block."""
+        return None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

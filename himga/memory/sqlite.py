@@ -151,12 +151,6 @@ class SQLiteKeywordMemory(ContextFromHits):
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> "SQLiteKeywordMemory":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def ingest(self, message: Message, session: Session) -> None:
         self.ingest_many([(message, session)])
 

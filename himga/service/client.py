@@ -2,8 +2,7 @@
 know whether it is in-process or remote."""
 
 from collections.abc import Callable, Iterable
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
@@ -102,17 +101,6 @@ class RemoteMemory(BaseMemory):
     def close(self) -> None:
         """Release the connection; the memory is kept by the server."""
         self._channel.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _retrieve(self, query: str, limit: int) -> pb.RetrieveResponse:
         request = pb.RetrieveRequest(

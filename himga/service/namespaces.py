@@ -75,6 +75,14 @@ class Namespaces:
             )
         return opened
 
+    def close(self) -> None:
+        """Close every open namespace's memory (its files), once no call uses them any more."""
+        with self._opening:
+            opened, self._open = list(self._open.values()), {}
+        for namespace in opened:
+            with namespace.lock:
+                namespace.memory.close()
+
     def _factory(self, memory: str) -> MemoryFactory:
         factory = self._factories.get(memory)
         if factory is None:

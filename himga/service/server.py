@@ -23,17 +23,30 @@ _log = logging.getLogger(__name__)
 
 class MemoryServer:
     """A running memory server: `stop(grace)` stops it as grpc.Server.stop does, after first
-    telling health checkers it is going away (NOT_SERVING), so balancers drain it."""
+    telling health checkers it is going away (NOT_SERVING), so balancers drain it, and closes
+    the namespaces' memories once the last call has ended."""
 
-    def __init__(self, server: grpc.Server, health_servicer: health.HealthServicer) -> None:
+    def __init__(
+        self, server: grpc.Server, health_servicer: health.HealthServicer, namespaces: Namespaces
+    ) -> None:
         self.grpc_server = server
         self._health = health_servicer
+        self._namespaces = namespaces
 
     def stop(self, grace: float | None) -> threading.Event:
-        """Refuse new calls, let in-flight calls finish for up to `grace` seconds, then stop."""
+        """Refuse new calls, let in-flight calls finish for up to `grace` seconds, then stop and
+        close the memories. The event returned is set when all of that is done."""
         self._health.enter_graceful_shutdown()
-        event: threading.Event = self.grpc_server.stop(grace)
-        return event
+        grpc_stopped: threading.Event = self.grpc_server.stop(grace)
+        done = threading.Event()
+
+        def close_when_stopped() -> None:
+            grpc_stopped.wait()
+            self._namespaces.close()
+            done.set()
+
+        threading.Thread(target=close_when_stopped, name="himga-close").start()
+        return done
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:
         stopped: bool = self.grpc_server.wait_for_termination(timeout)
@@ -72,4 +85,4 @@ def create_server(
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     _log.debug("memory server on port %d with memory %r", port, memory)
-    return MemoryServer(server, health_servicer), port
+    return MemoryServer(server, health_servicer, namespaces), port

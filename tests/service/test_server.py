@@ -65,3 +65,17 @@ def test_the_default_memory_keeps_a_namespace_across_a_restart(tmp_path: Path) -
         finally:
             server.stop(None).wait()
         assert [hit.turn_id for hit in hits] == ["D1:1"], f"restarted={restarted}"
+
+
+def test_stop_closes_the_namespaces_databases(tmp_path: Path) -> None:
+    """A stopped server leaves its data directory closed: SQLite folds the write-ahead log back
+    into the database and removes it when the last connection closes."""
+    server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=tmp_path)
+    try:
+        with RemoteMemory(f"127.0.0.1:{port}", "agent-8") as memory:
+            memory.ingest(Message(role="user", content="hello"), Session(session_id="s1"))
+        assert list(tmp_path.rglob("*.sqlite3-wal")), "an open WAL database while serving"
+    finally:
+        server.stop(None).wait()
+    assert list(tmp_path.rglob("*.sqlite3"))
+    assert not list(tmp_path.rglob("*.sqlite3-wal"))
