@@ -20,24 +20,17 @@ from himga.memory.ranking import (
     NEAR_WEIGHT,
     OWN_WEIGHT,
     SPEAKER_BOOST,
+    Turn,
     idf,
     is_named,
     near_terms,
-    speaker_key,
     term_score,
 )
-from himga.memory.text import query_terms, terms
+from himga.memory.text import query_terms
 
 
 @dataclass(slots=True)
-class _Turn:
-    session_id: str
-    turn_id: str
-    role: str
-    content: str
-    date_str: str
-    terms: list[str]
-    speaker: str
+class _Turn(Turn):
     # terms in both fields, plus the one speaker token, as the SQLite store counts a row's size
     length: int = 0
 
@@ -73,7 +66,7 @@ class KeywordMemory(ContextFromHits):
 
     def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
         """Index every item; the items are read (and checked) before the index changes."""
-        prepared = [_turn(message, session) for message, session in items]
+        prepared = [_Turn.of(message, session) for message, session in items]
         with self._lock:
             for turn in prepared:
                 self._add(turn)
@@ -105,7 +98,7 @@ class KeywordMemory(ContextFromHits):
                     if named[index.turns[number].speaker]:
                         scores[number] *= 1 + SPEAKER_BOOST
             best = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
-            return [_hit(index.turns[number], score) for number, score in best]
+            return [index.turns[number].hit(score) for number, score in best]
 
     def reset(self) -> None:
         with self._lock:
@@ -142,31 +135,3 @@ class KeywordMemory(ContextFromHits):
         index.total_length += turn.length + len(turn.terms) * len(before)
         if len(session) > NEAR_TURNS:  # only the last NEAR_TURNS turns' terms are read again
             index.turns[session[-NEAR_TURNS - 1]].terms = []
-
-
-def _turn(message: Message, session: Session) -> _Turn:
-    return _Turn(
-        session_id=session.session_id,
-        turn_id=_text(message.turn_id),
-        role=message.role,
-        content=message.content,
-        date_str=_text(session.date_str),
-        terms=terms(message.content),
-        speaker=speaker_key(message.role),
-    )
-
-
-def _text(value: object) -> str:
-    """An optional model string (MISSING when absent) as a plain string."""
-    return value if isinstance(value, str) else ""
-
-
-def _hit(turn: _Turn, score: float) -> Hit:
-    return Hit(
-        turn_id=turn.turn_id,
-        session_id=turn.session_id,
-        role=turn.role,
-        content=turn.content,
-        date_str=turn.date_str,
-        score=score,
-    )

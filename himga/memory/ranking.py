@@ -24,8 +24,12 @@ idf(t) = ln((N - n + 0.5) / (n + 0.5)), n being the number of turns holding t in
 
 import math
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Self
 
+from himga.data.schema import Message, Session
+from himga.memory.base import Hit
 from himga.memory.text import terms
 
 NEAR_TURNS = 2
@@ -74,3 +78,39 @@ def speaker_key(role: str) -> str:
 def is_named(key: str, query: Collection[str]) -> bool:
     """Whether a query with terms `query` names the speaker whose key is `key`."""
     return bool(key) and all(term in query for term in key.split(" "))
+
+
+@dataclass(slots=True)
+class Turn:
+    """A message as both keyword memories index it: what its hits report, its own terms, and
+    its speaker's key."""
+
+    session_id: str
+    turn_id: str
+    role: str
+    content: str
+    date_str: str
+    terms: list[str]
+    speaker: str
+
+    @classmethod
+    def of(cls, message: Message, session: Session) -> Self:
+        """The turn of `message`, said in `session` (absent optional strings become "")."""
+        return cls(
+            session_id=session.session_id,
+            turn_id=_text(message.turn_id),
+            role=message.role,
+            content=message.content,
+            date_str=_text(session.date_str),
+            terms=terms(message.content),
+            speaker=speaker_key(message.role),
+        )
+
+    def hit(self, score: float) -> Hit:
+        """This turn as a hit scoring `score`."""
+        return Hit(self.turn_id, self.session_id, self.role, self.content, self.date_str, score)
+
+
+def _text(value: object) -> str:
+    """An optional model string (MISSING when absent) as a plain string."""
+    return value if isinstance(value, str) else ""

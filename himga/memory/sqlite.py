@@ -24,7 +24,6 @@ import sqlite3
 import threading
 import urllib.parse
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from himga.data.schema import Message, Session
@@ -35,9 +34,9 @@ from himga.memory.ranking import (
     NEAR_WEIGHT,
     OWN_WEIGHT,
     SPEAKER_BOOST,
+    Turn,
     is_named,
     near_terms,
-    speaker_key,
 )
 from himga.memory.text import query_terms, terms
 
@@ -73,17 +72,6 @@ _SCHEMA = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts USING fts5("
     "own, near, speaker, content='', tokenize='ascii')",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class _Row:
-    session_id: str
-    turn_id: str
-    role: str
-    content: str
-    date_str: str
-    terms: list[str]
-    speaker: str
 
 
 class SQLiteKeywordMemory(ContextFromHits):
@@ -157,7 +145,7 @@ class SQLiteKeywordMemory(ContextFromHits):
     def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
         """Store every item in one transaction: all of them are on disk when this returns, or
         (on any error) none."""
-        rows = [_row(message, session) for message, session in items]
+        rows = [Turn.of(message, session) for message, session in items]
         if not rows:
             return 0
         with self._lock:
@@ -182,7 +170,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             ).fetchone()
         return ids
 
-    def _insert(self, rows: list[_Row], speakers: dict[str, int]) -> None:
+    def _insert(self, rows: list[Turn], speakers: dict[str, int]) -> None:
         db = self._db
         (last,) = db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
         ids = range(last + 1, last + 1 + len(rows))
@@ -282,15 +270,3 @@ def _fields(
     i: int, own: Sequence[str], near: Sequence[str], speaker: int
 ) -> tuple[int, str, str, str]:
     return (i, " ".join(own), " ".join(near), f"s{speaker}")
-
-
-def _row(message: Message, session: Session) -> _Row:
-    return _Row(
-        session_id=session.session_id,
-        turn_id=message.turn_id if isinstance(message.turn_id, str) else "",
-        role=message.role,
-        content=message.content,
-        date_str=session.date_str if isinstance(session.date_str, str) else "",
-        terms=terms(message.content),
-        speaker=speaker_key(message.role),
-    )
