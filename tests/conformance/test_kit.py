@@ -263,3 +263,9 @@ def test_the_kit_talks_only_through_the_wire() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert completed.stdout.strip() == "[]"
+
+
+def test_the_table_lists_the_required_contract_before_the_capabilities() -> None:
+    kinds = [check.kind for check in CHECKS]
+    assert set(kinds) == {"required", "capability"}
+    assert kinds == sorted(kinds, key=lambda kind: kind != "required")
