@@ -30,11 +30,12 @@ datamodel-codegen \
 mkdir -p "$out/himga_schema/json/v1"
 cp schemas/v1/*.json "$out/himga_schema/json/v1/"
 
-# Protobuf messages, gRPC stubs and .pyi stubs (protoc's for the messages, mypy-protobuf's for
-# the gRPC stubs: each file is written once). The proto's path makes the module path
-# himga_proto.memory.v1, beside (not inside) the hand-written himga package.
+# Protobuf messages, gRPC stubs, and mypy-protobuf's .pyi stubs for both (typed, with their
+# do-not-edit header; protoc's own --pyi_out would write the same file a second time). The
+# proto's path makes the module path himga_proto.memory.v1, beside (not inside) the
+# hand-written himga package.
 python -m grpc_tools.protoc -Iproto \
-  --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" --mypy_grpc_out="$out" \
+  --python_out="$out" --grpc_python_out="$out" --mypy_out="$out" --mypy_grpc_out="$out" \
   proto/himga_proto/memory/v1/memory.proto
 for pkg in himga_proto himga_proto/memory himga_proto/memory/v1; do
   printf '%s\n' "$header" > "$out/$pkg/__init__.py"
