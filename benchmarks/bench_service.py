@@ -10,9 +10,7 @@ the messages/s of unary Ingest.
 """
 
 import argparse
-import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +19,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
+
+from himga.service.process import start_listening
 
 RUNS = 5
 CALLS = 2000
@@ -51,17 +51,6 @@ def conversation(size: int) -> list[pb.IngestItem]:
             )
         )
     return items
-
-
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    command = [sys.executable, "-m", "himga", "serve", "--memory", "null", "--port", "0"]
-    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    assert server.stderr is not None
-    for line in server.stderr:
-        found = re.search(r"listening on (\S+:\d+)", line)
-        if found:
-            return server, found.group(1)
-    raise SystemExit(f"the server exited with {server.wait()} before listening")
 
 
 def per_second(call: Callable[[], object], count: int) -> float:
@@ -95,7 +84,9 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=CALLS, help="unary calls per measurement")
     args = parser.parse_args()
 
-    server, target = start_server()
+    server, target = start_listening(
+        [sys.executable, "-m", "himga", "serve", "--memory", "null", "--port", "0"]
+    )
     try:
         with grpc.insecure_channel(target) as channel:
             measure(channel, WARM_UP)

@@ -21,6 +21,7 @@ from himga.conformance.report import render
 from himga.data.schema import Message, Session
 from himga.memory.base import BaseMemory, Hit
 from himga.memory.registry import memory_names, register, unregister
+from himga.service.process import start_listening
 from himga.service.server import create_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -181,20 +182,12 @@ def test_a_broken_memory_fails_exactly_its_checks(
 def listening(command: list[str]) -> Iterator[str]:
     """Run a server command until the block ends; its HOST:PORT, from the line "listening on
     HOST:PORT" it writes to stderr once ready (as `himga serve` and the Go server do)."""
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    process, target = start_listening(command)
     try:
         assert process.stderr is not None
-        said: list[str] = []
-        found: re.Match[str] | None = None
-        for line in process.stderr:
-            said.append(line)
-            found = re.search(r"listening on (\S+)", line)
-            if found:
-                break
-        assert found, f"{command} said {said!r}"
         # Keep reading what it says later, so that a full pipe never blocks it.
         threading.Thread(target=process.stderr.read, daemon=True).start()
-        yield found.group(1)
+        yield target
     finally:
         process.terminate()
         process.wait()

@@ -1,7 +1,6 @@
 """`himga serve` as a real process: it says where it listens, answers health checks, and on
 SIGTERM or SIGINT lets in-flight calls finish before exiting 0."""
 
-import re
 import signal
 import subprocess
 import sys
@@ -15,22 +14,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
+from himga.service.process import start_listening
+
 GATED_SERVE = Path(__file__).with_name("gated_serve.py")
 # Protection against a hang only (a broken shutdown would otherwise block the suite forever);
 # no test asserts how long anything takes.
 HANG_SECONDS = 60
-
-
-def start(command: list[str]) -> tuple[subprocess.Popen[str], str]:
-    """Start a server process; return it and its target once it logs `listening on`."""
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    for line in process.stderr:
-        found = re.search(r"listening on (127\.0\.0\.1:\d+)", line)
-        if found:
-            return process, found.group(1)
-    process.wait()
-    raise AssertionError(f"the server exited with {process.returncode} before listening")
 
 
 def wait_for_log(process: subprocess.Popen[str], text: str) -> None:
@@ -58,7 +47,9 @@ def test_serve_answers_health_and_exits_0_on_a_signal(
     processes: list[subprocess.Popen[str]], tmp_path: Path, stop_signal: signal.Signals
 ) -> None:
     command = [sys.executable, "-m", "himga", "serve", "--host", "127.0.0.1", "--port", "0"]
-    process, target = start([*command, "--memory", "null", "--data-dir", str(tmp_path / "d")])
+    process, target = start_listening(
+        [*command, "--memory", "null", "--data-dir", str(tmp_path / "d")]
+    )
     processes.append(process)
     with grpc.insecure_channel(target) as channel:
         response = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
@@ -71,7 +62,9 @@ def test_serve_answers_health_and_exits_0_on_a_signal(
 def test_sigterm_lets_the_call_in_flight_finish(
     processes: list[subprocess.Popen[str]], tmp_path: Path
 ) -> None:
-    process, target = start([sys.executable, str(GATED_SERVE), "--port", "0", "--memory", "gated"])
+    process, target = start_listening(
+        [sys.executable, str(GATED_SERVE), "--port", "0", "--memory", "gated"]
+    )
     processes.append(process)
     with grpc.insecure_channel(target) as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
@@ -90,7 +83,7 @@ def test_sigterm_lets_the_call_in_flight_finish(
 
 def test_serve_refuses_a_port_in_use(processes: list[subprocess.Popen[str]]) -> None:
     command = [sys.executable, "-m", "himga", "serve", "--memory", "null", "--port"]
-    first, target = start([*command, "0"])
+    first, target = start_listening([*command, "0"])
     processes.append(first)
     port = target.rsplit(":", 1)[1]
     second = subprocess.run(
