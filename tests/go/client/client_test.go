@@ -101,25 +101,12 @@ func hitIDs(hits []*memoryv1.Hit) []string {
 }
 
 func TestGoAgentKeepsAConversation(t *testing.T) {
-	target := testenv.Target(t)
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := memoryv1.NewMemoryServiceClient(conn)
+	client := connect(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
-	samples, err := locomo.Load(testenv.LocomoPath(t))
-	if err != nil || len(samples) == 0 {
-		t.Fatalf("no LoCoMo sample: %v", err)
-	}
-	items, err := samples[0].Items()
-	if err != nil {
-		t.Fatal(err)
-	}
-	questions := findable(samples[0], items)
+	sample, items := testenv.Conversation(t)
+	questions := findable(sample, items)
 	if len(questions) == 0 {
 		t.Fatal("the rule picked no question from the sample")
 	}
@@ -168,15 +155,9 @@ func TestGoAgentKeepsAConversation(t *testing.T) {
 }
 
 func TestEmptyRoleIsInvalidArgumentNamingTheField(t *testing.T) {
-	target := testenv.Target(t)
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := memoryv1.NewMemoryServiceClient(conn)
+	client := connect(t)
 
-	_, err = client.Ingest(t.Context(), &memoryv1.IngestRequest{
+	_, err := client.Ingest(t.Context(), &memoryv1.IngestRequest{
 		Namespace: newNamespace(t),
 		Message:   &memoryv1.Message{Role: "", Content: "who said this?"},
 		Session:   &memoryv1.Session{SessionId: "s1"},
@@ -196,4 +177,16 @@ func TestEmptyRoleIsInvalidArgumentNamingTheField(t *testing.T) {
 	if !slices.Contains(fields, "message.role") {
 		t.Fatalf("want a BadRequest field violation for message.role, got %v (status %v)", fields, st)
 	}
+}
+
+// connect is a client of the server under test (testenv.Target), closed when the test ends.
+func connect(t *testing.T) memoryv1.MemoryServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient(
+		testenv.Target(t), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return memoryv1.NewMemoryServiceClient(conn)
 }

@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"himga.dev/himga/examples/go/locomo"
 	"himga.dev/himga/examples/go/schemas"
 	memoryv1 "himga.dev/himga/generated/go/himga/memory/v1"
 	"himga.dev/himga/tests/go/internal/testenv"
@@ -34,14 +33,7 @@ func TestProtoJSONOfGoMessagesFollowsTheSchemas(t *testing.T) {
 		return schema.Validate(decode(t, raw))
 	}
 
-	samples, err := locomo.Load(testenv.LocomoPath(t))
-	if err != nil || len(samples) == 0 {
-		t.Fatalf("no LoCoMo sample: %v", err)
-	}
-	items, err := samples[0].Items()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample, items := testenv.Conversation(t)
 	sessions := map[string]*memoryv1.Session{}
 	var order []string
 	for _, item := range items {
@@ -66,5 +58,5 @@ func TestProtoJSONOfGoMessagesFollowsTheSchemas(t *testing.T) {
 	if err := validate(messageSchema, &memoryv1.Message{Content: "who said this?"}); err == nil {
 		t.Error("a message without a role passed the schema")
 	}
-	t.Logf("%d sessions of %s follow session.json", len(order), samples[0].SampleID)
+	t.Logf("%d sessions of %s follow session.json", len(order), sample.SampleID)
 }

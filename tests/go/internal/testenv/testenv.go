@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"himga.dev/himga/examples/go/locomo"
 )
 
 // RepoRoot is the directory holding go.mod, found upwards from the test's working directory.
@@ -59,4 +61,19 @@ func LocomoPath(t testing.TB) string {
 	}
 	sort.Strings(fixtures)
 	return fixtures[0]
+}
+
+// Conversation is the first sample of the LoCoMo file (LocomoPath) and its messages as ingest
+// items, in order.
+func Conversation(t testing.TB) (locomo.Sample, []*locomo.Item) {
+	t.Helper()
+	samples, err := locomo.Load(LocomoPath(t))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no LoCoMo sample: %v", err)
+	}
+	items, err := samples[0].Items()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return samples[0], items
 }
