@@ -1,72 +1,118 @@
-"""The retrieval method both keyword memories share: what a turn is indexed with, and BM25.
+"""The retrieval method both keyword memories share: BM25 over each turn and its neighbours.
 
-A turn is indexed with two fields: its own terms, and the terms of its neighbours (up to
-NEAR_TURNS turns before and after it in the same session) at NEAR_WEIGHT. Questions about a
-conversation often use the words of the turn that prompted an answer, or of the reply to it;
-on the LoCoMo dev conversations this lifts recall@10 from about 0.60 to 0.75.
+A turn is scored as if it were one document holding its own terms and, at NEAR_WEIGHT, the terms
+of its neighbours (up to NEAR_TURNS turns before and after it in the same session). Questions
+about a conversation often use the words of the turn that prompted an answer, or of the reply
+to it; on the LoCoMo dev conversations this lifts recall@10 from about 0.60 to 0.78.
+
+The stores index each turn's own terms only. The neighbour window is applied here, at query
+time, from the postings of the query's terms: a store's ingest writes each term once, and a new
+turn changes no earlier turn's postings (only its neighbours' window lengths, two integers).
+
+    score = sum over query terms t of  idf(t) * f * (K1 + 1) / (f + K1 * (1 - B + B * dl / avgdl))
+
+where f is the count of t in the turn plus NEAR_WEIGHT times its count in the neighbours, dl the
+number of terms in the turn and its neighbours (the turn's "window length"), avgdl the mean of
+dl, and idf(t) = ln((N - n + 0.5) / (n + 0.5)) over the N turns, n of which have t in their
+window (floored at 1e-6 for very common terms, as SQLite FTS5's bm25 does).
 
 A turn said by someone the query names counts (1 + SPEAKER_BOOST) times its score: questions
 about a conversation name the person they ask about, and on the LoCoMo dev conversations 94% of
 evidence turns are said by a person their question names (against about half of all turns).
 Doubling adds about 0.03 to recall@10 on each dev conversation. A speaker is named when all the
 terms of their name are among the query's terms.
-
-Scores are SQLite FTS5's `bm25()` with column weights (OWN_WEIGHT, NEAR_WEIGHT), which the
-in-process memory computes itself with the same formula:
-
-    score = sum over query terms t of  idf(t) * f * (K1 + 1) / (f + K1 * (1 - B + B * dl / avgdl))
-
-where f is the weighted count of t in the turn's two fields, dl the turn's total number of terms
-(both fields, and one speaker token), avgdl the mean of dl, and
-idf(t) = ln((N - n + 0.5) / (n + 0.5)), n being the number of turns holding t in either field
-(floored at 1e-6, as FTS5 does, for very common terms).
 """
 
+import heapq
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate, chain
 from typing import Self
 
 from himga.data.schema import Message, Session
 from himga.memory.base import Hit
-from himga.memory.text import terms
+from himga.memory.text import STEMMER, terms, terms_of
 
 NEAR_TURNS = 2
 OWN_WEIGHT = 1.0
 NEAR_WEIGHT = 0.5
 SPEAKER_BOOST = 1.0
-K1 = 1.2  # FTS5's fixed BM25 parameters
+K1 = 1.2
 B = 0.75
 _MIN_IDF = 1e-6
 
+# Written into each SQLite database: one indexed by another method is refused, not misread.
+METHOD = (
+    f"terms: {STEMMER} stems, stopwords; window: {NEAR_TURNS} turns at {NEAR_WEIGHT}, "
+    f"scored at query time; BM25 k1 {K1} b {B}; speaker x{1 + SPEAKER_BOOST}"
+)
 
-def near_terms(session_terms: Sequence[Sequence[str]], index: int) -> list[str]:
-    """The neighbour field of turn `index` of a session whose turns' terms are `session_terms`.
 
-    Earlier turns first, then later ones, nearest first: the same order every time it is built,
-    which the SQLite store relies on to remove a row's old index entries.
+def rank(
+    postings: Sequence[Mapping[int, int]],
+    windows: Mapping[int, Sequence[int]],
+    lengths: Mapping[int, int] | Sequence[int],
+    turns: int,
+    total_length: int,
+    boosted: Container[int],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
+
+    `postings` holds, for each distinct query term, {turn number: count of the term in that
+    turn's own terms}; `windows` the turns within NEAR_TURNS of each of those turns in its
+    session, itself included; `lengths` every such turn's window length; `turns` and
+    `total_length` the number of turns stored and the sum of their window lengths; `boosted`
+    the turns said by a speaker the query names.
     """
-    near: list[str] = []
-    for distance in range(NEAR_TURNS, 0, -1):
-        if index - distance >= 0:
-            near.extend(session_terms[index - distance])
-    for distance in range(1, NEAR_TURNS + 1):
-        if index + distance < len(session_terms):
-            near.extend(session_terms[index + distance])
-    return near
+    average = total_length / turns if total_length > 0 else 1.0
+    scores: dict[int, float] = {}
+    norms: dict[int, float] = {}
+    for posting in postings:
+        weighted: dict[int, float] = {}
+        for turn, count in posting.items():
+            for other in windows[turn]:
+                share = count * (OWN_WEIGHT if other == turn else NEAR_WEIGHT)
+                weighted[other] = weighted.get(other, 0.0) + share
+        term_idf = idf(turns, len(weighted))
+        for turn, frequency in weighted.items():
+            norm = norms.get(turn)
+            if norm is None:
+                norm = norms[turn] = K1 * (1 - B + B * lengths[turn] / average)
+            score = term_idf * frequency * (K1 + 1) / (frequency + norm)
+            scores[turn] = scores.get(turn, 0.0) + score
+    for turn in scores:
+        if turn in boosted:
+            scores[turn] *= 1 + SPEAKER_BOOST
+    return heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
 
 
 def idf(rows: int, rows_with_term: int) -> float:
-    """FTS5's inverse document frequency of a term held by `rows_with_term` of `rows` turns."""
+    """The inverse document frequency of a term in the windows of `rows_with_term` of `rows`."""
     value = math.log((rows - rows_with_term + 0.5) / (rows_with_term + 0.5))
     return value if value > 0 else _MIN_IDF
 
 
-def term_score(term_idf: float, frequency: float, length: int, average_length: float) -> float:
-    """One term's share of a turn's BM25 score (`frequency` already weighted by field)."""
-    norm = K1 * (1 - B + B * length / average_length)
-    return term_idf * frequency * (K1 + 1) / (frequency + norm)
+def window_lengths(before: Sequence[int], new: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Window lengths as a session grows: the own lengths of the turns already stored `before`
+    (at least its last NEAR_TURNS) and of the `new` turns that follow them.
+
+    Returns what each of the last NEAR_TURNS turns of `before` gains, and each new turn's window
+    length (its later neighbours among `new` included).
+    """
+    start, end = len(before), len(before) + len(new)
+    total = list(accumulate(chain(before, new), initial=0))  # total[i]: the first i turns' sum
+    gains = [
+        total[min(end, i + NEAR_TURNS + 1)] - total[start]
+        for i in range(max(0, start - NEAR_TURNS), start)
+    ]
+    windows = [
+        total[min(end, i + NEAR_TURNS + 1)] - total[max(0, i - NEAR_TURNS)]
+        for i in range(start, end)
+    ]
+    return gains, windows
 
 
 @lru_cache(maxsize=4096)
@@ -94,17 +140,23 @@ class Turn:
     speaker: str
 
     @classmethod
-    def of(cls, message: Message, session: Session) -> Self:
-        """The turn of `message`, said in `session` (absent optional strings become "")."""
-        return cls(
-            session_id=session.session_id,
-            turn_id=_text(message.turn_id),
-            role=message.role,
-            content=message.content,
-            date_str=_text(session.date_str),
-            terms=terms(message.content),
-            speaker=speaker_key(message.role),
-        )
+    def of(cls, items: Iterable[tuple[Message, Session]]) -> list[Self]:
+        """The turns of `items`, each a message and the session it was said in (absent optional
+        strings become "")."""
+        pairs = list(items)
+        found = terms_of([message.content for message, _ in pairs])
+        return [
+            cls(
+                session.session_id,
+                _text(message.turn_id),
+                message.role,
+                message.content,
+                _text(session.date_str),
+                own,
+                speaker_key(message.role),
+            )
+            for (message, session), own in zip(pairs, found, strict=True)
+        ]
 
     def hit(self, score: float) -> Hit:
         """This turn as a hit scoring `score`."""

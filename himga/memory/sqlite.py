@@ -1,11 +1,17 @@
 """SQLiteKeywordMemory: the shared keyword method (himga.memory.ranking) in a durable SQLite store.
 
-One database per memory: a `messages` table (what was said, by whom, in which session, when), a
-`speakers` table, and a contentless FTS5 table `turns_fts(own, near, speaker)` whose rows are
-the messages' index fields (terms already stemmed by himga.memory.text, so FTS5's plain `ascii`
-tokenizer only splits on the spaces between them). Turns rank by `bm25(1.0, 0.5, 0.0)`:
-OWN_WEIGHT, NEAR_WEIGHT, and nothing for the speaker token, which is there only to select the
-turns of speakers a query names.
+One database per memory:
+- `messages`: what was said, by whom (a `speakers` id), in which session (a `sessions` id) and
+  at which place in it, when; and each turn's own length and window length (himga.memory.ranking);
+- `turns_fts`: a contentless FTS5 table holding each turn's own terms (already stemmed by
+  himga.memory.text, so FTS5's plain `ascii` tokenizer only splits on the spaces between them),
+  read through the `turns_vocab` fts5vocab table as postings: which turns hold a term, how often;
+- `totals`: the number of turns and the sum of their window lengths, for BM25's averages.
+
+A search reads the postings of the query's terms, the windows around the turns holding them
+(one indexed join on session and place), and ranks them with himga.memory.ranking.rank: the
+same function and the same numbers as KeywordMemory, so both give the same hits and scores.
+Queries never reach FTS5's query syntax: a query's terms are looked up as exact strings.
 
 Durability: WAL journal, `synchronous=FULL`, one transaction per `ingest_many` call, so an
 ingest that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
@@ -20,58 +26,67 @@ systems fold case or the encoded name had to be shortened.
 """
 
 import hashlib
+import json
 import sqlite3
 import threading
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from himga.data.schema import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
-from himga.memory.ranking import (
-    NEAR_TURNS,
-    NEAR_WEIGHT,
-    OWN_WEIGHT,
-    SPEAKER_BOOST,
-    Turn,
-    is_named,
-    near_terms,
-)
-from himga.memory.text import query_terms, terms
+from himga.memory.ranking import METHOD, NEAR_TURNS, Turn, is_named, rank, window_lengths
+from himga.memory.text import query_terms
 
-# Written into each database; a database indexed by another method is refused, not misread.
-METHOD = (
-    f"terms: porter, stopwords; fields: own {OWN_WEIGHT}, near {NEAR_TURNS} turns {NEAR_WEIGHT}; "
-    f"speaker x{1 + SPEAKER_BOOST}"
-)
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
 CACHE_KIB = 65_536
 
-# bm25() named in the query rather than FTS5's `rank` column: measured faster at 100k turns.
-# Ties go to the earlier turn, as in KeywordMemory, whatever the LIMIT.
-_SELECT = (
-    f"SELECT rowid, -bm25(turns_fts, {OWN_WEIGHT}, {NEAR_WEIGHT}, 0.0) AS score FROM turns_fts "
-    "WHERE turns_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?"
-)
-
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS speakers (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS sessions (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE)",
     """CREATE TABLE IF NOT EXISTS messages (
         id INTEGER PRIMARY KEY,
-        session_id TEXT NOT NULL,
+        session INTEGER NOT NULL REFERENCES sessions (id),
+        place INTEGER NOT NULL,
         turn_id TEXT NOT NULL,
         role TEXT NOT NULL,
         content TEXT NOT NULL,
         date_str TEXT NOT NULL,
-        speaker INTEGER NOT NULL REFERENCES speakers (id)
+        speaker INTEGER NOT NULL REFERENCES speakers (id),
+        length INTEGER NOT NULL,
+        window INTEGER NOT NULL
     )""",
-    "CREATE INDEX IF NOT EXISTS messages_by_session ON messages (session_id, id)",
+    # Covers the window join: a turn's neighbours, with their window lengths and speakers.
+    "CREATE INDEX IF NOT EXISTS messages_in_session ON messages (session, place, window, speaker)",
+    """CREATE TABLE IF NOT EXISTS totals (
+        id INTEGER PRIMARY KEY CHECK (id = 0),
+        turns INTEGER NOT NULL,
+        length INTEGER NOT NULL
+    )""",
+    "INSERT OR IGNORE INTO totals VALUES (0, 0, 0)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts USING fts5("
-    "own, near, speaker, content='', tokenize='ascii')",
+    "terms, content='', tokenize='ascii', columnsize=0)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS turns_vocab USING fts5vocab(turns_fts, instance)",
 )
+_POSTINGS = "SELECT doc, count(*) FROM turns_vocab WHERE term = ? GROUP BY doc"
+_WINDOWS = f"""
+    SELECT turn.id, near.id, near.window, near.speaker
+    FROM messages AS turn JOIN messages AS near
+        ON near.session = turn.session
+        AND near.place BETWEEN turn.place - {NEAR_TURNS} AND turn.place + {NEAR_TURNS}
+    WHERE turn.id IN (SELECT value FROM json_each(?))
+    ORDER BY turn.id, near.place"""
+_TAIL = (
+    "SELECT id, place, length FROM messages WHERE session = ? "
+    f"ORDER BY place DESC LIMIT {NEAR_TURNS}"
+)
+_HITS = """
+    SELECT messages.id, sessions.key, turn_id, role, content, date_str
+    FROM messages JOIN sessions ON sessions.id = messages.session
+    WHERE messages.id IN (SELECT value FROM json_each(?))"""
 
 
 class SQLiteKeywordMemory(ContextFromHits):
@@ -113,13 +128,12 @@ class SQLiteKeywordMemory(ContextFromHits):
         if self.path is not None:
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
-        # Up to CACHE_KIB of pages, taken only as the database grows: ranking reads every matching
-        # row's size, and at 100k turns (a 46 MB file) the 2 MiB default measured slower.
+        # Up to CACHE_KIB of pages, taken only as the database grows: a search reads postings and
+        # windows from all over the file, and at 100k turns the 2 MiB default measured slower.
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         db.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA:
-                db.execute(statement)
+            db.execute(_SCHEMA[0])
             found = db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
             if found is None:
                 db.execute("INSERT INTO himga_meta VALUES ('method', ?)", (METHOD,))
@@ -128,11 +142,24 @@ class SQLiteKeywordMemory(ContextFromHits):
                     f"{self.path}: indexed with method {found[0]!r}, this himga uses {METHOD!r}; "
                     "ingest the messages again into a new database"
                 )
+            for statement in _SCHEMA[1:]:
+                db.execute(statement)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        self._speakers: dict[str, int] = dict(db.execute("SELECT key, id FROM speakers"))
+        self._version = -1
+        self._speakers: dict[str, int] = {}
+        self._sessions: dict[str, int] = {}
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Drop what this connection caches if another connection has committed since."""
+        (version,) = self._db.execute("PRAGMA data_version").fetchone()
+        if version != self._version:
+            self._version = version
+            self._speakers = dict(self._db.execute("SELECT key, id FROM speakers"))
+            self._sessions = {}
 
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
@@ -145,118 +172,117 @@ class SQLiteKeywordMemory(ContextFromHits):
     def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
         """Store every item in one transaction: all of them are on disk when this returns, or
         (on any error) none."""
-        rows = [Turn.of(message, session) for message, session in items]
+        rows = Turn.of(items)
         if not rows:
             return 0
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                speakers = self._speaker_ids({row.speaker for row in rows})
-                self._insert(rows, speakers)
+                self._refresh()
+                self._ids("speakers", self._speakers, {row.speaker for row in rows})
+                new = self._ids("sessions", self._sessions, {row.session_id for row in rows})
+                self._insert(rows, new)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
+                self._version = -1  # the caches may hold ids that were rolled back
                 raise
-            self._speakers.update(speakers)
         return len(rows)
 
-    def _speaker_ids(self, keys: set[str]) -> dict[str, int]:
-        ids = {key: self._speakers[key] for key in keys if key in self._speakers}
-        for key in keys - ids.keys():
-            self._db.execute("INSERT OR IGNORE INTO speakers (key) VALUES (?)", (key,))
-            (ids[key],) = self._db.execute(
-                "SELECT id FROM speakers WHERE key = ?", (key,)
-            ).fetchone()
-        return ids
+    def _ids(self, table: str, known: dict[str, int], keys: set[str]) -> set[str]:
+        """Put the ids of `keys` in `table` (speakers or sessions) into `known`, adding the
+        missing rows; return the keys added."""
+        missing = keys - known.keys()
+        if not missing:
+            return set()
+        select = f"SELECT key, id FROM {table} WHERE key IN (SELECT value FROM json_each(?))"
+        known.update(self._db.execute(select, (json.dumps(sorted(missing)),)))
+        added = missing - known.keys()
+        if added:
+            insert = f"INSERT INTO {table} (key) VALUES (?)"
+            self._db.executemany(insert, [(key,) for key in sorted(added)])
+            known.update(self._db.execute(select, (json.dumps(sorted(added)),)))
+        return added
 
-    def _insert(self, rows: list[Turn], speakers: dict[str, int]) -> None:
-        db = self._db
+    def _insert(self, rows: list[Turn], new_sessions: set[str]) -> None:
+        db, speakers = self._db, self._speakers
         (last,) = db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
-        ids = range(last + 1, last + 1 + len(rows))
-        db.executemany(
-            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (i, r.session_id, r.turn_id, r.role, r.content, r.date_str, speakers[r.speaker])
-                for i, r in zip(ids, rows, strict=True)
-            ],
-        )
-        by_session: dict[str, list[tuple[int, list[str], int]]] = {}
-        for i, r in zip(ids, rows, strict=True):
-            by_session.setdefault(r.session_id, []).append((i, r.terms, speakers[r.speaker]))
-        removals: list[tuple[int, str, str, str]] = []
-        additions: list[tuple[int, str, str, str]] = []
+        by_session: dict[str, list[tuple[int, Turn]]] = {}
+        for numbered in enumerate(rows, start=last + 1):
+            by_session.setdefault(numbered[1].session_id, []).append(numbered)
+        messages = []
+        indexed = []
+        gained: list[tuple[int, int]] = []
+        added = 0
         for session_id, new in by_session.items():
-            # The turns already stored just before this batch: the last NEAR_TURNS of them gain
-            # later neighbours, and their old fields need the NEAR_TURNS before them.
-            tail = [
-                (i, terms(content), speaker)
-                for i, content, speaker in db.execute(
-                    "SELECT id, content, speaker FROM messages WHERE session_id = ? AND id <= ? "
-                    "ORDER BY id DESC LIMIT ?",
-                    (session_id, last, 2 * NEAR_TURNS),
-                )
-            ][::-1]
-            before = [t for _, t, _ in tail]
-            window = before + [t for _, t, _ in new]
-            for position in range(max(0, len(tail) - NEAR_TURNS), len(tail)):
-                i, own, speaker = tail[position]
-                removals.append(_fields(i, own, near_terms(before, position), speaker))
-                additions.append(_fields(i, own, near_terms(window, position), speaker))
-            for offset, (i, own, speaker) in enumerate(new):
-                additions.append(_fields(i, own, near_terms(window, len(tail) + offset), speaker))
-        db.executemany(
-            "INSERT INTO turns_fts (turns_fts, rowid, own, near, speaker) "
-            "VALUES ('delete', ?, ?, ?, ?)",
-            removals,
-        )
-        db.executemany(
-            "INSERT INTO turns_fts (rowid, own, near, speaker) VALUES (?, ?, ?, ?)", additions
-        )
+            session = self._sessions[session_id]
+            # The session's last NEAR_TURNS turns gain the new ones as later neighbours.
+            tail = [] if session_id in new_sessions else db.execute(_TAIL, (session,)).fetchall()
+            tail.reverse()
+            gains, windows = window_lengths([t[2] for t in tail], [len(r.terms) for _, r in new])
+            gained.extend((gain, i) for (i, _, _), gain in zip(tail, gains, strict=True) if gain)
+            place = tail[-1][1] if tail else -1
+            for (number, row), window in zip(new, windows, strict=True):
+                place += 1
+                speaker, length = speakers[row.speaker], len(row.terms)
+                said = (row.turn_id, row.role, row.content, row.date_str, speaker)
+                messages.append((number, session, place, *said, length, window))
+                if row.terms:
+                    indexed.append((number, " ".join(row.terms)))
+            added += sum(gains) + sum(windows)
+        db.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", messages)
+        db.executemany("UPDATE messages SET window = window + ? WHERE id = ?", gained)
+        db.executemany("INSERT INTO turns_fts (rowid, terms) VALUES (?, ?)", indexed)
+        db.execute("UPDATE totals SET turns = turns + ?, length = length + ?", (len(rows), added))
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         wanted = query_terms(query)
         if limit <= 0 or not wanted:
             return []
-        match = "{own near} : (" + " OR ".join(f'"{term}"' for term in wanted) + ")"
         asked = set(wanted)
         with self._lock:
-            named = {i for key, i in self._speakers.items() if is_named(key, asked)}
-            scores = dict(self._db.execute(_SELECT, (match, limit)))
-            if named:
-                # The best turns of the named speakers, which the boost may lift above the rest.
-                tokens = " OR ".join(f'"s{i}"' for i in sorted(named))
-                scores.update(
-                    self._db.execute(_SELECT, (f"{match} AND speaker : ({tokens})", limit))
-                )
-            if not scores:
+            db = self._db
+            self._refresh()
+            postings = [found for term in wanted if (found := dict(db.execute(_POSTINGS, (term,))))]
+            if not postings:
                 return []
-            marks = ",".join("?" * len(scores))
-            found = self._db.execute(
-                "SELECT id, session_id, turn_id, role, content, date_str, speaker FROM messages "
-                f"WHERE id IN ({marks})",
-                list(scores),
-            ).fetchall()
-        ranked = []
-        for i, session_id, turn_id, role, content, date_str, speaker in found:
-            score = scores[i] * (1 + SPEAKER_BOOST if speaker in named else 1)
-            ranked.append((-score, i, Hit(turn_id, session_id, role, content, date_str, score)))
-        ranked.sort(key=lambda item: (item[0], item[1]))
-        return [hit for _, _, hit in ranked[:limit]]
+            named = {i for key, i in self._speakers.items() if is_named(key, asked)}
+            windows: dict[int, list[int]] = {}
+            lengths: dict[int, int] = {}
+            boosted = set()
+            holding = json.dumps(sorted(set().union(*postings)))
+            for turn, near, window, speaker in db.execute(_WINDOWS, (holding,)):
+                windows.setdefault(turn, []).append(near)
+                lengths[near] = window
+                if speaker in named:
+                    boosted.add(near)
+            (turns, total_length) = db.execute("SELECT turns, length FROM totals").fetchone()
+            best = rank(postings, windows, lengths, turns, total_length, boosted, limit)
+            chosen = json.dumps([number for number, _ in best])
+            found = {row[0]: row[1:] for row in db.execute(_HITS, (chosen,))}
+        hits = []
+        for number, score in best:
+            session_id, turn_id, role, content, date_str = found[number]
+            hits.append(Hit(turn_id, session_id, role, content, date_str, score))
+        return hits
 
     def reset(self) -> None:
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.execute("DELETE FROM messages")
-                db.execute("DELETE FROM speakers")
+                for table in ("messages", "speakers", "sessions"):
+                    db.execute(f"DELETE FROM {table}")
+                db.execute("UPDATE totals SET turns = 0, length = 0")
                 db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            self._speakers = {}
+            finally:
+                self._version = -1
+            self._refresh()
 
 
 def namespace_path(data_dir: Path, namespace: str) -> Path:
@@ -264,9 +290,3 @@ def namespace_path(data_dir: Path, namespace: str) -> Path:
     readable = urllib.parse.quote(namespace, safe="")[:80]
     digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
     return Path(data_dir) / "sqlite" / f"{readable}-{digest}.sqlite3"
-
-
-def _fields(
-    i: int, own: Sequence[str], near: Sequence[str], speaker: int
-) -> tuple[int, str, str, str]:
-    return (i, " ".join(own), " ".join(near), f"s{speaker}")

@@ -1,9 +1,10 @@
 """Index terms: what the keyword memories match on."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from himga.memory.porter import stem
-from himga.memory.text import MAX_QUERY_TERMS, query_terms, terms
+from himga.memory.text import MAX_QUERY_TERMS, query_terms, terms, terms_of
 
 
 def test_stopwords_and_single_letters_go_numbers_stay() -> None:
@@ -55,8 +56,24 @@ def test_query_terms_are_distinct_in_order_and_capped() -> None:
         ("adjustment", "adjust"),
         ("controlling", "control"),
         ("electrical", "electr"),
-        ("is", "is"),
+        ("us", "us"),  # two letters: kept as they are
+        ("42", "42"),
     ],
 )
-def test_porter_stems_as_the_paper_does(word: str, expected: str) -> None:
-    assert stem(word) == expected
+def test_words_are_porter_stemmed_as_the_paper_does(word: str, expected: str) -> None:
+    assert terms(word) == [expected]
+
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=60)
+ASCII = st.text(st.characters(codec="ascii"), max_size=60)
+
+
+@given(st.lists(TEXT | ASCII, max_size=8))
+def test_a_batch_has_the_terms_of_its_texts_one_by_one(texts: list[str]) -> None:
+    assert terms_of(texts) == [terms(text) for text in texts]
+
+
+@given(ASCII)
+def test_ascii_text_has_the_terms_the_unicode_path_finds(text: str) -> None:
+    # A non-ASCII single letter (dropped) sends the same words down the general path.
+    assert terms(text) == terms(text + " \u00e9")

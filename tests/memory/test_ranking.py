@@ -1,0 +1,103 @@
+"""The shared keyword method against its definition (himga.memory.ranking's text), on random
+conversations, and the two keyword memories against each other."""
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from himga.data import Message, Session
+from himga.memory import KeywordMemory, SQLiteKeywordMemory
+from himga.memory.ranking import (
+    K1,
+    NEAR_TURNS,
+    NEAR_WEIGHT,
+    SPEAKER_BOOST,
+    B,
+    idf,
+    speaker_key,
+    window_lengths,
+)
+from himga.memory.text import query_terms, terms
+
+WORDS = ["kayak", "lake", "paddles", "sunset", "boat", "pottery", "mug", "dog", "frisbee"]
+SPEAKERS = ["Ada", "Bruno", "Cleo Park"]
+# (session, speaker, words): a turn of a conversation whose sessions may interleave
+TURN = st.tuples(
+    st.integers(0, 3),
+    st.sampled_from(SPEAKERS),
+    st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join),
+)
+QUERY = st.lists(st.sampled_from(WORDS + SPEAKERS), min_size=1, max_size=4).map(" ".join)
+
+
+@given(st.lists(st.integers(0, 30), max_size=12), st.integers(0, 12))
+def test_window_lengths_follow_their_definition(lengths: list[int], split: int) -> None:
+    split = min(split, len(lengths))
+    before, new = lengths[:split], lengths[split:]
+    gains, windows = window_lengths(before, new)
+
+    def window(i: int, upto: int) -> int:  # turn i's window among the first `upto` turns
+        return sum(lengths[max(0, i - NEAR_TURNS) : min(upto, i + NEAR_TURNS + 1)])
+
+    assert windows == [window(i, len(lengths)) for i in range(split, len(lengths))]
+    earlier = range(max(0, split - NEAR_TURNS), split)
+    assert gains == [window(i, len(lengths)) - window(i, split) for i in earlier]
+
+
+def reference(turns: list[tuple[int, str, str]], query: str) -> dict[int, float]:
+    """Every matching turn's score, computed the slow way from the definition."""
+    own = [Counter(terms(text)) for _, _, text in turns]
+    by_session: dict[int, list[int]] = {}
+    for number, (session, _, _) in enumerate(turns):
+        by_session.setdefault(session, []).append(number)
+    window: dict[int, list[int]] = {}
+    for numbers in by_session.values():
+        for place, number in enumerate(numbers):
+            window[number] = numbers[max(0, place - NEAR_TURNS) : place + NEAR_TURNS + 1]
+    length = {n: sum(sum(own[m].values()) for m in window[n]) for n in window}
+    average = sum(length.values()) / len(turns) or 1.0
+    asked = query_terms(query)
+    scores: dict[int, float] = {}
+    for term in asked:
+        f = {
+            n: sum(own[m][term] * (1.0 if m == n else NEAR_WEIGHT) for m in window[n])
+            for n in window
+        }
+        holding = {n: value for n, value in f.items() if value > 0}
+        weight = idf(len(turns), len(holding))
+        for n, value in holding.items():
+            norm = K1 * (1 - B + B * length[n] / average)
+            scores[n] = scores.get(n, 0.0) + weight * value * (K1 + 1) / (value + norm)
+    for n in scores:
+        key = speaker_key(turns[n][1])
+        if all(part in asked for part in key.split(" ")):
+            scores[n] *= 1 + SPEAKER_BOOST
+    return scores
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(TURN, min_size=1, max_size=25), st.lists(QUERY, min_size=1, max_size=3), st.data())
+def test_both_memories_score_every_turn_as_the_definition_does(
+    turns: list[tuple[int, str, str]], queries: list[str], data: st.DataObject
+) -> None:
+    items = [
+        (Message(role=speaker, content=text, turn_id=f"T{n}"), Session(session_id=f"s{session}"))
+        for n, (session, speaker, text) in enumerate(turns)
+    ]
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(items)), max_size=3)))
+    keyword, sqlite = KeywordMemory(), SQLiteKeywordMemory()
+    try:
+        for start, end in zip([0, *cuts], [*cuts, len(items)], strict=True):
+            keyword.ingest_many(items[start:end])  # batches of any size, sessions interleaved
+            sqlite.ingest_many(items[start:end])
+        for query in queries:
+            expected = reference(turns, query)
+            found = keyword.search(query, limit=len(turns))
+            assert found == sqlite.search(query, limit=len(turns))
+            assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
+                {f"T{n}": score for n, score in expected.items()}, rel=1e-12
+            )
+    finally:
+        sqlite.close()
