@@ -19,7 +19,7 @@ from pathlib import Path
 from himga.data.schema import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
-from himga.memory.ranking import NEAR_TURNS, Turn, is_named, rank, window_lengths
+from himga.memory.ranking import NEAR_TURNS, Turns, is_named, rank, window_lengths
 from himga.memory.text import query_terms
 
 
@@ -29,26 +29,52 @@ def _numbers() -> array[int]:
 
 @dataclass(slots=True)
 class _Index:
-    turns: list[Turn] = field(default_factory=list)
-    # term -> the number of each turn holding it, once per occurrence
-    postings: defaultdict[str, array[int]] = field(default_factory=lambda: defaultdict(_numbers))
-    # turn number -> its own length, its window length, its session's number, its place there
+    # turn number -> (turn_id, session_id, role, content, date_str): what its hit reports
+    said: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    # turn number -> its speaker's key, own length, window length, session number, place there
+    speakers: list[str] = field(default_factory=list)
     lengths: array[int] = field(default_factory=_numbers)
     windows: array[int] = field(default_factory=_numbers)
     session_of: array[int] = field(default_factory=_numbers)
-    position: array[int] = field(default_factory=_numbers)
+    places: array[int] = field(default_factory=_numbers)
     # session number -> its turns' numbers in order; session_id -> session number
     sessions: list[array[int]] = field(default_factory=list)
-    session_numbers: dict[str, int] = field(default_factory=dict)
+    numbers: dict[str, int] = field(default_factory=dict)
+    # term -> the number of each turn holding it, once per occurrence
+    postings: defaultdict[str, array[int]] = field(default_factory=lambda: defaultdict(_numbers))
     total_length: int = 0
-    speakers: set[str] = field(default_factory=set)
+    distinct_speakers: set[str] = field(default_factory=set)
+
+    def add(self, turns: Turns) -> None:
+        columns = (turns.turn_ids, turns.session_ids, turns.roles, turns.contents, turns.date_strs)
+        self.said.extend(zip(*columns, strict=True))
+        self.speakers.extend(turns.speakers)
+        self.distinct_speakers.update(turns.speakers)
+        for own in turns.terms:
+            number = len(self.lengths)
+            session_id = self.said[number][1]
+            session_number = self.numbers.setdefault(session_id, len(self.sessions))
+            if session_number == len(self.sessions):
+                self.sessions.append(_numbers())
+            session = self.sessions[session_number]
+            before = session[-NEAR_TURNS:]
+            gains, (window,) = window_lengths([self.lengths[n] for n in before], [len(own)])
+            for earlier, gain in zip(before, gains, strict=True):
+                self.windows[earlier] += gain
+            self.lengths.append(len(own))
+            self.windows.append(window)
+            self.session_of.append(session_number)
+            self.places.append(len(session))
+            session.append(number)
+            self.total_length += window + sum(gains)
+            for term in own:
+                self.postings[term].append(number)
 
     def window(self, number: int) -> array[int]:
         """The turns within NEAR_TURNS of turn `number` in its session, itself included."""
-        place = self.position[number]
-        return self.sessions[self.session_of[number]][
-            max(0, place - NEAR_TURNS) : place + NEAR_TURNS + 1
-        ]
+        place = self.places[number]
+        session = self.sessions[self.session_of[number]]
+        return session[max(0, place - NEAR_TURNS) : place + NEAR_TURNS + 1]
 
 
 class KeywordMemory(ContextFromHits):
@@ -68,11 +94,10 @@ class KeywordMemory(ContextFromHits):
 
     def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
         """Index every item; the items are read (and checked) before the index changes."""
-        prepared = Turn.of(items)
+        turns = Turns.of(items)
         with self._lock:
-            for turn in prepared:
-                self._add(turn)
-        return len(prepared)
+            self._index.add(turns)
+        return len(turns)
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         wanted = query_terms(query)
@@ -83,40 +108,14 @@ class KeywordMemory(ContextFromHits):
             index = self._index
             postings = [Counter(index.postings[term]) for term in wanted if term in index.postings]
             windows = {number: index.window(number) for number in set().union(*postings)}
-            named = {key for key in index.speakers if is_named(key, asked)}
-            boosted = {
-                number
-                for near in (windows.values() if named else ())
-                for number in near
-                if index.turns[number].speaker in named
-            }
-            turns, total = len(index.turns), index.total_length
-            best = rank(postings, windows, index.windows, turns, total, boosted, limit)
-            return [index.turns[number].hit(score) for number, score in best]
+            near = set().union(*windows.values())
+            lengths = {number: index.windows[number] for number in near}
+            named = {key for key in index.distinct_speakers if is_named(key, asked)}
+            boosted = {number for number in near if index.speakers[number] in named}
+            turns, total = len(index.lengths), index.total_length
+            best = rank(postings, windows, lengths, turns, total, boosted, limit)
+            return [Hit(*index.said[number], score) for number, score in best]
 
     def reset(self) -> None:
         with self._lock:
             self._index = _Index()
-
-    def _add(self, turn: Turn) -> None:
-        index = self._index
-        number = len(index.turns)
-        session_number = index.session_numbers.setdefault(turn.session_id, len(index.sessions))
-        if session_number == len(index.sessions):
-            index.sessions.append(_numbers())
-        session = index.sessions[session_number]
-        before = session[-NEAR_TURNS:]
-        gains, (window,) = window_lengths([index.lengths[n] for n in before], [len(turn.terms)])
-        for earlier, gain in zip(before, gains, strict=True):
-            index.windows[earlier] += gain
-        index.turns.append(turn)
-        index.speakers.add(turn.speaker)
-        index.lengths.append(len(turn.terms))
-        index.windows.append(window)
-        index.session_of.append(session_number)
-        index.position.append(len(session))
-        session.append(number)
-        index.total_length += window + sum(gains)
-        for term in turn.terms:
-            index.postings[term].append(number)
-        turn.terms = []  # read only while indexing: not kept for the life of the memory

@@ -16,6 +16,8 @@ number of terms in the turn and its neighbours (the turn's "window length"), avg
 dl, and idf(t) = ln((N - n + 0.5) / (n + 0.5)) over the N turns, n of which have t in their
 window (floored at 1e-6 for very common terms, as SQLite FTS5's bm25 does).
 
+Both stores number turns in the order they were ingested, and ties go to the earlier turn.
+
 A turn said by someone the query names counts (1 + SPEAKER_BOOST) times its score: questions
 about a conversation name the person they ask about, and on the LoCoMo dev conversations 94% of
 evidence turns are said by a person their question names (against about half of all turns).
@@ -32,7 +34,6 @@ from itertools import accumulate, chain
 from typing import Self
 
 from himga.data.schema import Message, Session
-from himga.memory.base import Hit
 from himga.memory.text import STEMMER, terms, terms_of
 
 NEAR_TURNS = 2
@@ -53,7 +54,7 @@ METHOD = (
 def rank(
     postings: Sequence[Mapping[int, int]],
     windows: Mapping[int, Sequence[int]],
-    lengths: Mapping[int, int] | Sequence[int],
+    lengths: Mapping[int, int],
     turns: int,
     total_length: int,
     boosted: Container[int],
@@ -62,8 +63,8 @@ def rank(
     """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
 
     `postings` holds, for each distinct query term, {turn number: count of the term in that
-    turn's own terms}; `windows` the turns within NEAR_TURNS of each of those turns in its
-    session, itself included; `lengths` every such turn's window length; `turns` and
+    turn's own terms}; `windows` the turns within NEAR_TURNS of each of those turns in its session,
+    itself included; `lengths` every such turn's window length; `turns` and
     `total_length` the number of turns stored and the sum of their window lengths; `boosted`
     the turns said by a speaker the query names.
     """
@@ -127,40 +128,40 @@ def is_named(key: str, query: Collection[str]) -> bool:
 
 
 @dataclass(slots=True)
-class Turn:
-    """A message as both keyword memories index it: what its hits report, its own terms, and
-    its speaker's key."""
+class Turns:
+    """A batch of messages as both keyword memories index them, column by column: what their
+    hits report, their own terms, and their speakers' keys. Read in one pass a column, which
+    measured a third faster to store than one object a message."""
 
-    session_id: str
-    turn_id: str
-    role: str
-    content: str
-    date_str: str
-    terms: list[str]
-    speaker: str
+    session_ids: list[str]
+    turn_ids: list[str]
+    roles: list[str]
+    contents: list[str]
+    date_strs: list[str]
+    terms: list[list[str]]
+    speakers: list[str]
 
     @classmethod
-    def of(cls, items: Iterable[tuple[Message, Session]]) -> list[Self]:
+    def of(cls, items: Iterable[tuple[Message, Session]]) -> Self:
         """The turns of `items`, each a message and the session it was said in (absent optional
         strings become "")."""
         pairs = list(items)
-        found = terms_of([message.content for message, _ in pairs])
-        return [
-            cls(
-                session.session_id,
-                _text(message.turn_id),
-                message.role,
-                message.content,
-                _text(session.date_str),
-                own,
-                speaker_key(message.role),
-            )
-            for (message, session), own in zip(pairs, found, strict=True)
-        ]
+        messages = [message for message, _ in pairs]
+        sessions = [session for _, session in pairs]
+        roles = [message.role for message in messages]
+        contents = [message.content for message in messages]
+        return cls(
+            session_ids=[session.session_id for session in sessions],
+            turn_ids=[_text(message.turn_id) for message in messages],
+            roles=roles,
+            contents=contents,
+            date_strs=[_text(session.date_str) for session in sessions],
+            terms=terms_of(contents),
+            speakers=list(map(speaker_key, roles)),
+        )
 
-    def hit(self, score: float) -> Hit:
-        """This turn as a hit scoring `score`."""
-        return Hit(self.turn_id, self.session_id, self.role, self.content, self.date_str, score)
+    def __len__(self) -> int:
+        return len(self.session_ids)
 
 
 def _text(value: object) -> str:

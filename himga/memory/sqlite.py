@@ -2,14 +2,15 @@
 
 One database per memory:
 - `messages`: what was said, by whom (a `speakers` id), in which session (a `sessions` id) and
-  at which place in it, when; and each turn's own length and window length (himga.memory.ranking);
+  at which place in it, when; and each turn's own length and window length
+  (himga.memory.ranking). Ids follow the order of ingest;
 - `turns_fts`: a contentless FTS5 table holding each turn's own terms (already stemmed by
   himga.memory.text, so FTS5's plain `ascii` tokenizer only splits on the spaces between them),
   read through the `turns_vocab` fts5vocab table as postings: which turns hold a term, how often;
 - `totals`: the number of turns and the sum of their window lengths, for BM25's averages.
 
 A search reads the postings of the query's terms, the windows around the turns holding them
-(one indexed join on session and place), and ranks them with himga.memory.ranking.rank: the
+(one join on an index of session and place), and ranks them with himga.memory.ranking.rank: the
 same function and the same numbers as KeywordMemory, so both give the same hits and scores.
 Queries never reach FTS5's query syntax: a query's terms are looked up as exact strings.
 
@@ -31,12 +32,13 @@ import sqlite3
 import threading
 import urllib.parse
 from collections.abc import Iterable
+from itertools import count
 from pathlib import Path
 
 from himga.data.schema import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
-from himga.memory.ranking import METHOD, NEAR_TURNS, Turn, is_named, rank, window_lengths
+from himga.memory.ranking import METHOD, NEAR_TURNS, Turns, is_named, rank, window_lengths
 from himga.memory.text import query_terms
 
 DATABASE_NAME = "memory.sqlite3"
@@ -77,8 +79,8 @@ _WINDOWS = f"""
     FROM messages AS turn JOIN messages AS near
         ON near.session = turn.session
         AND near.place BETWEEN turn.place - {NEAR_TURNS} AND turn.place + {NEAR_TURNS}
-    WHERE turn.id IN (SELECT value FROM json_each(?))
-    ORDER BY turn.id, near.place"""
+    WHERE turn.id IN (SELECT value FROM json_each(?))"""
+# The last NEAR_TURNS turns of a session, latest first.
 _TAIL = (
     "SELECT id, place, length FROM messages WHERE session = ? "
     f"ORDER BY place DESC LIMIT {NEAR_TURNS}"
@@ -172,69 +174,77 @@ class SQLiteKeywordMemory(ContextFromHits):
     def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
         """Store every item in one transaction: all of them are on disk when this returns, or
         (on any error) none."""
-        rows = Turn.of(items)
-        if not rows:
+        turns = Turns.of(items)
+        if not turns:
             return 0
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
                 self._refresh()
-                self._ids("speakers", self._speakers, {row.speaker for row in rows})
-                new = self._ids("sessions", self._sessions, {row.session_id for row in rows})
-                self._insert(rows, new)
+                self._ids("speakers", self._speakers, turns.speakers)
+                new = self._ids("sessions", self._sessions, turns.session_ids)
+                self._insert(turns, new)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 self._version = -1  # the caches may hold ids that were rolled back
                 raise
-        return len(rows)
+        return len(turns)
 
-    def _ids(self, table: str, known: dict[str, int], keys: set[str]) -> set[str]:
+    def _ids(self, table: str, known: dict[str, int], keys: Iterable[str]) -> set[str]:
         """Put the ids of `keys` in `table` (speakers or sessions) into `known`, adding the
-        missing rows; return the keys added."""
-        missing = keys - known.keys()
+        missing rows in the order given (sessions are numbered in order of first use); return
+        the keys added."""
+        missing = [key for key in dict.fromkeys(keys) if key not in known]
         if not missing:
             return set()
         select = f"SELECT key, id FROM {table} WHERE key IN (SELECT value FROM json_each(?))"
-        known.update(self._db.execute(select, (json.dumps(sorted(missing)),)))
-        added = missing - known.keys()
+        known.update(self._db.execute(select, (json.dumps(missing),)))
+        added = [key for key in missing if key not in known]
         if added:
             insert = f"INSERT INTO {table} (key) VALUES (?)"
-            self._db.executemany(insert, [(key,) for key in sorted(added)])
-            known.update(self._db.execute(select, (json.dumps(sorted(added)),)))
-        return added
+            self._db.executemany(insert, [(key,) for key in added])
+            known.update(self._db.execute(select, (json.dumps(added),)))
+        return set(added)
 
-    def _insert(self, rows: list[Turn], new_sessions: set[str]) -> None:
-        db, speakers = self._db, self._speakers
+    def _insert(self, turns: Turns, new_sessions: set[str]) -> None:
+        db = self._db
         (last,) = db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
-        by_session: dict[str, list[tuple[int, Turn]]] = {}
-        for numbered in enumerate(rows, start=last + 1):
-            by_session.setdefault(numbered[1].session_id, []).append(numbered)
-        messages = []
-        indexed = []
+        by_session: dict[str, list[int]] = {}
+        for index, session_id in enumerate(turns.session_ids):
+            by_session.setdefault(session_id, []).append(index)
+        lengths = list(map(len, turns.terms))
+        sessions = [0] * len(lengths)
+        places = [0] * len(lengths)
+        windows = [0] * len(lengths)
         gained: list[tuple[int, int]] = []
         added = 0
-        for session_id, new in by_session.items():
+        for session_id, indexes in by_session.items():
             session = self._sessions[session_id]
             # The session's last NEAR_TURNS turns gain the new ones as later neighbours.
             tail = [] if session_id in new_sessions else db.execute(_TAIL, (session,)).fetchall()
             tail.reverse()
-            gains, windows = window_lengths([t[2] for t in tail], [len(r.terms) for _, r in new])
+            gains, session_windows = window_lengths(
+                [length for _, _, length in tail], [lengths[i] for i in indexes]
+            )
             gained.extend((gain, i) for (i, _, _), gain in zip(tail, gains, strict=True) if gain)
-            place = tail[-1][1] if tail else -1
-            for (number, row), window in zip(new, windows, strict=True):
-                place += 1
-                speaker, length = speakers[row.speaker], len(row.terms)
-                said = (row.turn_id, row.role, row.content, row.date_str, speaker)
-                messages.append((number, session, place, *said, length, window))
-                if row.terms:
-                    indexed.append((number, " ".join(row.terms)))
-            added += sum(gains) + sum(windows)
+            start = tail[-1][1] + 1 if tail else 0
+            for place, index, window in zip(count(start), indexes, session_windows):
+                sessions[index] = session
+                places[index] = place
+                windows[index] = window
+            added += sum(gains) + sum(session_windows)
+        ids = range(last + 1, last + 1 + len(lengths))
+        speakers = map(self._speakers.__getitem__, turns.speakers)
+        said = (turns.turn_ids, turns.roles, turns.contents, turns.date_strs, speakers)
+        messages = zip(ids, sessions, places, *said, lengths, windows, strict=True)
         db.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", messages)
         db.executemany("UPDATE messages SET window = window + ? WHERE id = ?", gained)
+        indexed = ((i, " ".join(own)) for i, own in zip(ids, turns.terms, strict=True) if own)
         db.executemany("INSERT INTO turns_fts (rowid, terms) VALUES (?, ?)", indexed)
-        db.execute("UPDATE totals SET turns = turns + ?, length = length + ?", (len(rows), added))
+        totals = (len(lengths), added)
+        db.execute("UPDATE totals SET turns = turns + ?, length = length + ?", totals)
 
     def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
         wanted = query_terms(query)
@@ -251,7 +261,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             windows: dict[int, list[int]] = {}
             lengths: dict[int, int] = {}
             boosted = set()
-            holding = json.dumps(sorted(set().union(*postings)))
+            holding = json.dumps(list(set().union(*postings)))
             for turn, near, window, speaker in db.execute(_WINDOWS, (holding,)):
                 windows.setdefault(turn, []).append(near)
                 lengths[near] = window
