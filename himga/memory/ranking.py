@@ -6,8 +6,9 @@ about a conversation often use the words of the turn that prompted an answer, or
 to it; on the LoCoMo dev conversations this lifts recall@10 from about 0.60 to 0.78.
 
 The stores index each turn's own terms only. The neighbour window is applied here, at query
-time, from the postings of the query's terms: a store's ingest writes each term once, and a new
-turn changes no earlier turn's postings (only its neighbours' window lengths, two integers).
+time, from the postings of the query's terms and where each turn sits in its session
+(himga.memory.windows): a store's ingest writes each term once, and a new turn changes no
+earlier turn's postings.
 
     score = sum over query terms t of  idf(t) * f * (K1 + 1) / (f + K1 * (1 - B + B * dl / avgdl))
 
@@ -30,7 +31,6 @@ import math
 from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import accumulate, chain
 from typing import Self
 
 from himga.data.schema import Message, Session
@@ -54,7 +54,7 @@ METHOD = (
 def rank(
     postings: Sequence[Mapping[int, int]],
     windows: Mapping[int, Sequence[int]],
-    lengths: Mapping[int, int],
+    lengths: Mapping[int, int] | Sequence[int],
     turns: int,
     total_length: int,
     boosted: Container[int],
@@ -94,26 +94,6 @@ def idf(rows: int, rows_with_term: int) -> float:
     """The inverse document frequency of a term in the windows of `rows_with_term` of `rows`."""
     value = math.log((rows - rows_with_term + 0.5) / (rows_with_term + 0.5))
     return value if value > 0 else _MIN_IDF
-
-
-def window_lengths(before: Sequence[int], new: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Window lengths as a session grows: the own lengths of the turns already stored `before`
-    (at least its last NEAR_TURNS) and of the `new` turns that follow them.
-
-    Returns what each of the last NEAR_TURNS turns of `before` gains, and each new turn's window
-    length (its later neighbours among `new` included).
-    """
-    start, end = len(before), len(before) + len(new)
-    total = list(accumulate(chain(before, new), initial=0))  # total[i]: the first i turns' sum
-    gains = [
-        total[min(end, i + NEAR_TURNS + 1)] - total[start]
-        for i in range(max(0, start - NEAR_TURNS), start)
-    ]
-    windows = [
-        total[min(end, i + NEAR_TURNS + 1)] - total[max(0, i - NEAR_TURNS)]
-        for i in range(start, end)
-    ]
-    return gains, windows
 
 
 @lru_cache(maxsize=4096)

@@ -17,7 +17,6 @@ from himga.memory.ranking import (
     B,
     idf,
     speaker_key,
-    window_lengths,
 )
 from himga.memory.text import query_terms, terms
 
@@ -30,20 +29,6 @@ TURN = st.tuples(
     st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join),
 )
 QUERY = st.lists(st.sampled_from(WORDS + SPEAKERS), min_size=1, max_size=4).map(" ".join)
-
-
-@given(st.lists(st.integers(0, 30), max_size=12), st.integers(0, 12))
-def test_window_lengths_follow_their_definition(lengths: list[int], split: int) -> None:
-    split = min(split, len(lengths))
-    before, new = lengths[:split], lengths[split:]
-    gains, windows = window_lengths(before, new)
-
-    def window(i: int, upto: int) -> int:  # turn i's window among the first `upto` turns
-        return sum(lengths[max(0, i - NEAR_TURNS) : min(upto, i + NEAR_TURNS + 1)])
-
-    assert windows == [window(i, len(lengths)) for i in range(split, len(lengths))]
-    earlier = range(max(0, split - NEAR_TURNS), split)
-    assert gains == [window(i, len(lengths)) - window(i, split) for i in earlier]
 
 
 def reference(turns: list[tuple[int, str, str]], query: str) -> dict[int, float]:
