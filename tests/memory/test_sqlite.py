@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from himga.data import Message, Session
-from himga.memory import SQLiteKeywordMemory
+from himga.memory import KeywordMemory, SQLiteKeywordMemory
 from himga.memory.registry import memory_factory
 from himga.memory.sqlite import DATABASE_NAME, namespace_path
 
@@ -97,6 +97,38 @@ def test_a_failing_batch_stores_nothing(tmp_path: Path) -> None:
     assert _stored(path) == 1
 
 
+def test_connections_to_one_database_follow_each_others_writes(tmp_path: Path) -> None:
+    said = [
+        (Message(role=role, content=text, turn_id=f"T{i}"), Session(session_id=session))
+        for i, (session, role, text) in enumerate(
+            [
+                ("s1", "Ada", "we took the kayak out on the lake"),
+                ("s2", "Bruno", "my pottery class made a mug"),
+                ("s1", "Bruno", "was the water cold"),
+                ("s1", "Ada", "freezing, but the sunset was worth it"),
+                ("s2", "Ada", "a mug for coffee or for tea"),
+                ("s1", "Bruno", "next time bring the paddles"),
+            ]
+        )
+    ]
+    questions = ["kayak lake", "sunset water", "mug coffee", "Bruno paddles", "Ada pottery"]
+    path = tmp_path / "m.sqlite3"
+    with SQLiteKeywordMemory(path) as one, SQLiteKeywordMemory(path) as other:
+        # Turns of one session written through both: their windows span the two connections.
+        one.ingest_many(said[:3])
+        other.ingest_many(said[3:5])
+        one.ingest(*said[5])
+        everything = KeywordMemory()
+        everything.ingest_many(said)
+        for question in questions:
+            expected = everything.search(question, 10)
+            assert expected and one.search(question, 10) == other.search(question, 10) == expected
+        other.reset()
+        assert one.search("kayak") == []
+        one.ingest(*said[1])
+        assert [hit.turn_id for hit in other.search("mug")] == ["T1"]
+
+
 def test_a_database_of_another_method_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite3"
     SQLiteKeywordMemory(path).close()
@@ -153,7 +185,7 @@ def test_acknowledged_ingests_survive_sigkill(tmp_path: Path, batch: int) -> Non
 _WRITER = """
 import sys
 from himga.data import Message, Session
-from himga.memory import SQLiteKeywordMemory
+from himga.memory import KeywordMemory, SQLiteKeywordMemory
 
 memory = SQLiteKeywordMemory(sys.argv[1])
 batch = int(sys.argv[2])
