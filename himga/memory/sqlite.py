@@ -31,7 +31,8 @@ import json
 import sqlite3
 import threading
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from himga.data.schema import Message, Session
@@ -123,8 +124,9 @@ class SQLiteKeywordMemory(ContextFromHits):
         # Up to CACHE_KIB of pages, taken only as the database grows: a search reads postings
         # from all over the file, and at 100k turns the 2 MiB default measured slower.
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        self._version: int | None = None
+        self._generation: str | None = None
+        with self._transaction("IMMEDIATE"):
             db.execute(_SCHEMA[0])
             found = db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
             if found is None:
@@ -136,16 +138,24 @@ class SQLiteKeywordMemory(ContextFromHits):
                 )
             for statement in _SCHEMA[1:]:
                 db.execute(statement)
-            db.execute("COMMIT")
+            self._refresh()
+
+    @contextmanager
+    def _transaction(self, mode: str = "DEFERRED") -> Iterator[None]:
+        """One transaction: every read in it sees one state of the database; on any error it
+        rolls back, and what this connection caches is read again on its next call."""
+        self._db.execute(f"BEGIN {mode}")
+        try:
+            yield
         except BaseException:
-            db.execute("ROLLBACK")
+            self._db.execute("ROLLBACK")
+            self._version = None
             raise
-        self._version: int | None = None
-        self._generation: str | None = None
-        self._refresh()
+        self._db.execute("COMMIT")
 
     def _refresh(self) -> None:
-        """Read in what other connections have committed since this one last looked."""
+        """Read in what other connections have committed since this one last looked (called in
+        a transaction)."""
         db = self._db
         (version,) = db.execute("PRAGMA data_version").fetchone()
         if version == self._version:
@@ -179,18 +189,11 @@ class SQLiteKeywordMemory(ContextFromHits):
         if not turns:
             return 0
         with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction("IMMEDIATE"):
                 self._refresh()  # the write lock is held: numbers cannot change under us
                 self._ids("speakers", self._speakers, turns.speakers)
                 self._ids("sessions", self._sessions, turns.session_ids)
                 sessions, lengths = self._insert(turns)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                self._version = None  # the caches may hold ids that were rolled back
-                raise
             try:
                 self._windows.add(sessions, lengths, turns.speakers)
             except BaseException:  # committed but not placed: read it all again next time
@@ -230,7 +233,7 @@ class SQLiteKeywordMemory(ContextFromHits):
         wanted = query_terms(query)
         if limit <= 0 or not wanted:
             return []
-        with self._lock:
+        with self._lock, self._transaction():
             db = self._db
             self._refresh()
             postings = []
@@ -250,23 +253,17 @@ class SQLiteKeywordMemory(ContextFromHits):
 
     def reset(self) -> None:
         with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction("IMMEDIATE"):
                 for table in ("messages", "speakers", "sessions"):
-                    db.execute(f"DELETE FROM {table}")
-                db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
-                db.execute(
+                    self._db.execute(f"DELETE FROM {table}")
+                self._db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
+                self._db.execute(
                     "UPDATE himga_meta SET value = CAST(value AS INTEGER) + 1 "
                     "WHERE key = 'generation'"
                 )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            finally:
-                self._version = None
-            self._refresh()
+            self._version = None
+            with self._transaction():
+                self._refresh()
 
 
 def namespace_path(data_dir: Path, namespace: str) -> Path:
