@@ -14,8 +14,11 @@ earlier turn's postings.
 
 where f is the count of t in the turn plus NEAR_WEIGHT times its count in the neighbours, dl the
 number of terms in the turn and its neighbours (the turn's "window length"), avgdl the mean of
-dl, and idf(t) = ln((N - n + 0.5) / (n + 0.5)) over the N turns, n of which have t in their
-window (floored at 1e-6 for very common terms, as SQLite FTS5's bm25 does).
+dl, and idf(t) = ln(1 + (N - n + 0.5) / (n + 0.5)) over the N turns, n of which have t in their
+window (Lucene's form, always positive). A window holds five turns, so a term said in a tenth of
+the turns is in about half of the windows, where the classic form ln((N - n + 0.5) / (n + 0.5))
+falls to zero (SQLite FTS5 floors it at 1e-6) and the term stops counting. Lucene's form adds
+0.017 to recall@10 on the LoCoMo dev conversations, on each of the three.
 
 Both stores number turns in the order they were ingested, and ties go to the earlier turn.
 
@@ -42,12 +45,11 @@ NEAR_WEIGHT = 0.5
 SPEAKER_BOOST = 1.0
 K1 = 1.2
 B = 0.75
-_MIN_IDF = 1e-6
 
 # Written into each SQLite database: one indexed by another method is refused, not misread.
 METHOD = (
     f"terms: {STEMMER} stems, stopwords; window: {NEAR_TURNS} turns at {NEAR_WEIGHT}, "
-    f"scored at query time; BM25 k1 {K1} b {B}; speaker x{1 + SPEAKER_BOOST}"
+    f"scored at query time; BM25 k1 {K1} b {B}, idf ln(1 + ...); speaker x{1 + SPEAKER_BOOST}"
 )
 
 
@@ -92,8 +94,7 @@ def rank(
 
 def idf(rows: int, rows_with_term: int) -> float:
     """The inverse document frequency of a term in the windows of `rows_with_term` of `rows`."""
-    value = math.log((rows - rows_with_term + 0.5) / (rows_with_term + 0.5))
-    return value if value > 0 else _MIN_IDF
+    return math.log(1 + (rows - rows_with_term + 0.5) / (rows_with_term + 0.5))
 
 
 @lru_cache(maxsize=4096)
