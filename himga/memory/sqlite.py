@@ -8,7 +8,7 @@ One database per memory:
   read through the `turns_vocab` fts5vocab table as postings: which turns hold a term, how often.
 
 Where each turn sits in its session (himga.memory.windows) is derived from `messages` when the
-memory opens (about 2 s a million turns) and kept in process memory (about 20 bytes a turn), so
+memory opens (about 3 s a million turns) and kept in process memory (about 30 bytes a turn), so
 a search reads only the postings of the query's terms and then the hits. Rows are only ever
 appended, or all deleted by `reset`, which also bumps a `generation` in `himga_meta`; another
 connection's commits are noticed (`PRAGMA data_version`) and read in before the next call.

@@ -13,7 +13,8 @@ Python cost about 10 us a new word, which dominated ingest.
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections import ChainMap
+from collections.abc import Callable, Iterable
 from itertools import chain
 
 import Stemmer
@@ -63,14 +64,15 @@ def terms_of(texts: Iterable[str]) -> list[list[str]]:
         for each in words:
             found.append(list(filter(None, map(known.__getitem__, each))))
     except KeyError:
-        # A word not met before: add the new words of the rest of the batch in one go.
+        # A word not met before: learn the new words of the rest of the batch in one go. The
+        # cache only grows (threads share it), and stops growing at _MAX_CACHED_WORDS.
         rest = words[len(found) :]
-        new = set(chain.from_iterable(rest)).difference(known)
-        if len(known) + len(new) > _MAX_CACHED_WORDS:
-            known.clear()  # a bound on memory; the words in use come back at once
-            new = set(chain.from_iterable(rest))
-        _learn(new)
-        found.extend(list(filter(None, map(known.__getitem__, each))) for each in rest)
+        learned = _learn(set(chain.from_iterable(rest)).difference(known))
+        lookup: Callable[[str], str] = ChainMap(learned, known).__getitem__
+        if len(known) + len(learned) <= _MAX_CACHED_WORDS:
+            known.update(learned)
+            lookup = known.__getitem__
+        found.extend(list(filter(None, map(lookup, each))) for each in rest)
     return found
 
 
@@ -83,15 +85,16 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
-def _learn(words: set[str]) -> None:
-    """Put the terms of `words` in the cache: "" for a stopword or a single letter; a word of
-    two letters as it is; else its stem."""
+def _learn(words: set[str]) -> dict[str, str]:
+    """The term of each of `words`: "" for a stopword or a single letter, a word of two letters
+    as it is, else its stem."""
     listed = list(words)
-    _terms.update(zip(listed, _stemmer.stemWords(listed), strict=True))
+    learned = dict(zip(listed, _stemmer.stemWords(listed), strict=True))
     for word in listed:
         if len(word) <= 2:
-            _terms[word] = word if len(word) == 2 or word.isdigit() else ""
-    _terms.update(dict.fromkeys(words.intersection(STOPWORDS), ""))
+            learned[word] = word if len(word) == 2 or word.isdigit() else ""
+    learned.update(dict.fromkeys(words.intersection(STOPWORDS), ""))
+    return learned
 
 
 def query_terms(query: str) -> list[str]:

@@ -4,7 +4,7 @@ postings of the query's terms (see himga.memory.ranking).
 Turns are numbered from 0 in the order they were ingested. For each, Windows keeps its session,
 its place there, its speaker's key and its window length (the number of terms in it and in the
 NEAR_TURNS turns each side of it). A new turn appends to these arrays and adds its length to the
-windows of the turns just before it; nothing else changes. About 20 bytes a turn.
+windows of the turns just before it; nothing else changes. About 30 bytes a turn.
 
 Both keyword memories hold one: KeywordMemory as its index, SQLiteKeywordMemory rebuilt from
 its database (which stores only each turn's session, speaker and own length) when it opens.

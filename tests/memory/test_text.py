@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from himga.memory import text as text_module
 from himga.memory.text import MAX_QUERY_TERMS, query_terms, terms, terms_of
 
 
@@ -77,3 +78,12 @@ def test_a_batch_has_the_terms_of_its_texts_one_by_one(texts: list[str]) -> None
 def test_ascii_text_has_the_terms_the_unicode_path_finds(text: str) -> None:
     # A non-ASCII single letter (dropped) sends the same words down the general path.
     assert terms(text) == terms(text + " \u00e9")
+
+
+def test_a_full_word_cache_changes_no_terms(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "Walking the dogs, 42 cats and a Café"
+    expected = terms(text)
+    monkeypatch.setattr(text_module, "_terms", {})
+    monkeypatch.setattr(text_module, "_MAX_CACHED_WORDS", 0)
+    assert terms_of([text, text]) == [expected, expected]
+    assert text_module._terms == {}  # nothing cached past the bound
