@@ -39,3 +39,8 @@ class SchemaError(HimgaError, ValueError):
 
 class UnknownTypeError(HimgaError, LookupError):
     """A type name or schema `$id` that none of the shipped schemas has."""
+
+
+class IncompatibleStoreError(HimgaError, ValueError):
+    """A memory's stored data was written in a form this himga does not read (for example, by
+    another version's retrieval method); the message says what to do."""

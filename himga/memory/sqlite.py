@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from himga.data.schema import Message, Session
+from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
 from himga.memory.ranking import METHOD, Turns
@@ -132,9 +133,10 @@ class SQLiteKeywordMemory(ContextFromHits):
             if found is None:
                 db.execute("INSERT INTO himga_meta VALUES ('method', ?)", (METHOD,))
             elif found[0] != METHOD:
-                raise ValueError(
-                    f"{self.path}: indexed with method {found[0]!r}, this himga uses {METHOD!r}; "
-                    "ingest the messages again into a new database"
+                name = self.path.name if self.path else "database"
+                raise IncompatibleStoreError(
+                    f"{name}: indexed with method {found[0]!r}, this himga uses {METHOD!r}; "
+                    "move the file away (or delete it) and ingest the messages again"
                 )
             for statement in _SCHEMA[1:]:
                 db.execute(statement)

@@ -14,7 +14,7 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from himga.errors import HimgaError
+from himga.errors import HimgaError, IncompatibleStoreError
 
 _log = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ class MemoryMismatch(HimgaError, RuntimeError):
 STATUS_CODES: dict[type[Exception], grpc.StatusCode] = {
     InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
     MemoryMismatch: grpc.StatusCode.FAILED_PRECONDITION,
+    IncompatibleStoreError: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 

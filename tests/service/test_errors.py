@@ -1,8 +1,10 @@
 """Every malformed request the issue lists gets its status code, with BadRequest field
 violations naming the fields, stores nothing, and leaves the server serving the next call."""
 
+import sqlite3
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -12,6 +14,9 @@ from grpc_status import rpc_status
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
+from himga.memory import SQLiteKeywordMemory
+from himga.memory.sqlite import namespace_path
+from himga.service import create_server
 from tests.service.conftest import FAILING, LISTING, ingest_request
 
 Stub = memory_pb2_grpc.MemoryServiceStub
@@ -174,3 +179,25 @@ def test_an_error_inside_a_memory_is_internal_and_keeps_its_message_private(stub
     assert caught.value.code() == grpc.StatusCode.INTERNAL
     assert "secret" not in caught.value.details()
     assert_still_serving(stub)
+
+
+def test_a_namespace_stored_by_another_method_is_failed_precondition(tmp_path: Path) -> None:
+    namespace = "kept-from-an-older-himga"
+    old = namespace_path(tmp_path, namespace)
+    SQLiteKeywordMemory(old).close()
+    with sqlite3.connect(old) as db:
+        db.execute("UPDATE himga_meta SET value = 'an older method' WHERE key = 'method'")
+    server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=tmp_path)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="anything"))
+            assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert "indexed with method 'an older method'" in caught.value.details()
+            assert str(tmp_path) not in caught.value.details()  # no server paths sent
+            stub.Ingest(ingest_request("fresh", "still serving"))  # other namespaces work
+            hits = stub.Retrieve(pb.RetrieveRequest(namespace="fresh", query="serving")).hits
+            assert [hit.content for hit in hits] == ["still serving"]
+    finally:
+        server.stop(None)
