@@ -65,8 +65,8 @@ def rank(
     """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
 
     `postings` holds, for each distinct query term, {turn number: count of the term in that
-    turn's own terms}; `windows` the turns within NEAR_TURNS of each of those turns in its session,
-    itself included; `lengths` every such turn's window length; `turns` and
+    turn's own terms}; `windows` the turns within NEAR_TURNS of each of those turns in its
+    session, itself included; `lengths` every such turn's window length; `turns` and
     `total_length` the number of turns stored and the sum of their window lengths; `boosted`
     the turns said by a speaker the query names.
     """

@@ -3,8 +3,8 @@
 Both keyword memories index and query with `terms` alone, so they agree on what matches. Terms
 are casefolded runs of letters and digits (NFKC first, so full-width and ligature forms match
 their plain spelling); English stopwords and single letters are dropped, then each word is
-reduced to its Porter stem ("adoption agencies" -> ["adopt", "agenc"]). Words of one or two
-letters are kept as they are, as in Porter's paper ("us" stays "us").
+reduced to its Porter stem ("adoption agencies" -> ["adopt", "agenc"]). Words of two letters
+are kept as they are, as Porter's own implementation does ("us" stays "us").
 
 The stemmer is Snowball's implementation of the original Porter algorithm (PyStemmer), which
 Snowball keeps frozen, so stored indexes do not drift with its releases. It is C: stemming in
