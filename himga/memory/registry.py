@@ -5,7 +5,9 @@ is the server's data directory (None: keep nothing on disk). Classes are importe
 so naming one memory does not load the others.
 """
 
+import hashlib
 import importlib
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,3 +59,15 @@ def memory_factory(name: str) -> MemoryFactory:
         target = getattr(target, part)
     factory: MemoryFactory = target  # type: ignore[assignment]
     return factory
+
+
+def namespace_file(data_dir: Path, folder: str, namespace: str, suffix: str) -> Path:
+    """Where `namespace` keeps a file of one kind in a data directory:
+    `<data_dir>/<folder>/<namespace>-<hash><suffix>`.
+
+    The namespace is percent-encoded in the name so a person can tell the files apart; the hash
+    of the exact name keeps names distinct where file systems fold case or the encoded name had
+    to be shortened."""
+    readable = urllib.parse.quote(namespace, safe="")[:80]
+    digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
+    return Path(data_dir) / folder / f"{readable}-{digest}{suffix}"

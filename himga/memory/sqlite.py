@@ -19,18 +19,14 @@ ingest that has returned is on disk (it survives SIGKILL, and power loss) and a 
 leaves nothing behind. One lock serialises the connection's use, so threads may share it.
 
 Layout of a server's data directory: `<data_dir>/sqlite/<namespace>-<hash>.sqlite3`, one
-database per namespace. Each namespace then has its own BM25 statistics (a busy neighbour
-does not shift another's scores), its own write lock (namespaces ingest in parallel), and
-a reset that touches nothing else. The namespace is percent-encoded in the file name so a
-person can tell the files apart; the hash of the exact name keeps names distinct where file
-systems fold case or the encoded name had to be shortened.
+database per namespace (named by himga.memory.registry.namespace_file). Each namespace then has
+its own BM25 statistics (a busy neighbour does not shift another's scores), its own write lock
+(namespaces ingest in parallel), and a reset that touches nothing else.
 """
 
-import hashlib
 import json
 import sqlite3
 import threading
-import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +36,7 @@ from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
 from himga.memory.ranking import METHOD, Turns
+from himga.memory.registry import namespace_file
 from himga.memory.text import query_terms
 from himga.memory.windows import Windows
 
@@ -270,6 +267,4 @@ class SQLiteKeywordMemory(ContextFromHits):
 
 def namespace_path(data_dir: Path, namespace: str) -> Path:
     """The database file of `namespace` in a server's data directory (see the module's text)."""
-    readable = urllib.parse.quote(namespace, safe="")[:80]
-    digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
-    return Path(data_dir) / "sqlite" / f"{readable}-{digest}.sqlite3"
+    return namespace_file(data_dir, "sqlite", namespace, ".sqlite3")

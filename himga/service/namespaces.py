@@ -3,15 +3,21 @@
 Memories need not be thread-safe (the seed's are not), while gRPC runs calls on a thread pool:
 each namespace has its own lock, so calls to one namespace run one at a time and calls to
 different namespaces run side by side.
+
+A server with a data directory records the memory each namespace was opened with, in
+`<data_dir>/namespaces/<namespace>-<hash>.memory` (written once, atomically), so a namespace keeps
+its memory across restarts too: a durable memory's data is never shadowed by another memory of
+the same name after a restart.
 """
 
+import os
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from himga.memory.base import BaseMemory
-from himga.memory.registry import MemoryFactory, memory_factory
+from himga.memory.registry import MemoryFactory, memory_factory, namespace_file
 from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch
 
 NAMESPACE_RULE = "1 to 128 characters of letters, digits, '.', '_', '-' and ':'"
@@ -67,13 +73,30 @@ class Namespaces:
             with self._opening:
                 opened = self._open.get(namespace)
                 if opened is None:
+                    _check_memory(namespace, self._recorded(namespace, memory), memory)
                     made = self._factory(memory)(namespace, self.data_dir)
                     opened = self._open[namespace] = OpenNamespace(memory, made)
-        if opened.memory_name != memory:
-            raise MemoryMismatch(
-                f"namespace {namespace!r} holds memory {opened.memory_name!r}, not {memory!r}"
-            )
+        _check_memory(namespace, opened.memory_name, memory)
         return opened
+
+    def _recorded(self, namespace: str, memory: str) -> str:
+        """The memory the data directory records for `namespace`; `memory`, recorded now, if it
+        records none (or there is no data directory)."""
+        if self.data_dir is None:
+            return memory
+        record = namespace_file(self.data_dir, "namespaces", namespace, ".memory")
+        try:
+            return record.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            pass
+        record.parent.mkdir(parents=True, exist_ok=True)
+        scratch = record.with_name(record.name + ".tmp")
+        with scratch.open("w", encoding="utf-8") as file:
+            file.write(memory)
+            file.flush()
+            os.fsync(file.fileno())
+        scratch.replace(record)
+        return memory
 
     def close(self) -> None:
         """Close every open namespace's memory (its files), once no call uses them any more."""
@@ -91,3 +114,9 @@ class Namespaces:
             except ValueError as error:
                 raise InvalidRequest([FieldViolation("memory", str(error))]) from None
         return factory
+
+
+def _check_memory(namespace: str, held: str, asked: str) -> None:
+    """MemoryMismatch unless a call asking for memory `asked` may use a namespace holding `held`."""
+    if held != asked:
+        raise MemoryMismatch(f"namespace {namespace!r} holds memory {held!r}, not {asked!r}")

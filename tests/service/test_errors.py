@@ -201,3 +201,22 @@ def test_a_namespace_stored_by_another_method_is_failed_precondition(tmp_path: P
             assert [hit.content for hit in hits] == ["still serving"]
     finally:
         server.stop(None)
+
+
+def test_a_namespace_keeps_its_memory_across_a_restart(tmp_path: Path) -> None:
+    for restart in range(2):
+        server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=tmp_path)
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stub = memory_pb2_grpc.MemoryServiceStub(channel)
+                if restart == 0:
+                    stub.Ingest(ingest_request("agent-7", "kayak trip", memory="keyword"))
+                with pytest.raises(grpc.RpcError) as caught:  # the default, sqlite, is another
+                    stub.Retrieve(pb.RetrieveRequest(namespace="agent-7", query="kayak"))
+                assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+                assert "holds memory 'keyword', not 'sqlite'" in caught.value.details()
+                request = pb.RetrieveRequest(namespace="agent-7", query="kayak", memory="keyword")
+                found = stub.Retrieve(request).hits  # in process: kept until the restart
+                assert [hit.content for hit in found] == (["kayak trip"] if restart == 0 else [])
+        finally:
+            server.stop(None)

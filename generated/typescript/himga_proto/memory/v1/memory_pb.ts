@@ -712,8 +712,9 @@ export const ResetResponseSchema: GenMessage<ResetResponse, {jsonType: ResetResp
  *
  * A namespace is opened on its first call of any kind, with the memory implementation that call
  * names (its `memory` field; empty means the server's default), and keeps it: a later call naming
- * another memory for it fails with FAILED_PRECONDITION. A durable memory finds what it stored
- * before a restart as soon as the namespace is opened again.
+ * another memory for it fails with FAILED_PRECONDITION. A server with a data directory keeps this
+ * across restarts too, and a durable memory finds what it stored before a restart as soon as the
+ * namespace is opened again.
  *
  * A malformed request fails with INVALID_ARGUMENT and a google.rpc.BadRequest detail whose field
  * violations name each offending field (for example "message.role"); nothing of it is stored.
