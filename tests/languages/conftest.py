@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.languages.commands import REPO
 
 
 @pytest.fixture(scope="session")

@@ -3,15 +3,14 @@ and the Go client test and example run against the session's real memory server 
 `memory_server` fixture of tests/conftest.py). Go (the version go.mod names) is a prerequisite;
 its modules come from the Go module proxy, locked by go.sum."""
 
-import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.languages.commands import run
+
 # `go test -v` result lines: "--- PASS: TestName (0.01s)".
 _RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)", re.MULTILINE)
 
@@ -21,18 +20,7 @@ def go(*args: str, env: dict[str, str] | None = None, status: int = 0) -> str:
     `status` (`go run` exits 1 for any failure of the program it runs)."""
     if shutil.which("go") is None:
         pytest.fail("Go is not installed (go.mod names the version)")
-    completed = subprocess.run(
-        ["go", *args],
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != status:
-        pytest.fail(f"go {' '.join(args)} exited {completed.returncode}:\n{completed.stdout}")
-    return completed.stdout
+    return run(["go", *args], env, status)
 
 
 def go_test(package: str, env: dict[str, str] | None = None) -> dict[str, str]:

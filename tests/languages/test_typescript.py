@@ -4,10 +4,8 @@ and the client against a real memory server. Needs Node.js 20; runs `npm ci` whe
 is missing or older than package-lock.json, as the generator does."""
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,28 +13,12 @@ from pathlib import Path
 import pytest
 
 from himga.data.locomo import load_locomo
+from tests.languages.commands import REPO, run
 
-REPO = Path(__file__).resolve().parents[2]
 NODE_MODULES = REPO / "node_modules"
 TSC = NODE_MODULES / ".bin" / "tsc"
 # The closing counts of Node's TAP reporter, such as "# pass 198".
 _TAP_COUNT = re.compile(r"^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$", re.MULTILINE)
-
-
-def _run(command: list[str], env: dict[str, str] | None = None) -> str:
-    """Run `command` in the repository; fail the test with its output unless it exits 0."""
-    completed = subprocess.run(
-        command,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"{' '.join(command)} exited {completed.returncode}:\n{completed.stdout}")
-    return completed.stdout
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +30,11 @@ def build() -> Iterator[Path]:
     installed = NODE_MODULES / ".package-lock.json"
     lock = REPO / "package-lock.json"
     if not installed.is_file() or lock.stat().st_mtime > installed.stat().st_mtime:
-        _run(["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"])
+        run(["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"])
     (REPO / "build").mkdir(exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="typescript-", dir=REPO / "build"))
     try:
-        _run([str(TSC), "-p", "tests/typescript", "--outDir", str(out)])
+        run([str(TSC), "-p", "tests/typescript", "--outDir", str(out)])
         yield out
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -60,7 +42,7 @@ def build() -> Iterator[Path]:
 
 def _node_test(script: Path, env: dict[str, str] | None = None) -> dict[str, int]:
     """Run one compiled test file with `node --test`; it must pass with nothing skipped."""
-    output = _run(["node", "--test", "--test-reporter=tap", str(script)], env)
+    output = run(["node", "--test", "--test-reporter=tap", str(script)], env)
     counts = {name: int(count) for name, count in _TAP_COUNT.findall(output)}
     assert counts.get("pass", 0) > 0 and counts["pass"] == counts.get("tests"), output
     assert counts["fail"] == counts["cancelled"] == counts["skipped"] == counts["todo"] == 0, output
@@ -104,7 +86,7 @@ def test_typescript_client_against_the_server(
 
 
 def test_typescript_example_runs(build: Path, memory_server: str) -> None:
-    output = _run(["node", str(build / "examples" / "typescript" / "main.js"), memory_server])
+    output = run(["node", str(build / "examples" / "typescript" / "main.js"), memory_server])
     assert "stored 2 messages in example-typescript" in output
     assert "D1:2 Melanie: That sounds great! I painted a sunrise" in output  # recalled
     assert "items[0].message.role" in output  # the refused batch names the empty role
