@@ -246,7 +246,7 @@ class SQLiteKeywordMemory(ContextFromHits):
                 return []
             chosen = json.dumps([number + 1 for number, _ in best])
             said: dict[int, tuple[str, str, str, str, str]] = {
-                i - 1: said for i, *said in db.execute(_HITS, (chosen,))
+                i - 1: tuple(row) for i, *row in db.execute(_HITS, (chosen,))
             }
         return [Hit(*said[number], score) for number, score in best]
 
