@@ -16,22 +16,26 @@ DATA_DIR ?= data
 LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
-.PHONY: setup generate check-generated lint typecheck test serve bench bench-validate \
+.PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
         bench-service bench-memory eval-retrieval clean
 
-## setup: a virtual environment with himga (editable) and its pinned development tools
-setup: $(SETUP)
+## help: list the targets with what each does
+help:
+	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | expand -t 18
+
+## setup: the virtual environment (himga, editable, with its pinned tools), npm and Go packages
+setup: $(SETUP) $(NODE)
+	go mod download
+
 $(SETUP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-## the pinned Node.js tools and libraries (TypeScript generation, tests, buf), and Go's modules
+# The pinned Node.js tools and libraries (TypeScript generation, tests, buf).
 $(NODE): package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-setup: $(NODE)
-	go mod download
+	bash scripts/node-modules.sh
 
 ## generate: rewrite generated/ from schemas/ and proto/ (never edit generated/ by hand)
 generate: $(SETUP) $(NODE)
@@ -65,18 +69,22 @@ serve: $(SETUP)
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
 bench: bench-validate bench-service bench-memory
 
+## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
-	$(PY) benchmarks/bench_validate.py
+	$(PY) -m benchmarks.bench_validate
 
+## bench-service: the server's calls per second beside a health check's
 bench-service: $(SETUP)
-	$(PY) benchmarks/bench_service.py
+	$(PY) -m benchmarks.bench_service
 
+## bench-memory: ingest and retrieve of the keyword memories beside bare SQLite and a scan
 bench-memory: $(SETUP)
-	$(PY) benchmarks/bench_memory.py
+	$(PY) -m benchmarks.bench_memory
 
 ## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
 eval-retrieval: $(SETUP)
 	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --memory $(MEMORY)
 
+## clean: remove the virtual environment and the tools' caches
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -69,7 +69,7 @@ def vocabulary(size: int = 30_000) -> tuple[list[str], list[float]]:
 
 def messages(count: int, offset: int = 0) -> list[tuple[Any, Any]]:
     """`count` synthetic (Message, Session) pairs, the same ones every run."""
-    from himga.data.schema import Message, Session
+    from himga.data.conversation import Message, Session
 
     words, weights = vocabulary()
     cumulative = list(_accumulate(weights))

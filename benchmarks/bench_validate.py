@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from himga import schemas
+from himga import validation
 
 TYPE = "EpisodeTrace"
 TARGET_RATIO = 20.0
@@ -115,8 +115,8 @@ def main() -> int:
     args = parser.parse_args()
 
     docs, broken = documents(args.documents, args.invalid_share, args.seed)
-    reference = schemas.reference_validator(TYPE).is_valid
-    fast = schemas.fast_validator(TYPE).is_valid
+    reference = validation.reference_validator(TYPE).is_valid
+    fast = validation.fast_validator(TYPE).is_valid
     reference(docs[0]), fast(docs[0])  # build both validators before timing
 
     print(f"{len(docs):,} {TYPE} documents ({broken:,} broken in {len(BREAKAGES)} ways)")

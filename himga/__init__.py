@@ -1,7 +1,12 @@
 """himga: a language-agnostic contract for the memory of LLM agents, and its Python reference.
 
-Kept import-free on purpose: the generated models import `himga.model_base`, which loads this
-package first, so it must not import them back.
+Kept free of himga's own imports on purpose: the generated models import `himga.model_base`,
+which loads this package first, so it must not import them back.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("himga")  # written once, in pyproject.toml
+except PackageNotFoundError:  # run from a checkout that was never installed
+    __version__ = "0+unknown"

@@ -23,6 +23,8 @@ from pydantic import (
 from pydantic.config import ExtraValues
 from pydantic_core import PydanticCustomError
 
+from himga.timeutil import holds_datetime
+
 
 class SchemaModel(BaseModel):
     """Base of the models generated from `schemas/`: as strict as the JSON Schemas they mirror."""
@@ -105,7 +107,7 @@ def _field_kinds(cls: type[BaseModel]) -> dict[str, type]:
     for name, field in cls.model_fields.items():
         if field.annotation is int:
             kinds[name] = int
-        elif _holds_datetime(field.annotation):
+        elif holds_datetime(field.annotation):
             kinds[name] = datetime
     return kinds
 
@@ -114,9 +116,3 @@ def _field_kinds(cls: type[BaseModel]) -> dict[str, type]:
 # for `T` or minutes without seconds. Field ranges are left to pydantic's parser.
 _UTC_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?[Zz]", re.ASCII)
 _JSON_DATE_TIME: TypeAdapter[datetime] = TypeAdapter(AwareDatetime, config=ConfigDict(strict=True))
-
-
-def _holds_datetime(annotation: Any) -> bool:
-    if annotation in (datetime, AwareDatetime):
-        return True
-    return any(_holds_datetime(arg) for arg in getattr(annotation, "__args__", ()))

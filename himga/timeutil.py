@@ -8,11 +8,15 @@ aware datetimes.
 
 import re
 from datetime import UTC, datetime
+from typing import Any, get_args
+
+from pydantic import AwareDatetime
 
 __all__ = [
     "_parse_utc_datetime",
     "_to_utc_isoformat",
     "as_utc",
+    "holds_datetime",
     "parse_utc_datetime",
     "to_utc_isoformat",
 ]
@@ -70,3 +74,10 @@ def parse_utc_datetime(value: str | datetime) -> datetime:
 # The seed's names, kept for code written against it.
 _to_utc_isoformat = to_utc_isoformat
 _parse_utc_datetime = parse_utc_datetime
+
+
+def holds_datetime(annotation: Any) -> bool:
+    """Whether a model field's type is a date-time (possibly inside a union)."""
+    if annotation in (datetime, AwareDatetime):
+        return True
+    return any(holds_datetime(arg) for arg in get_args(annotation))

@@ -3,16 +3,14 @@
 #   schema/v1.ts                        types of the JSON Schemas (json-schema-to-typescript)
 #   himga_proto/memory/v1/memory_pb.ts  the messages and the MemoryService (protoc-gen-es)
 #   google/rpc/error_details_pb.ts      google.rpc.BadRequest & co., to read error details
-# Run through `make generate`. The tools are the exact versions in package-lock.json (`npm ci`
-# runs when node_modules is missing or older than the lock) and the Python venv's grpcio-tools
-# protoc, so the output is byte-for-byte repeatable from any copy of the repository.
+# Run through `make generate`. The tools are the exact versions in package-lock.json (installed
+# by scripts/node-modules.sh) and the Python venv's grpcio-tools protoc, so the output is
+# byte-for-byte repeatable from any copy of the repository.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --prefer-offline --no-audit --no-fund --loglevel=error >&2
-fi
+bash scripts/node-modules.sh
 
 out=generated/typescript
 rm -rf "$out"

@@ -2,16 +2,14 @@
 # Lints proto/ with buf (rules and their written exceptions in buf.yaml), then checks it against
 # the newest release tag (v*) with `buf breaking`: a change that would break v1 clients fails.
 # Until a release is tagged there is nothing to compare with, and the script says so.
-# buf is @bufbuild/buf from npm, pinned in package-lock.json (`npm ci` runs when node_modules
-# is missing or older than the lock).
+# buf is @bufbuild/buf from npm, pinned in package-lock.json (scripts/node-modules.sh installs
+# it).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
 buf=node_modules/.bin/buf
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --prefer-offline --no-audit --no-fund --loglevel=error >&2
-fi
+bash scripts/node-modules.sh
 
 "$buf" lint
 echo "buf lint: proto/ follows the rules in buf.yaml."

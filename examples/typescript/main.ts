@@ -4,7 +4,7 @@
 //   make serve &                                  # a server on 127.0.0.1:50051
 //   npm ci && npx tsc -p examples/typescript
 //   node build/typescript/examples/typescript/main.js 127.0.0.1:50051
-import { connectMemory, fieldViolations, ingestItem } from "./memory.js";
+import { connectMemory, errorReason, fieldViolations, ingestItem, Reason } from "./memory.js";
 import { SchemaValidator } from "./schemas.js";
 import type { Session } from "../../generated/typescript/schema/v1.js";
 
@@ -38,8 +38,20 @@ const answer = await memory.retrieve({ namespace, query: "When did Melanie paint
 console.log("context:", JSON.stringify(answer.context));
 for (const hit of answer.hits) console.log(`  ${hit.turnId} ${hit.role}: ${hit.content}`);
 
-// A malformed request is refused whole, with the offending field named.
+// A malformed request is refused whole, with the offending field named. A failure is told apart
+// by its reason, not by its status code.
 await memory
   .ingestBatch({ namespace, items: [ingestItem({ role: "", content: "?" }, session)] })
-  .catch((error: unknown) => console.log("rejected:", fieldViolations(error)));
+  .catch((error: unknown) => {
+    switch (errorReason(error)) {
+      case Reason.InvalidRequest:
+        console.log("rejected:", fieldViolations(error));
+        break;
+      case Reason.MemoryMismatch:
+        console.log(`${namespace} holds another memory: name it in the call, or pick another`);
+        break;
+      default:
+        throw error;
+    }
+  });
 await memory.reset({ namespace });

@@ -4,7 +4,10 @@ import { create, fromJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 
-import { BadRequestSchema } from "../../generated/typescript/google/rpc/error_details_pb.js";
+import {
+  BadRequestSchema,
+  ErrorInfoSchema,
+} from "../../generated/typescript/google/rpc/error_details_pb.js";
 import {
   IngestItemSchema,
   MemoryService,
@@ -52,4 +55,30 @@ export function fieldViolations(error: unknown): FieldViolation[] {
     .findDetails(BadRequestSchema)
     .flatMap((badRequest) => badRequest.fieldViolations)
     .map(({ field, description }) => ({ field, description }));
+}
+
+/** The ErrorInfo domain of every error a himga server sends. */
+export const ERROR_DOMAIN = "himga.dev";
+
+/**
+ * The reasons a himga server gives (the comment on MemoryService in memory.proto lists them).
+ * Branch on these, not on the status code: two kinds share FAILED_PRECONDITION.
+ */
+export const Reason = {
+  /** INVALID_ARGUMENT: the request breaks a rule; `fieldViolations` names the fields. */
+  InvalidRequest: "INVALID_REQUEST",
+  /** FAILED_PRECONDITION: the namespace was opened with another memory than the call names. */
+  MemoryMismatch: "MEMORY_MISMATCH",
+  /** FAILED_PRECONDITION: the namespace's stored data is in a form this server does not read. */
+  IncompatibleStore: "INCOMPATIBLE_STORE",
+  /** INTERNAL: the server failed unexpectedly (it logs why). */
+  Internal: "INTERNAL",
+} as const;
+
+/** The ErrorInfo reason of a failed call, or undefined when it carries none (a status sent
+ * before the server's code ran: RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED). */
+export function errorReason(error: unknown): string | undefined {
+  return ConnectError.from(error)
+    .findDetails(ErrorInfoSchema)
+    .find((info) => info.domain === ERROR_DOMAIN)?.reason;
 }

@@ -11,11 +11,14 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
+import himga
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="himga", description="The himga memory contract: validate, serve, evaluate."
     )
+    parser.add_argument("--version", action="version", version=f"himga {himga.__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if module_info.name.startswith("_"):

@@ -55,11 +55,11 @@ class _UsageProblem(Problem):
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    from himga import schemas
+    from himga import validation
 
     out = stdout or sys.stdout
-    if args.type is not None and args.type not in schemas.type_names():
-        known = ", ".join(schemas.type_names())
+    if args.type is not None and args.type not in validation.type_names():
+        known = ", ".join(validation.type_names())
         print(f"himga validate: unknown type {args.type!r}; known types: {known}", file=sys.stderr)
         return USAGE
     code = VALID
@@ -154,7 +154,7 @@ def _describe(error: json.JSONDecodeError) -> str:
 
 
 def _check(file: str, line: int, document: Any, type_name: str | None) -> list[Problem]:
-    from himga import schemas
+    from himga import validation
 
     if isinstance(document, _Malformed):
         return [Problem(file, line, "$", document.reason)]
@@ -162,8 +162,8 @@ def _check(file: str, line: int, document: Any, type_name: str | None) -> list[P
     problems: list[Problem] = []
     if isinstance(claimed, str):
         try:
-            claimed_type: str | None = schemas.type_for_id(claimed)
-        except schemas.UnknownTypeError as error:
+            claimed_type: str | None = validation.type_for_id(claimed)
+        except validation.UnknownTypeError as error:
             claimed_type = None
             problems.append(Problem(file, line, '$["$schema"]', str(error)))
         if type_name is not None and claimed_type not in (None, type_name):
@@ -173,15 +173,15 @@ def _check(file: str, line: int, document: Any, type_name: str | None) -> list[P
     if type_name is None:
         if problems:
             return problems
-        known = ", ".join(schemas.type_names())
+        known = ", ".join(validation.type_names())
         reason = f'no "$schema" names the type of this document: pass --type TYPE ({known})'
         return [_UsageProblem(file, line, "$", reason)]
     # The fast path clears valid documents; the reference explains the others.
-    if not schemas.is_valid(document, type_name):
-        errors = schemas.validate(document, type_name)
+    if not validation.is_valid(document, type_name):
+        errors = validation.validate(document, type_name)
         problems += [Problem(file, line, e.path, e.reason) for e in errors]
         if not errors:  # the two validators disagree: report the fast path's finding
-            first = next(schemas.fast_validator(type_name).iter_errors(document))
-            path = schemas.json_path(first.instance_path)
+            first = next(validation.fast_validator(type_name).iter_errors(document))
+            path = validation.json_path(first.instance_path)
             problems.append(Problem(file, line, path, f"{first.message} (fast validator only)"))
     return problems

@@ -47,15 +47,13 @@ def _empty_query(wire: Wire, new_namespace: NewNamespace) -> None:
 @check(
     "retrieve-answers",
     "required",
-    "Retrieve answers a question with a context string and at most `limit` hits",
+    "Retrieve answers a question with at most `limit` hits",
 )
 def _retrieve_answers(wire: Wire, new_namespace: NewNamespace) -> None:
     namespace = new_namespace()
     word = marker()
     wire.ingest(namespace, *(said(word) for _ in range(3)))
     answer = wire.retrieve(namespace, f"What about {word}?", limit=1)
-    if not isinstance(answer.context, str):
-        raise CheckFailed(f"context is a {type(answer.context).__name__}")
     if len(answer.hits) > 1:
         raise CheckFailed(f"limit 1, got {len(answer.hits)} hits")
 
@@ -134,6 +132,20 @@ def _batch_all_or_nothing(wire: Wire, new_namespace: NewNamespace) -> None:
     )
     for word in words:
         expect_empty(wire.retrieve(namespace, word), "after the rejected batch")
+
+
+@check(
+    "error-info",
+    "required",
+    "a malformed request's status carries a google.rpc.ErrorInfo of domain himga.dev and "
+    "reason INVALID_REQUEST",
+)
+def _error_info(wire: Wire, new_namespace: NewNamespace) -> None:
+    expect_error(
+        lambda: wire.ingest(new_namespace(), text_message("no speaker", role="")),
+        INVALID,
+        reason="INVALID_REQUEST",
+    )
 
 
 @check(

@@ -1,5 +1,5 @@
-"""The kit's side of the wire: stubs for a target, fresh namespaces, marker words, and the
-readers of a failed call's status (code, BadRequest field violations)."""
+"""The kit's side of the wire: stubs for a target, fresh namespaces, marker words, and what a
+failed call's status says (its code; its field violations, read by himga.service.errors)."""
 
 import secrets
 import string
@@ -8,11 +8,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2_grpc
-from grpc_status import rpc_status
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
+
+from himga.status import ERROR_DOMAIN, field_violations, reason_of
 
 
 class CheckFailed(AssertionError):
@@ -78,28 +78,19 @@ def marker() -> str:
     return "zq" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(10))
 
 
-def violation_fields(error: grpc.RpcError) -> list[str]:
-    """The fields named by the google.rpc.BadRequest details of a failed call."""
-    if not isinstance(error, grpc.Call):
-        return []
-    status = rpc_status.from_call(error)
-    fields: list[str] = []
-    for detail in status.details if status is not None else ():
-        bad_request = error_details_pb2.BadRequest()
-        if detail.Unpack(bad_request):
-            fields.extend(v.field for v in bad_request.field_violations)
-    return fields
-
-
 def code_of(error: grpc.RpcError) -> grpc.StatusCode | None:
     return error.code() if isinstance(error, grpc.Call) else None
 
 
 def expect_error(
-    call: Callable[[], object], code: grpc.StatusCode, field: str | None = None
+    call: Callable[[], object],
+    code: grpc.StatusCode,
+    field: str | None = None,
+    reason: str | None = None,
 ) -> None:
-    """Fail unless `call` ends with `code` and, when `field` is given, a BadRequest field
-    violation naming it."""
+    """Fail unless `call` ends with `code`; when `field` is given, with a BadRequest field
+    violation naming it; when `reason` is given, with a google.rpc.ErrorInfo of that reason in
+    himga's domain."""
     try:
         call()
     except grpc.RpcError as error:
@@ -107,8 +98,13 @@ def expect_error(
         if got != code:
             name = got.name if got is not None else type(error).__name__
             raise CheckFailed(f"got {name}, want {code.name}") from None
+        if reason is not None and reason_of(error) != reason:
+            raise CheckFailed(
+                f"{code.name} without a google.rpc.ErrorInfo of domain {ERROR_DOMAIN!r} and "
+                f"reason {reason!r} (reason: {reason_of(error)!r})"
+            ) from None
         if field is not None:
-            fields = violation_fields(error)
+            fields = [v.field for v in field_violations(error)]
             if field not in fields:
                 raise CheckFailed(
                     f"{code.name} without a BadRequest field violation for {field!r} "

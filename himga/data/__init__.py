@@ -8,9 +8,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from himga.data.conversation import Message, QAPair, Sample, Session
 from himga.data.errors import DatasetError
 from himga.data.locomo import load_locomo
-from himga.data.schema import Message, QAPair, Sample, Session
 
 __all__ = [
     "DATASETS",

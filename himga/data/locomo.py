@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from himga.data.conversation import Message, QAPair, Sample, Session
 from himga.data.errors import DatasetError
-from himga.data.schema import Message, QAPair, Sample, Session
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 # A dia_id such as `D8:6`. Evidence entries are searched for every such id, so that malformed

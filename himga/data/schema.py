@@ -1,34 +1,5 @@
-"""The conversation data himga's memories take in, and the evaluation data around it.
+"""The name `himga.data.schema` had before it was `himga.data.conversation` (Message, Session,
+Sample, QAPair); kept so that code written against it keeps working."""
 
-`Message` and `Session` are the models generated from schemas/v1 (message.json, session.json);
-they are re-exported here, where the seed API imports them from. `Sample` and `QAPair` are the
-evaluation harness's own records, not part of the wire contract.
-"""
-
-from dataclasses import dataclass, field
-
-from himga_schema.message import Message
-from himga_schema.session import Session
-
-__all__ = ["Message", "QAPair", "Sample", "Session"]
-
-
-@dataclass(frozen=True, slots=True)
-class QAPair:
-    """One question of a benchmark about a conversation, with the turns that answer it."""
-
-    question: str
-    answer: str
-    # turn_ids (LoCoMo dia_ids) of the messages that hold the answer
-    evidence: list[str] = field(default_factory=list)
-    # the dataset's own category number, kept raw (papers disagree on what the numbers mean)
-    category: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One conversation of a benchmark: its sessions in order, and the questions about it."""
-
-    sample_id: str
-    sessions: list[Session]
-    qa_pairs: list[QAPair] = field(default_factory=list)
+from himga.data.conversation import *  # noqa: F403
+from himga.data.conversation import __all__ as __all__

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from himga.data.schema import QAPair, Sample
+from himga.data.conversation import QAPair, Sample
 from himga.memory.base import BaseMemory
 
 DEFAULT_KS = (1, 5, 10, 20, 50)

@@ -1,8 +1,35 @@
-"""himga.memory: the BaseMemory interface and its implementations."""
+"""himga.memory: the BaseMemory interface and its implementations.
+
+The memories are loaded on first use (`from himga.memory import SQLiteKeywordMemory` loads the
+SQLite one alone), as himga.memory.registry loads a memory named by a server's call."""
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from himga.memory.base import BaseMemory, Hit
-from himga.memory.keyword import KeywordMemory
-from himga.memory.null import NullMemory
-from himga.memory.sqlite import SQLiteKeywordMemory
+from himga.memory.registry import BUILTIN
 
-__all__ = ["BaseMemory", "Hit", "KeywordMemory", "NullMemory", "SQLiteKeywordMemory"]
+if TYPE_CHECKING:
+    from himga.memory.keyword import KeywordMemory
+    from himga.memory.naive import SimpleKeywordMemory
+    from himga.memory.null import NullMemory
+    from himga.memory.sqlite import SQLiteKeywordMemory
+
+__all__ = [
+    "BaseMemory",
+    "Hit",
+    "KeywordMemory",
+    "NullMemory",
+    "SQLiteKeywordMemory",
+    "SimpleKeywordMemory",
+]
+
+# Each built-in memory class, by the module the registry loads it from.
+_LAZY = {attribute.split(".")[0]: module for module, attribute in BUILTIN.values()}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

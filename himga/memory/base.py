@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Self
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 
 DEFAULT_LIMIT = 10
 

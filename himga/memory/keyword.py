@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
 from himga.memory.ranking import Turns

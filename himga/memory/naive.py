@@ -9,7 +9,7 @@ whitespace-separated query word as a substring (case-insensitive) and returns th
 import threading
 from pathlib import Path
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
 
 RETRIEVE_LINES = 10

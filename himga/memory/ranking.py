@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Self
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session, optional_text
 from himga.memory.text import STEMMER, terms, terms_of
 
 NEAR_TURNS = 2
@@ -133,18 +133,13 @@ class Turns:
         contents = [message.content for message in messages]
         return cls(
             session_ids=[session.session_id for session in sessions],
-            turn_ids=[_text(message.turn_id) for message in messages],
+            turn_ids=[optional_text(message.turn_id) for message in messages],
             roles=roles,
             contents=contents,
-            date_strs=[_text(session.date_str) for session in sessions],
+            date_strs=[optional_text(session.date_str) for session in sessions],
             terms=terms_of(contents),
             speakers=list(map(speaker_key, roles)),
         )
 
     def __len__(self) -> int:
         return len(self.session_ids)
-
-
-def _text(value: object) -> str:
-    """An optional model string (MISSING when absent) as a plain string."""
-    return value if isinstance(value, str) else ""

@@ -16,12 +16,13 @@ from himga.memory.base import BaseMemory
 MemoryFactory = Callable[[str, Path | None], BaseMemory]
 
 # name -> (module, attribute): the attribute is called as factory(namespace, data_dir).
-_ENTRIES: dict[str, tuple[str, str]] = {
+BUILTIN: dict[str, tuple[str, str]] = {
     "null": ("himga.memory.null", "NullMemory.for_namespace"),
     "naive": ("himga.memory.naive", "SimpleKeywordMemory.for_namespace"),
     "keyword": ("himga.memory.keyword", "KeywordMemory.for_namespace"),
     "sqlite": ("himga.memory.sqlite", "SQLiteKeywordMemory.for_namespace"),
 }
+_ENTRIES = dict(BUILTIN)
 
 DEFAULT_MEMORY = "sqlite"
 

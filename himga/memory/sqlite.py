@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits

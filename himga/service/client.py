@@ -8,7 +8,7 @@ import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
 from himga.service import convert
 from himga.service.errors import InvalidRequest, from_rpc_error

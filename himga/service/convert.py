@@ -3,7 +3,7 @@
 Both directions are generic over the proto descriptors: a field is carried under its
 `json_name`, which equals the schema's key (tests/service/test_proto_mirror.py holds them
 equal), so no field list is restated here. Proto -> model checks the data against its JSON
-Schema, the contract itself, with the compiled validator of `himga.schemas`, reports each broken
+Schema, the contract itself, with the compiled validator of `himga.validation`, reports each broken
 rule as a field violation with its path in the request, and builds the generated model.
 """
 
@@ -17,8 +17,8 @@ from google.protobuf.message import Message as ProtoMessage
 from himga_proto.memory.v1 import memory_pb2 as pb
 from pydantic import BaseModel
 
-from himga import schemas
-from himga.data.schema import Message, Session
+from himga import validation
+from himga.data.conversation import Message, Session
 from himga.memory.base import Hit
 from himga.service.errors import FieldViolation, InvalidRequest
 
@@ -64,12 +64,12 @@ def _validate(model: type[ModelT], data: dict[str, Any], path: str) -> ModelT:
     """The model of `data`, checked against its JSON Schema by the compiled fast path; each
     broken rule becomes a violation at its path in the request."""
     type_name = model.__name__  # the generated models are named after their schema's title
-    if schemas.is_valid(data, type_name):
+    if validation.is_valid(data, type_name):
         return _construct(model, data)
     raise InvalidRequest(
         [
             FieldViolation(path + e.path.removeprefix("$"), e.reason)
-            for e in schemas.validate(data, type_name)
+            for e in validation.validate(data, type_name)
         ]
     )
 

@@ -1,8 +1,11 @@
-"""The memory service's errors and their one mapping to gRPC status codes, both ways.
+"""The memory service's errors and their one mapping to the wire, both ways.
 
-The servicer raises these exceptions; `abort` turns any exception into a status (with
-`google.rpc.BadRequest` field violations for a bad request) through `STATUS_CODES`, the one
-table. The client turns a status back into the same exception with `from_rpc_error`.
+`ERROR_KINDS` is the one table: each exception class the server sends has a status code and a
+`google.rpc.ErrorInfo` reason in the domain `ERROR_DOMAIN`; the proto's comments list the same
+reasons for clients in other languages. `abort` turns any exception into a status carrying its
+ErrorInfo (and, for a bad request, `google.rpc.BadRequest` field violations); `from_rpc_error`
+turns such a status back into the same class, by its reason, not by its status code (two kinds
+share FAILED_PRECONDITION).
 """
 
 import logging
@@ -11,23 +14,14 @@ from typing import NoReturn
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import Message as ProtoMessage
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from himga.errors import HimgaError, IncompatibleStoreError
+from himga.status import ERROR_DOMAIN, FieldViolation, field_violations, reason_of
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class FieldViolation:
-    """One broken rule of a request: the field's path (`items[3].message.role`) and the rule."""
-
-    field: str
-    description: str
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.description}"
 
 
 class InvalidRequest(HimgaError, ValueError):
@@ -42,67 +36,73 @@ class MemoryMismatch(HimgaError, RuntimeError):
     """A call names another memory than the one its namespace was opened with."""
 
 
-# The one table: exception class -> status code. Lookup follows the class's MRO, so a subclass
-# gets its base's code; anything else is INTERNAL (its message is logged, not sent).
-STATUS_CODES: dict[type[Exception], grpc.StatusCode] = {
-    InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
-    MemoryMismatch: grpc.StatusCode.FAILED_PRECONDITION,
-    IncompatibleStoreError: grpc.StatusCode.FAILED_PRECONDITION,
+@dataclass(frozen=True, slots=True)
+class ErrorKind:
+    """How one kind of error travels: its status code and its ErrorInfo reason."""
+
+    code: grpc.StatusCode
+    reason: str
+
+
+# The one table. Lookup follows the class's MRO, so a subclass travels as its base; anything
+# else is INTERNAL (its message is logged, not sent).
+ERROR_KINDS: dict[type[Exception], ErrorKind] = {
+    InvalidRequest: ErrorKind(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
+    MemoryMismatch: ErrorKind(grpc.StatusCode.FAILED_PRECONDITION, "MEMORY_MISMATCH"),
+    IncompatibleStoreError: ErrorKind(grpc.StatusCode.FAILED_PRECONDITION, "INCOMPATIBLE_STORE"),
 }
+INTERNAL = ErrorKind(grpc.StatusCode.INTERNAL, "INTERNAL")
+"""An error the server did not expect: a bug, or a failure of what lies under it."""
+
+_BY_REASON = {kind.reason: cls for cls, kind in ERROR_KINDS.items()}
 
 
-def status_code(exc: Exception) -> grpc.StatusCode:
-    """The status code of `exc` by `STATUS_CODES`; INTERNAL for an unexpected exception."""
+def error_kind(exc: Exception) -> ErrorKind:
+    """The kind of `exc` by `ERROR_KINDS`; INTERNAL for an unexpected exception."""
     for cls in type(exc).__mro__:
-        code = STATUS_CODES.get(cls)
-        if code is not None:
-            return code
-    return grpc.StatusCode.INTERNAL
+        kind = ERROR_KINDS.get(cls)
+        if kind is not None:
+            return kind
+    return INTERNAL
 
 
 def abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
-    """End the call with the status of `exc` (and its field violations as BadRequest)."""
-    code = status_code(exc)
-    if code is grpc.StatusCode.INTERNAL:
+    """End the call with the status of `exc`: its code, its ErrorInfo, and its field violations
+    as BadRequest. An unexpected exception is logged; the caller learns only that it happened."""
+    kind = error_kind(exc)
+    if kind is INTERNAL:
         _log.exception("internal error", exc_info=exc)
         message = "internal error (logged by the server)"
     else:
         message = str(exc)
-    status = status_pb2.Status(code=code.value[0], message=message)
+    status = status_pb2.Status(code=kind.code.value[0], message=message)
+    info = error_details_pb2.ErrorInfo(reason=kind.reason, domain=ERROR_DOMAIN)
+    status.details.append(_packed(info))
     if isinstance(exc, InvalidRequest):
-        detail = any_pb2.Any()
-        detail.Pack(
-            error_details_pb2.BadRequest(
-                field_violations=[
-                    error_details_pb2.BadRequest.FieldViolation(
-                        field=v.field, description=v.description
-                    )
-                    for v in exc.violations
-                ]
-            )
-        )
-        status.details.append(detail)
+        violations = [
+            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+            for v in exc.violations
+        ]
+        status.details.append(_packed(error_details_pb2.BadRequest(field_violations=violations)))
     context.abort_with_status(rpc_status.to_status(status))
     raise AssertionError("abort_with_status returned")  # it raises; this keeps mypy honest
 
 
 def from_rpc_error(error: grpc.RpcError) -> Exception:
-    """The exception a failed call stands for: the table's class for a known status code (with
-    the BadRequest violations for INVALID_ARGUMENT), else the RpcError itself."""
-    code = error.code() if isinstance(error, grpc.Call) else None
-    cls = next((c for c, status in STATUS_CODES.items() if status == code), None)
+    """The exception a failed call stands for: the class its ErrorInfo reason names (with the
+    BadRequest violations for a bad request), else the RpcError itself."""
+    cls = _BY_REASON.get(reason_of(error) or "")
     if cls is None or not isinstance(error, grpc.Call):
         unchanged: Exception = error
         return unchanged
+    message = error.details() or ""
     if cls is InvalidRequest:
-        violations: list[FieldViolation] = []
-        status = rpc_status.from_call(error)
-        for detail in status.details if status is not None else ():
-            bad_request = error_details_pb2.BadRequest()
-            if detail.Unpack(bad_request):
-                violations.extend(
-                    FieldViolation(v.field, v.description) for v in bad_request.field_violations
-                )
-        return InvalidRequest(violations or [FieldViolation("", error.details() or "")])
-    translated: Exception = cls(error.details() or "")
+        return InvalidRequest(field_violations(error) or [FieldViolation("", message)])
+    translated: Exception = cls(message)
     return translated
+
+
+def _packed(detail: ProtoMessage) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(detail)
+    return packed

@@ -1,15 +1,17 @@
 """The MemoryService servicer: checks a request, converts it, and hands it to its namespace's
 memory. It holds no memory logic; the memories know nothing of gRPC."""
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
-from himga.data.schema import Message, Session
-from himga.memory.base import DEFAULT_LIMIT
+from himga.data.conversation import Message, Session
+from himga.memory.base import DEFAULT_LIMIT, BaseMemory
 from himga.service import convert
 from himga.service.errors import FieldViolation, InvalidRequest, abort
 from himga.service.namespaces import Namespaces, namespace_violations
@@ -18,6 +20,33 @@ MAX_LIMIT = 1000
 """The most hits one Retrieve may ask for (the proto documents it)."""
 
 T = TypeVar("T")
+S = TypeVar("S")
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+class NamespacedRequest(Protocol):
+    """What every request has: the namespace it is for, and the memory it names."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def memory(self) -> str: ...
+
+
+def rpc(handler: Callable[[S, Req, grpc.ServicerContext], Resp]) -> Callable[..., Resp]:
+    """The one path of every RPC: run `handler`, and end the call with the status of whatever it
+    raises (`himga.service.errors.abort`). A handler only checks, calls the memory and answers."""
+
+    @functools.wraps(handler)
+    def serve(self: S, request: Req, context: grpc.ServicerContext) -> Resp:
+        try:
+            return handler(self, request, context)
+        except Exception as error:
+            abort(context, error)
+
+    return serve
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
@@ -26,70 +55,63 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     def __init__(self, namespaces: Namespaces) -> None:
         self.namespaces = namespaces
 
+    @rpc
     def Ingest(self, request: pb.IngestRequest, context: grpc.ServicerContext) -> pb.IngestResponse:
-        try:
-            found = self._common_violations(request.namespace, request.memory)
-            item = _item(request, "", found, _Sessions())
-            if found or item is None:
-                raise InvalidRequest(found)
-            opened = self.namespaces.open(request.namespace, request.memory)
-            with opened.lock:
-                opened.memory.ingest(*item)
-            return _INGESTED
-        except Exception as error:
-            abort(context, error)
+        found: list[FieldViolation] = []
+        item = _item(request, "", found, _Sessions())
+        with self._memory(request, found) as memory:
+            assert item is not None  # no violation found: the message and session were read
+            memory.ingest(*item)
+        return _INGESTED
 
+    @rpc
     def IngestBatch(
         self, request: pb.IngestBatchRequest, context: grpc.ServicerContext
     ) -> pb.IngestBatchResponse:
-        try:
-            found = self._common_violations(request.namespace, request.memory)
-            sessions = _Sessions()
-            items = [
-                _item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)
-            ]
-            if found:
-                raise InvalidRequest(found)
-            opened = self.namespaces.open(request.namespace, request.memory)
-            with opened.lock:
-                count = opened.memory.ingest_many(it for it in items if it is not None)
-            return pb.IngestBatchResponse(ingested=count)
-        except Exception as error:
-            abort(context, error)
+        found: list[FieldViolation] = []
+        sessions = _Sessions()
+        items = [_item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)]
+        with self._memory(request, found) as memory:
+            count = memory.ingest_many(it for it in items if it is not None)
+        return pb.IngestBatchResponse(ingested=count)
 
+    @rpc
     def Retrieve(
         self, request: pb.RetrieveRequest, context: grpc.ServicerContext
     ) -> pb.RetrieveResponse:
-        try:
-            found = self._common_violations(request.namespace, request.memory)
-            if request.limit > MAX_LIMIT:
-                found.append(FieldViolation("limit", f"must be at most {MAX_LIMIT}"))
-            if found:
-                raise InvalidRequest(found)
-            limit = request.limit or DEFAULT_LIMIT
-            opened = self.namespaces.open(request.namespace, request.memory)
-            with opened.lock:
-                text, hits = opened.memory.recall(request.query, limit)
-            return pb.RetrieveResponse(
-                context=text, hits=[convert.hit_to_proto(h) for h in hits[:limit]]
-            )
-        except Exception as error:
-            abort(context, error)
+        found = []
+        if request.limit > MAX_LIMIT:
+            found.append(FieldViolation("limit", f"must be at most {MAX_LIMIT}"))
+        limit = request.limit or DEFAULT_LIMIT
+        with self._memory(request, found) as memory:
+            text, hits = memory.recall(request.query, limit)
+        return pb.RetrieveResponse(
+            context=text, hits=[convert.hit_to_proto(h) for h in hits[:limit]]
+        )
 
+    @rpc
     def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetResponse:
-        try:
-            found = self._common_violations(request.namespace, request.memory)
-            if found:
-                raise InvalidRequest(found)
-            opened = self.namespaces.open(request.namespace, request.memory)
-            with opened.lock:
-                opened.memory.reset()
-            return _RESET
-        except Exception as error:
-            abort(context, error)
+        with self._memory(request) as memory:
+            memory.reset()
+        return _RESET
 
-    def _common_violations(self, namespace: str, memory: str) -> list[FieldViolation]:
-        return namespace_violations(namespace) + self.namespaces.memory_violations(memory)
+    @contextmanager
+    def _memory(
+        self, request: NamespacedRequest, found: list[FieldViolation] | None = None
+    ) -> Iterator[BaseMemory]:
+        """The memory of the request's namespace, held for this call alone, once the request is
+        known to be well formed: InvalidRequest with `found` (what the handler found wrong) and
+        whatever is wrong with the namespace and memory names, before anything is opened."""
+        violations = (
+            namespace_violations(request.namespace)
+            + self.namespaces.memory_violations(request.memory)
+            + (found or [])
+        )
+        if violations:
+            raise InvalidRequest(violations)
+        opened = self.namespaces.open(request.namespace, request.memory)
+        with opened.lock:
+            yield opened.memory
 
 
 _INGESTED = pb.IngestResponse()

@@ -18,11 +18,11 @@ from himga.cli import main
 from himga.conformance import CHECKS, CheckResult, run_checks
 from himga.conformance.checks import OVERSIZED_BYTES
 from himga.conformance.report import render
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 from himga.memory.base import BaseMemory, Hit
 from himga.memory.registry import memory_names, register, unregister
-from himga.service.process import start_listening
 from himga.service.server import create_server
+from tests.server_process import start_listening
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED = {c.name for c in CHECKS if c.kind == "required"}
@@ -34,6 +34,7 @@ SIZE_LIMIT = {"request-size-limit"}
 MALFORMED = {
     "batch-all-or-nothing",
     "error-empty-role",
+    "error-info",
     "error-namespace-missing",
     "error-namespace-invalid",
     "error-message-missing",

@@ -1,4 +1,4 @@
-"""himga.schemas: loading the shipped schemas, the errors `validate` reports, type lookup."""
+"""himga.validation: loading the shipped schemas, the errors `validate` reports, type lookup."""
 
 import subprocess
 import sys
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from himga import schemas
+from himga import validation
 from himga.errors import HimgaError, SchemaError, UnknownTypeError
 
 EPISODE: dict[str, Any] = {
@@ -23,14 +23,14 @@ EPISODE: dict[str, Any] = {
 def test_the_reference_really_checks_date_times() -> None:
     # Without jsonschema's format extras the checker silently has no date-time check.
     assert "date-time" in Draft202012Validator.FORMAT_CHECKER.checkers
-    assert "date-time" in schemas.format_checker().checkers
-    assert not schemas.format_checker().conforms("not-a-date", "date-time")
-    assert schemas.format_checker().conforms("2024-05-08T13:56:00Z", "date-time")
+    assert "date-time" in validation.format_checker().checkers
+    assert not validation.format_checker().conforms("not-a-date", "date-time")
+    assert validation.format_checker().conforms("2024-05-08T13:56:00Z", "date-time")
 
 
 def test_a_trailing_newline_is_not_a_date_time() -> None:
     # The stock checker accepts it; RFC 3339, ajv, Go and jsonschema-rs do not.
-    assert not schemas.format_checker().conforms("2024-05-08T13:56:00Z\n", "date-time")
+    assert not validation.format_checker().conforms("2024-05-08T13:56:00Z\n", "date-time")
 
 
 def test_schemas_come_from_the_installed_package_not_the_working_directory(
@@ -40,7 +40,7 @@ def test_schemas_come_from_the_installed_package_not_the_working_directory(
     decoy = tmp_path / "schemas" / "v1"
     decoy.mkdir(parents=True)
     (decoy / "message.json").write_text('{"title": "Decoy", "$id": "urn:decoy"}')
-    script = "from himga import schemas; print(schemas.type_names())"
+    script = "from himga import validation; print(validation.type_names())"
     shown = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout
@@ -49,7 +49,7 @@ def test_schemas_come_from_the_installed_package_not_the_working_directory(
 
 
 def test_type_names_are_the_schema_titles() -> None:
-    assert schemas.type_names() == [
+    assert validation.type_names() == [
         "ActionEntry",
         "EpisodeTrace",
         "ErrorEntry",
@@ -60,26 +60,26 @@ def test_type_names_are_the_schema_titles() -> None:
     ]
 
 
-@pytest.mark.parametrize("type_name", schemas.type_names())
+@pytest.mark.parametrize("type_name", validation.type_names())
 def test_a_schema_id_maps_back_to_its_type(type_name: str) -> None:
-    uri = schemas.schema_id(type_name)
+    uri = validation.schema_id(type_name)
     assert uri.startswith("https://himga.dev/schemas/v1/")
-    assert schemas.type_for_id(uri) == type_name
-    assert schemas.type_for_id(uri + "#") == type_name
+    assert validation.type_for_id(uri) == type_name
+    assert validation.type_for_id(uri + "#") == type_name
 
 
 def test_unknown_types_and_ids_are_lookup_errors_naming_the_known_ones() -> None:
     with pytest.raises(UnknownTypeError, match="EpisodeTrace") as caught:
-        schemas.schema_for("Episode")
+        validation.schema_for("Episode")
     assert isinstance(caught.value, LookupError)
     assert isinstance(caught.value, HimgaError)
     with pytest.raises(UnknownTypeError, match=r"episode_trace\.json"):
-        schemas.type_for_id("https://himga.dev/schemas/v2/episode_trace.json")
+        validation.type_for_id("https://himga.dev/schemas/v2/episode_trace.json")
 
 
 def test_a_valid_document_has_no_errors() -> None:
-    assert schemas.validate(EPISODE, "EpisodeTrace") == []
-    assert schemas.is_valid(EPISODE, "EpisodeTrace")
+    assert validation.validate(EPISODE, "EpisodeTrace") == []
+    assert validation.is_valid(EPISODE, "EpisodeTrace")
 
 
 def test_validate_reports_every_error_at_once_with_paths_sorted() -> None:
@@ -92,7 +92,7 @@ def test_validate_reports_every_error_at_once_with_paths_sorted() -> None:
         "action_log": [{"action": "a"}] * 9 + [{"t": -1, "action": "a"}, {}],
         "$schema": 1,
     }
-    found = [(e.path, e.keyword) for e in schemas.validate(document, "EpisodeTrace")]
+    found = [(e.path, e.keyword) for e in validation.validate(document, "EpisodeTrace")]
     assert found == [
         ("$.action_log[9].t", "minimum"),
         ("$.action_log[10].action", "required"),
@@ -103,11 +103,11 @@ def test_validate_reports_every_error_at_once_with_paths_sorted() -> None:
         ("$.turnId", "additionalProperties"),
         ('$["$schema"]', "type"),
     ]
-    assert not schemas.is_valid(document, "EpisodeTrace")
+    assert not validation.is_valid(document, "EpisodeTrace")
 
 
 def test_an_error_names_the_field_the_rule_and_where_the_rule_is() -> None:
-    (error,) = schemas.validate({**EPISODE, "tokens_used": -3}, "EpisodeTrace")
+    (error,) = validation.validate({**EPISODE, "tokens_used": -3}, "EpisodeTrace")
     assert isinstance(error, SchemaError)
     assert isinstance(error, ValueError)
     assert isinstance(error, HimgaError)
@@ -127,7 +127,13 @@ def test_an_error_names_the_field_the_rule_and_where_the_rule_is() -> None:
         ({"agent": ""}, "$.agent", "must not be empty"),
         ({"outcome": "done"}, "$.outcome", 'must be one of "success", "failure", "partial"'),
         ({"importance": -1}, "$.importance", "must be >= 0.0 (got -1)"),
-        ({"duration_seconds": "5"}, "$.duration_seconds", "must be of type integer (got string"),
+        (
+            {"duration_seconds": "5"},
+            "$.duration_seconds",
+            'must be of type integer (got string "5")',
+        ),
+        ({"agent": None}, "$.agent", "must be of type string (got null)"),
+        ({"tokens_used": True}, "$.tokens_used", "must be of type integer (got true)"),
         ({"timestamp": "2024-05-08"}, "$.timestamp", "must be a valid date-time"),
         ({"timestamp": "2024-05-08T13:56:00+02:00"}, "$.timestamp", "must be in UTC"),
         ({"git_commit": 1}, "$.git_commit", "must be of type string or null"),
@@ -138,7 +144,7 @@ def test_an_error_names_the_field_the_rule_and_where_the_rule_is() -> None:
 def test_each_reason_says_what_the_rule_wants(
     change: dict[str, Any], path: str, reason: str
 ) -> None:
-    errors = schemas.validate({**EPISODE, **change}, "EpisodeTrace")
+    errors = validation.validate({**EPISODE, **change}, "EpisodeTrace")
     assert [e.path for e in errors][:1] == [path]
     assert errors[0].reason.startswith(reason)
 
@@ -154,8 +160,8 @@ def test_each_reason_says_what_the_rule_wants(
     ],
 )
 def test_json_path(parts: list[str | int], expected: str) -> None:
-    assert schemas.json_path(parts) == expected
+    assert validation.json_path(parts) == expected
 
 
 def test_fast_validator_checks_formats() -> None:
-    assert not schemas.fast_validator("EpisodeTrace").is_valid({**EPISODE, "timestamp": "nope"})
+    assert not validation.fast_validator("EpisodeTrace").is_valid({**EPISODE, "timestamp": "nope"})

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import TypeAdapter, ValidationError
 
-from himga import schemas
+from himga import validation
 
 VECTOR_DIR = Path(__file__).resolve().parents[2] / "schemas" / "conformance"
 SHAPE_FILE = VECTOR_DIR / "vectors.schema.json"
@@ -37,7 +37,7 @@ def _vectors() -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(type name, pytest id, vector) for every vector of every file."""
     for path in VECTOR_FILES:
         for group in _load(path):
-            type_name = schemas.type_for_id(group["schema"]["$ref"])
+            type_name = validation.type_for_id(group["schema"]["$ref"])
             for test in group["tests"]:
                 yield type_name, f"{path.stem}: {group['description']}: {test['description']}", test
 
@@ -55,14 +55,14 @@ def _pydantic_validator(type_name: str) -> Callable[[str], object]:
         module = importlib.import_module("himga_schema.task_context")
         annotation = module.TaskContext.model_fields["phase"].annotation
         return TypeAdapter(annotation).validate_json
-    stem = schemas.schema_id(type_name).rsplit("/", 1)[1].removesuffix(".json")
+    stem = validation.schema_id(type_name).rsplit("/", 1)[1].removesuffix(".json")
     model = getattr(importlib.import_module(f"himga_schema.{stem}"), type_name)
     parse: Callable[[str], object] = model.model_validate_json
     return parse
 
 
 def _reference(document: Any, type_name: str) -> bool:
-    return not schemas.validate(document, type_name)
+    return not validation.validate(document, type_name)
 
 
 def _pydantic(document: Any, type_name: str) -> bool:
@@ -74,7 +74,7 @@ def _pydantic(document: Any, type_name: str) -> bool:
 
 
 def _fast(document: Any, type_name: str) -> bool:
-    return schemas.is_valid(document, type_name)
+    return validation.is_valid(document, type_name)
 
 
 VALIDATORS = {"reference": _reference, "pydantic": _pydantic, "fast": _fast}
@@ -101,7 +101,7 @@ def test_vector_file_has_the_test_suite_shape(path: Path) -> None:
 
 def test_shape_schema_rejects_a_malformed_vector_file() -> None:
     validator = Draft202012Validator(_load(SHAPE_FILE))
-    good = {"description": "d", "schema": {"$ref": schemas.schema_id("Message")}, "tests": []}
+    good = {"description": "d", "schema": {"$ref": validation.schema_id("Message")}, "tests": []}
     assert not validator.is_valid([good])  # a group needs vectors
     vector = {"description": "v", "data": {}, "valid": "yes"}
     assert not validator.is_valid([{**good, "tests": [vector]}])  # valid is a boolean
@@ -135,7 +135,7 @@ def _rules(schema: dict[str, Any], uri: str, pointer: str = "") -> Iterator[str]
 
 def _broken_rules(document: Any, type_name: str) -> set[str]:
     broken = set()
-    for error in schemas.validate(document, type_name):
+    for error in validation.validate(document, type_name):
         rule = error.schema_path
         if error.keyword == "required":
             # The error's path ends with the missing property.
@@ -147,8 +147,8 @@ def _broken_rules(document: Any, type_name: str) -> set[str]:
 def test_every_rule_of_every_schema_has_an_invalid_vector() -> None:
     rules = {
         rule
-        for type_name in schemas.type_names()
-        for rule in _rules(schemas.schema_for(type_name), schemas.schema_id(type_name))
+        for type_name in validation.type_names()
+        for rule in _rules(validation.schema_for(type_name), validation.schema_id(type_name))
     }
     assert len(rules) > 50  # the walk found the schemas' rules (a sanity floor, not a target)
     covered: set[str] = set()
@@ -159,12 +159,12 @@ def test_every_rule_of_every_schema_has_an_invalid_vector() -> None:
 
 
 def test_every_property_appears_in_a_valid_vector() -> None:
-    present: dict[str, set[str]] = {name: set() for name in schemas.type_names()}
+    present: dict[str, set[str]] = {name: set() for name in validation.type_names()}
     for type_name, _, vector in VECTORS:
         if vector["valid"] and isinstance(vector["data"], dict):
             present[type_name] |= set(vector["data"])
-    for type_name in schemas.type_names():
-        properties = set(schemas.schema_for(type_name).get("properties", {}))
+    for type_name in validation.type_names():
+        properties = set(validation.schema_for(type_name).get("properties", {}))
         assert properties <= present[type_name], type_name
 
 
@@ -175,11 +175,13 @@ def test_the_schema_a_valid_vector_claims_names_its_own_type() -> None:
         if vector["valid"] and isinstance(vector["data"], dict) and "$schema" in vector["data"]
     ]
     object_types = {
-        t for t in schemas.type_names() if "$schema" in schemas.schema_for(t).get("properties", {})
+        t
+        for t in validation.type_names()
+        if "$schema" in validation.schema_for(t).get("properties", {})
     }
     assert {type_name for type_name, _ in claims} == object_types
     for type_name, uri in claims:
-        assert schemas.type_for_id(uri) == type_name
+        assert validation.type_for_id(uri) == type_name
 
 
 # Beyond the vectors: random edits of the valid vectors, where the three must still agree.

@@ -23,41 +23,30 @@ def go(*args: str, env: dict[str, str] | None = None, status: int = 0) -> str:
     return run(["go", *args], env, status)
 
 
-def go_test(package: str, env: dict[str, str] | None = None) -> dict[str, str]:
-    """`go test -v` of one package: every test must pass, none be skipped. Test -> result."""
+def go_test(package: str, at_least: int, env: dict[str, str] | None = None) -> None:
+    """`go test -v` of one package: every test passes, none is skipped, and at least `at_least`
+    ran (a package whose tests stopped being found fails, a new test needs no edit here)."""
     output = go("test", "-count=1", "-v", package, env=env)
-    results = {name: result for result, name in _RESULT.findall(output) if "/" not in name}
-    assert results, output
-    assert set(results.values()) == {"PASS"}, output
-    return results
+    results = [result for result, name in _RESULT.findall(output) if "/" not in name]
+    assert len(results) >= at_least, output
+    assert set(results) == {"PASS"}, output
 
 
 def test_go_validator_agrees_with_the_vectors_and_the_protojson_of_go_messages(
     locomo_file: Path,
 ) -> None:
-    env = {"HIMGA_LOCOMO_PATH": str(locomo_file)}
-    assert go_test("./tests/go/schemas", env) == {
-        "TestVectorsGetTheirVerdicts": "PASS",
-        "TestProtoJSONOfGoMessagesFollowsTheSchemas": "PASS",
-    }
+    go_test("./tests/go/schemas", 2, {"HIMGA_LOCOMO_PATH": str(locomo_file)})
 
 
 def test_go_locomo_reader_reads_as_the_python_loader_does() -> None:
-    assert go_test("./tests/go/locomo") == {
-        "TestEvidenceKeepsEveryIDFoundInStringEntries": "PASS",
-        "TestItemsFollowSessionNumbersAndRenderImages": "PASS",
-        "TestAFileOfAnotherShapeIsAnError": "PASS",
-    }
+    go_test("./tests/go/locomo", 3)
 
 
 def test_go_client_keeps_a_locomo_conversation_in_the_server(
     locomo_file: Path, memory_server: str
 ) -> None:
     env = {"HIMGA_TARGET": memory_server, "HIMGA_LOCOMO_PATH": str(locomo_file)}
-    assert go_test("./tests/go/client", env) == {
-        "TestGoAgentKeepsAConversation": "PASS",
-        "TestEmptyRoleIsInvalidArgumentNamingTheField": "PASS",
-    }
+    go_test("./tests/go/client", 2, env)
 
 
 def test_go_client_example_runs(locomo_file: Path, memory_server: str) -> None:

@@ -69,7 +69,8 @@ def test_lint_proto_fails_on(
     (tmp_path / "scripts").mkdir()
     shutil.copytree(REPO / "proto", tmp_path / "proto")
     shutil.copy(REPO / "buf.yaml", tmp_path)
-    shutil.copy(REPO / "scripts" / "lint-proto.sh", tmp_path / "scripts")
+    for script in ("lint-proto.sh", "node-modules.sh"):
+        shutil.copy(REPO / "scripts" / script, tmp_path / "scripts")
     (tmp_path / "node_modules").symlink_to(REPO / "node_modules")
     _git(tmp_path, "init", "--quiet")
     _git(tmp_path, "add", "proto", "buf.yaml", "scripts")

@@ -1,7 +1,7 @@
 """The TypeScript side, run from pytest: tsc builds tests/typescript (type-checking the generated
 code, the example and the tests together), then Node's test runner runs the conformance vectors
-and the client against a real memory server. Needs Node.js 20; runs `npm ci` when node_modules
-is missing or older than package-lock.json, as the generator does."""
+and the client against a real memory server. Needs Node.js 20; installs the pinned npm packages
+first when needed (scripts/node-modules.sh), as the generator does."""
 
 import json
 import re
@@ -27,10 +27,7 @@ def build() -> Iterator[Path]:
     its own under build/ (inside the repository, so that imports find node_modules)."""
     if shutil.which("node") is None:
         pytest.fail("Node.js (20 or later) is not installed")
-    installed = NODE_MODULES / ".package-lock.json"
-    lock = REPO / "package-lock.json"
-    if not installed.is_file() or lock.stat().st_mtime > installed.stat().st_mtime:
-        run(["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"])
+    run(["bash", "scripts/node-modules.sh"])
     (REPO / "build").mkdir(exist_ok=True)
     out = Path(tempfile.mkdtemp(prefix="typescript-", dir=REPO / "build"))
     try:

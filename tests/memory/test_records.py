@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from himga import schemas
+from himga import validation
 from himga.errors import SchemaError
-from himga.memory.schemas import (
+from himga.records import (
     ActionEntry,
     EpisodeTrace,
     ErrorEntry,
@@ -20,7 +20,7 @@ from himga.memory.schemas import (
 
 def test_seed_example_episode_trace() -> None:
     # The seed's first example, verbatim but for the import.
-    from himga.memory.schemas import ActionEntry, EpisodeTrace, ErrorEntry
+    from himga.records import ActionEntry, EpisodeTrace, ErrorEntry
 
     trace = EpisodeTrace.create(
         task_id="task-42", agent="code-agent", goal="实现 API 限流中间件", phase="ACT"
@@ -50,7 +50,7 @@ def test_seed_example_episode_trace() -> None:
     payload = trace.to_dict()  # 可直接写入 JSON
 
     # What the example relies on: the payload is the wire form, valid, and JSON as it is.
-    assert schemas.validate(payload, "EpisodeTrace") == []
+    assert validation.validate(payload, "EpisodeTrace") == []
     assert json.loads(json.dumps(payload)) == payload
     context = {"goal": "实现 API 限流中间件", "phase": "ACT", "files_involved": []}
     assert payload["context"] == context
@@ -68,7 +68,7 @@ def test_seed_example_episode_trace() -> None:
 
 def test_seed_example_task_context(capsys: pytest.CaptureFixture[str]) -> None:
     # The seed's second example, verbatim but for the import.
-    from himga.memory.schemas import TaskContext
+    from himga.records import TaskContext
 
     ctx = TaskContext(
         goal="修复鉴权回归",
@@ -128,7 +128,7 @@ def test_validate_words_each_failure_as_the_seed(field: str, value: Any, message
     assert trace.validate() == []
     setattr(trace, field, value)
     assert trace.validate() == [message]
-    assert not schemas.is_valid(trace.to_dict(), "EpisodeTrace")
+    assert not validation.is_valid(trace.to_dict(), "EpisodeTrace")
 
 
 def test_validate_reports_every_problem_at_once_nested_ones_by_place() -> None:
@@ -277,7 +277,7 @@ def test_valid_phases_and_outcomes_are_the_schema_enums() -> None:
     assert EpisodeTrace.VALID_PHASES == ["REASON", "ACT", "REFLECT", "VERIFY"]
     assert TaskContext.VALID_PHASES == EpisodeTrace.VALID_PHASES
     assert EpisodeTrace.VALID_OUTCOMES == ["success", "failure", "partial"]
-    phase_schema = schemas.schema_for("Phase")
+    phase_schema = validation.schema_for("Phase")
     assert [*EpisodeTrace.VALID_PHASES, ""] == phase_schema["enum"]
 
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from himga import schemas
-from himga.memory.schemas import ActionEntry, EpisodeTrace, ErrorEntry, TaskContext
+from himga import validation
+from himga.records import ActionEntry, EpisodeTrace, ErrorEntry, TaskContext
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -125,8 +125,8 @@ def _agrees(record: Any, type_name: str) -> None:
     assert all(isinstance(p, str) and p for p in problems)
     document = record.to_dict()
     verdict = problems == []
-    assert verdict == schemas.is_valid(document, type_name), problems
-    assert verdict == (schemas.validate(document, type_name) == []), problems
+    assert verdict == validation.is_valid(document, type_name), problems
+    assert verdict == (validation.validate(document, type_name) == []), problems
     if verdict:  # what validate() passes is JSON as it stands
         assert json.loads(json.dumps(document)) == document
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from himga.memory.schemas import (
+from himga.records import (
     _parse_utc_datetime,
     _to_utc_isoformat,
     parse_utc_datetime,
@@ -108,7 +108,7 @@ def test_an_instant_with_no_utc_form_is_a_value_error(moment: datetime) -> None:
 
 @pytest.mark.parametrize("moment", EDGE_OF_TIME, ids=str)
 def test_records_keep_such_an_instant_and_validate_reports_it(moment: datetime) -> None:
-    from himga.memory.schemas import EpisodeTrace
+    from himga.records import EpisodeTrace
 
     trace = EpisodeTrace.create("t", "a", "g")
     trace.last_accessed = moment

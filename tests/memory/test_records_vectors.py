@@ -14,9 +14,9 @@ import pytest
 from himga_schema import action_entry, episode_trace, error_entry, task_context
 from pydantic import BaseModel
 
-from himga import schemas
-from himga.memory.records.jsondata import path_steps
-from himga.memory.schemas import ActionEntry, EpisodeTrace, ErrorEntry, TaskContext
+from himga import validation
+from himga.records import ActionEntry, EpisodeTrace, ErrorEntry, TaskContext
+from himga.records.jsondata import path_steps
 
 VECTORS = Path(__file__).resolve().parents[2] / "schemas" / "conformance"
 RECORDS: dict[str, type[Any]] = {
@@ -37,7 +37,7 @@ def _vectors(valid: bool) -> list[Any]:
         if not isinstance(groups, list):
             continue  # the shape schema of the vector files
         for group in groups:
-            type_name = schemas.type_for_id(group["schema"]["$ref"])
+            type_name = validation.type_for_id(group["schema"]["$ref"])
             if type_name not in RECORDS:
                 continue
             for test in group["tests"]:
@@ -72,7 +72,7 @@ def test_a_valid_vector_survives_from_dict_then_to_dict(
     record = RECORDS[type_name].from_dict(document)
     assert record.validate() == []
     assert record.to_dict() == _normalised(type_name, document)
-    assert schemas.is_valid(record.to_dict(), type_name)
+    assert validation.is_valid(record.to_dict(), type_name)
 
 
 # Keys from_dict reads as the seed's legacy forms although the wire refuses them: Python names
@@ -101,7 +101,7 @@ def _only_lenient_forms(type_name: str, document: Any) -> bool:
     """Whether the document broke nothing but rules that from_dict reads leniently on purpose:
     a date-time not in UTC-with-Z or missing (converted, or now), or a legacy key."""
     date_times = {"$.timestamp", "$.last_accessed"} if type_name == "EpisodeTrace" else set()
-    errors = schemas.validate(document, type_name)
+    errors = validation.validate(document, type_name)
     return bool(errors) and all(
         error.path in date_times or _legacy_form_of(document, path_steps(error.path), error.keyword)
         for error in errors
@@ -117,7 +117,7 @@ def test_an_invalid_vector_is_refused_or_reported(type_name: str, document: Any)
     if _only_lenient_forms(type_name, document):
         # Read as the seed does: the record is valid on the way out, in the wire form.
         assert record.validate() == []
-        assert schemas.is_valid(record.to_dict(), type_name)
+        assert validation.is_valid(record.to_dict(), type_name)
         return
     assert record.validate() != []
-    assert not schemas.is_valid(record.to_dict(), type_name)
+    assert not validation.is_valid(record.to_dict(), type_name)

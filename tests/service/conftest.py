@@ -7,9 +7,8 @@ import grpc
 import pytest
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
-from pydantic import MISSING
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session, optional_text
 from himga.memory import registry
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
 from himga.service import create_server
@@ -36,11 +35,11 @@ class ListMemory(BaseMemory):
             return []
         return [
             Hit(
-                turn_id="" if m.turn_id is MISSING else m.turn_id,
+                turn_id=optional_text(m.turn_id),
                 session_id=s.session_id,
                 role=m.role,
                 content=m.content,
-                date_str="" if s.date_str is MISSING else s.date_str,
+                date_str=optional_text(s.date_str),
                 score=1.0,
             )
             for m, s in self.items

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from himga.cli import main
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 from himga.memory import registry
 from himga.memory.base import BaseMemory
 

@@ -60,8 +60,11 @@ def main(target: str) -> None:
         except grpc.RpcError as error:
             assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error
             status = rpc_status.from_call(error)
-            bad_request = error_details_pb2.BadRequest()
-            assert status is not None and status.details[0].Unpack(bad_request), status
+            assert status is not None, error
+            info, bad_request = error_details_pb2.ErrorInfo(), error_details_pb2.BadRequest()
+            assert any(d.Unpack(info) for d in status.details), status
+            assert (info.domain, info.reason) == ("himga.dev", "INVALID_REQUEST"), info
+            assert any(d.Unpack(bad_request) for d in status.details), status
             assert [v.field for v in bad_request.field_violations] == ["message.role"], bad_request
 
         stub.Reset(pb.ResetRequest(namespace=namespace))

@@ -6,7 +6,7 @@ import uuid
 import grpc
 import pytest
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 from himga.memory.base import BaseMemory, Hit
 from himga.service import InvalidRequest, MemoryMismatch, RemoteMemory
 from tests.service.conftest import LISTING

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from himga_proto.memory.v1 import memory_pb2 as pb
 
-from himga import schemas
-from himga.data.schema import Message, Session
+from himga import validation
+from himga.data.conversation import Message, Session
 from himga.memory.base import Hit
 from himga.service import InvalidRequest, convert
 
@@ -24,7 +24,7 @@ def valid_documents(type_name: str) -> list[Any]:
         if not isinstance(groups, list):
             continue
         for group in groups:
-            if schemas.type_for_id(group["schema"]["$ref"]) == type_name:
+            if validation.type_for_id(group["schema"]["$ref"]) == type_name:
                 documents += [
                     pytest.param(t["data"], id=t["description"])
                     for t in group["tests"]

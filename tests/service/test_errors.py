@@ -9,14 +9,13 @@ from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.memory import SQLiteKeywordMemory
 from himga.memory.sqlite import namespace_path
 from himga.service import create_server
+from himga.service.errors import field_violations, reason_of
 from tests.service.conftest import FAILING, LISTING, ingest_request
 
 Stub = memory_pb2_grpc.MemoryServiceStub
@@ -97,16 +96,12 @@ BAD_REQUESTS: dict[str, tuple[str, Callable[[str], Any], set[str]]] = {
 
 
 def violations(error: grpc.RpcError) -> set[str]:
-    """The fields named by the BadRequest details of a failed call."""
-    status = rpc_status.from_call(error)
-    assert status is not None, "no google.rpc.Status in the trailers"
-    fields: set[str] = set()
-    for detail in status.details:
-        bad_request = error_details_pb2.BadRequest()
-        assert detail.Unpack(bad_request)
-        fields.update(v.field for v in bad_request.field_violations)
-        assert all(v.description for v in bad_request.field_violations)
-    return fields
+    """The fields named by the BadRequest details of a failed call, which must also carry the
+    ErrorInfo reason of a bad request."""
+    assert reason_of(error) == "INVALID_REQUEST"
+    found = field_violations(error)
+    assert found and all(v.description for v in found)
+    return {v.field for v in found}
 
 
 def assert_still_serving(stub: Stub) -> None:

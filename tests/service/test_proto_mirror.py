@@ -18,7 +18,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from himga_proto.memory.v1 import memory_pb2
 
-from himga import schemas
+from himga import validation
 
 VECTOR_DIR = Path(__file__).resolve().parents[2] / "schemas" / "conformance"
 
@@ -37,7 +37,7 @@ COMPATIBLE: dict[str, set[int]] = {
     "boolean": {FieldDescriptor.TYPE_BOOL},
 }
 
-MIRRORED = sorted(set(memory_pb2.DESCRIPTOR.message_types_by_name) & set(schemas.type_names()))
+MIRRORED = sorted(set(memory_pb2.DESCRIPTOR.message_types_by_name) & set(validation.type_names()))
 
 
 def data_properties(schema: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def mirror_problems(descriptor: Descriptor, schema: dict[str, Any]) -> list[str]
 
 def type_problems(where: str, field: FieldDescriptor, prop: dict[str, Any], base: str) -> list[str]:
     if "$ref" in prop:
-        wanted = schemas.type_for_id(urljoin(base, prop["$ref"]))
+        wanted = validation.type_for_id(urljoin(base, prop["$ref"]))
         held = field.message_type.name if field.message_type is not None else None
         return [] if held == wanted else [f"{where}: {wanted} in the schema, {held} in the proto"]
     json_type = prop.get("type")
@@ -94,11 +94,11 @@ def test_the_proto_mirrors_message_and_session() -> None:
 @pytest.mark.parametrize("type_name", MIRRORED)
 def test_proto_message_mirrors_its_schema(type_name: str) -> None:
     descriptor = memory_pb2.DESCRIPTOR.message_types_by_name[type_name]
-    assert mirror_problems(descriptor, schemas.schema_for(type_name)) == []
+    assert mirror_problems(descriptor, validation.schema_for(type_name)) == []
 
 
 def _changed(type_name: str, change: str) -> dict[str, Any]:
-    schema = copy.deepcopy(schemas.schema_for(type_name))
+    schema = copy.deepcopy(validation.schema_for(type_name))
     properties = schema["properties"]
     if change == "extra property":
         properties["mood"] = {"type": "string"}
@@ -144,7 +144,7 @@ def valid_vectors() -> list[Any]:
         if not isinstance(groups, list):
             continue  # the vector files' own schema
         for group in groups:
-            type_name = schemas.type_for_id(group["schema"]["$ref"])
+            type_name = validation.type_for_id(group["schema"]["$ref"])
             if type_name not in MIRRORED:
                 continue
             for test in group["tests"]:
@@ -178,7 +178,9 @@ def with_defaults(document: dict[str, Any], schema: dict[str, Any]) -> dict[str,
             out[key] = copy.deepcopy(prop["default"])
         item_ref = prop.get("items", {}).get("$ref") if prop.get("type") == "array" else None
         if item_ref and isinstance(out.get(key), list):
-            item_schema = schemas.schema_for(schemas.type_for_id(urljoin(schema["$id"], item_ref)))
+            item_schema = validation.schema_for(
+                validation.type_for_id(urljoin(schema["$id"], item_ref))
+            )
             out[key] = [with_defaults(item, item_schema) for item in out[key]]
     return out
 
@@ -188,5 +190,5 @@ def test_valid_vector_round_trips_through_protojson(type_name: str, document: An
     data = without_metadata(document)
     message = json_format.ParseDict(data, getattr(memory_pb2, type_name)())
     printed = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
-    assert printed == with_defaults(data, schemas.schema_for(type_name))
-    assert schemas.is_valid(printed, type_name)
+    assert printed == with_defaults(data, validation.schema_for(type_name))
+    assert validation.is_valid(printed, type_name)

@@ -14,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
-from himga.service.process import start_listening
+from tests.server_process import start_listening
 
 GATED_SERVE = Path(__file__).with_name("gated_serve.py")
 # Protection against a hang only (a broken shutdown would otherwise block the suite forever);

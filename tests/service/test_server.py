@@ -9,7 +9,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
 from himga.memory.registry import DEFAULT_MEMORY
 from himga.service import RemoteMemory, create_server
 from himga.service.server import SERVICE_NAME

@@ -1,6 +1,7 @@
 // The TypeScript client against a real himga server: a LoCoMo conversation goes in by
-// IngestBatch, questions find their evidence turns, Reset forgets them, and a malformed batch is
-// refused with INVALID_ARGUMENT naming the field, storing nothing.
+// IngestBatch, questions find their evidence turns, Reset forgets them, a malformed batch is
+// refused with INVALID_ARGUMENT naming the field, storing nothing, and a call naming another
+// memory than its namespace's is refused; each refusal carries its ErrorInfo reason.
 //
 // Needs HIMGA_TARGET (host:port of a running server) and HIMGA_CONVERSATION_PATH: a JSON file
 // {sample_id, sessions: [Session], questions: [{question, evidence, category}]}, the sessions
@@ -11,7 +12,13 @@ import { test } from "node:test";
 
 import { Code, ConnectError } from "@connectrpc/connect";
 
-import { connectMemory, fieldViolations, ingestItem } from "../../examples/typescript/memory.js";
+import {
+  connectMemory,
+  errorReason,
+  fieldViolations,
+  ingestItem,
+  Reason,
+} from "../../examples/typescript/memory.js";
 import { SchemaValidator } from "../../examples/typescript/schemas.js";
 import type { Session } from "../../generated/typescript/schema/v1.js";
 
@@ -123,6 +130,7 @@ test("a batch with an empty role is INVALID_ARGUMENT naming the field, and store
       (e: unknown) => ConnectError.from(e),
     );
   assert.equal(error.code, Code.InvalidArgument, error.message);
+  assert.equal(errorReason(error), Reason.InvalidRequest, error.message);
   const fields = fieldViolations(error).map((v) => v.field);
   assert.ok(fields.includes("items[1].message.role"), `violations: ${JSON.stringify(fields)}`);
 
@@ -136,4 +144,20 @@ test("a batch with an empty role is INVALID_ARGUMENT naming the field, and store
     [],
     "the valid item of the refused batch was stored",
   );
+});
+
+test("a call naming another memory than the namespace's is MEMORY_MISMATCH", async () => {
+  const [first] = items;
+  assert.ok(first !== undefined);
+  const other = `${namespace}-memory`;
+  const batch = [ingestItem(first.message, first.session)];
+  // The first call opens the namespace with the keyword memory; it keeps it.
+  await memory.ingestBatch({ namespace: other, items: batch, memory: "keyword" });
+  const error = await memory.ingestBatch({ namespace: other, items: batch, memory: "null" }).then(
+    () => assert.fail("the server accepted another memory for the namespace"),
+    (e: unknown) => ConnectError.from(e),
+  );
+  assert.equal(error.code, Code.FailedPrecondition, error.message);
+  assert.equal(errorReason(error), Reason.MemoryMismatch, error.message);
+  await memory.reset({ namespace: other, memory: "keyword" });
 });

@@ -12,12 +12,14 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"himga.dev/himga/examples/go/locomo"
+	"himga.dev/himga/examples/go/memoryerr"
 	memoryv1 "himga.dev/himga/generated/go/himga/memory/v1"
 )
 
@@ -25,18 +27,19 @@ func main() {
 	target := flag.String("target", "127.0.0.1:50051", "the memory server, HOST:PORT")
 	path := flag.String("locomo", "", "a LoCoMo file (locomo10 layout)")
 	namespace := flag.String("namespace", "go-example", "the namespace to keep the conversation in")
+	memoryName := flag.String("memory", "", "the memory to open the namespace with (empty: the server's)")
 	questions := flag.Int("questions", 3, "how many of its questions to ask")
 	flag.Parse()
 	if *path == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*target, *path, *namespace, *questions); err != nil {
+	if err := run(*target, *path, *namespace, *memoryName, *questions); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(target, path, namespace string, questions int) error {
+func run(target, path, namespace, memoryName string, questions int) error {
 	samples, err := locomo.Load(path)
 	if err != nil {
 		return err
@@ -59,18 +62,32 @@ func run(target, path, namespace string, questions int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	// All of a batch is stored, or none of it when any message is malformed.
+	// All of a batch is stored, or none of it when any message is malformed. A failure is told
+	// apart by its reason (memoryerr), not by its status code.
 	const batchSize = 64
 	for start := 0; start < len(items); start += batchSize {
 		batch := items[start:min(start+batchSize, len(items))]
-		if _, err := memory.IngestBatch(ctx, &memoryv1.IngestBatchRequest{Namespace: namespace, Items: batch}); err != nil {
+		req := &memoryv1.IngestBatchRequest{Namespace: namespace, Items: batch, Memory: memoryName}
+		if _, err := memory.IngestBatch(ctx, req); err != nil {
+			switch memoryerr.Reason(err) {
+			case memoryerr.InvalidRequest:
+				var fields []string
+				for _, v := range memoryerr.FieldViolations(err) {
+					fields = append(fields, v.GetField()+": "+v.GetDescription())
+				}
+				return fmt.Errorf("messages %d.. refused, none stored: %s", start, strings.Join(fields, "; "))
+			case memoryerr.MemoryMismatch:
+				return fmt.Errorf("namespace %q holds another memory: pass its memory with -memory, "+
+					"or pick another -namespace (%w)", namespace, err)
+			}
 			return fmt.Errorf("storing messages %d..: %w", start, err)
 		}
 	}
 	fmt.Printf("stored %d messages of %s in namespace %q\n", len(items), sample.SampleID, namespace)
 
 	for _, qa := range sample.QA[:min(questions, len(sample.QA))] {
-		resp, err := memory.Retrieve(ctx, &memoryv1.RetrieveRequest{Namespace: namespace, Query: qa.Question, Limit: 3})
+		resp, err := memory.Retrieve(ctx, &memoryv1.RetrieveRequest{
+			Namespace: namespace, Query: qa.Question, Limit: 3, Memory: memoryName})
 		if err != nil {
 			return err
 		}
@@ -80,7 +97,8 @@ func run(target, path, namespace string, questions int) error {
 		}
 	}
 
-	if _, err := memory.Reset(ctx, &memoryv1.ResetRequest{Namespace: namespace}); err != nil {
+	_, err = memory.Reset(ctx, &memoryv1.ResetRequest{Namespace: namespace, Memory: memoryName})
+	if err != nil {
 		return err
 	}
 	fmt.Printf("\nreset namespace %q\n", namespace)

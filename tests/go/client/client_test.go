@@ -1,6 +1,6 @@
 // Package client checks that a Go agent keeps a LoCoMo conversation in a himga memory server
-// through the generated stubs: batch ingest, retrieval of the evidence, reset, and the error a
-// malformed request gets.
+// through the generated stubs: batch ingest, retrieval of the evidence, reset, and the errors a
+// malformed request and a call naming another memory get, told apart by their reason.
 package client
 
 import (
@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"himga.dev/himga/examples/go/locomo"
+	"himga.dev/himga/examples/go/memoryerr"
 	memoryv1 "himga.dev/himga/generated/go/himga/memory/v1"
 	"himga.dev/himga/tests/go/internal/testenv"
 )
@@ -166,16 +166,41 @@ func TestEmptyRoleIsInvalidArgumentNamingTheField(t *testing.T) {
 	if !ok || st.Code() != codes.InvalidArgument {
 		t.Fatalf("want INVALID_ARGUMENT, got %v", err)
 	}
+	if reason := memoryerr.Reason(err); reason != memoryerr.InvalidRequest {
+		t.Errorf("want reason %s, got %q (status %v)", memoryerr.InvalidRequest, reason, st)
+	}
 	var fields []string
-	for _, detail := range st.Details() {
-		if br, ok := detail.(*errdetails.BadRequest); ok {
-			for _, v := range br.GetFieldViolations() {
-				fields = append(fields, v.GetField())
-			}
-		}
+	for _, v := range memoryerr.FieldViolations(err) {
+		fields = append(fields, v.GetField())
 	}
 	if !slices.Contains(fields, "message.role") {
 		t.Fatalf("want a BadRequest field violation for message.role, got %v (status %v)", fields, st)
+	}
+}
+
+func TestAnotherMemoryForTheNamespaceIsMemoryMismatch(t *testing.T) {
+	client := connect(t)
+	namespace := newNamespace(t)
+	ingest := func(memory string) error {
+		_, err := client.Ingest(t.Context(), &memoryv1.IngestRequest{
+			Namespace: namespace,
+			Message:   &memoryv1.Message{Role: "user", Content: "hello"},
+			Session:   &memoryv1.Session{SessionId: "s1"},
+			Memory:    memory,
+		})
+		return err
+	}
+
+	// The first call opens the namespace with the keyword memory; it keeps it.
+	if err := ingest("keyword"); err != nil {
+		t.Fatalf("Ingest with memory keyword: %v", err)
+	}
+	err := ingest("null")
+	if st, ok := status.FromError(err); !ok || st.Code() != codes.FailedPrecondition {
+		t.Fatalf("want FAILED_PRECONDITION, got %v", err)
+	}
+	if reason := memoryerr.Reason(err); reason != memoryerr.MemoryMismatch {
+		t.Fatalf("want reason %s, got %q (%v)", memoryerr.MemoryMismatch, reason, err)
 	}
 }
 

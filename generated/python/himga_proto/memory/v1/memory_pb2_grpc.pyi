@@ -43,6 +43,20 @@ class MemoryServiceStub:
     A malformed request fails with INVALID_ARGUMENT and a google.rpc.BadRequest detail whose field
     violations name each offending field (for example "message.role"); nothing of it is stored.
     A request larger than the server's limit fails with RESOURCE_EXHAUSTED.
+
+    Every error the server sends carries a google.rpc.ErrorInfo detail of domain "himga.dev"
+    whose `reason` tells the kinds apart, so a client branches on the reason, not on the code
+    (two kinds share FAILED_PRECONDITION):
+      INVALID_REQUEST     INVALID_ARGUMENT     the request breaks a rule; BadRequest names the
+                                               fields. Fix the request; retrying it is useless.
+      MEMORY_MISMATCH     FAILED_PRECONDITION  the namespace was opened with another memory than
+                                               the one the call names.
+      INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
+                                               this server does not read; the message says what
+                                               to do.
+      INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
+    Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
+    request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
     """
 
     @_typing.overload
@@ -82,6 +96,20 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     A malformed request fails with INVALID_ARGUMENT and a google.rpc.BadRequest detail whose field
     violations name each offending field (for example "message.role"); nothing of it is stored.
     A request larger than the server's limit fails with RESOURCE_EXHAUSTED.
+
+    Every error the server sends carries a google.rpc.ErrorInfo detail of domain "himga.dev"
+    whose `reason` tells the kinds apart, so a client branches on the reason, not on the code
+    (two kinds share FAILED_PRECONDITION):
+      INVALID_REQUEST     INVALID_ARGUMENT     the request breaks a rule; BadRequest names the
+                                               fields. Fix the request; retrying it is useless.
+      MEMORY_MISMATCH     FAILED_PRECONDITION  the namespace was opened with another memory than
+                                               the one the call names.
+      INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
+                                               this server does not read; the message says what
+                                               to do.
+      INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
+    Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
+    request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -117,6 +145,20 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     A malformed request fails with INVALID_ARGUMENT and a google.rpc.BadRequest detail whose field
     violations name each offending field (for example "message.role"); nothing of it is stored.
     A request larger than the server's limit fails with RESOURCE_EXHAUSTED.
+
+    Every error the server sends carries a google.rpc.ErrorInfo detail of domain "himga.dev"
+    whose `reason` tells the kinds apart, so a client branches on the reason, not on the code
+    (two kinds share FAILED_PRECONDITION):
+      INVALID_REQUEST     INVALID_ARGUMENT     the request breaks a rule; BadRequest names the
+                                               fields. Fix the request; retrying it is useless.
+      MEMORY_MISMATCH     FAILED_PRECONDITION  the namespace was opened with another memory than
+                                               the one the call names.
+      INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
+                                               this server does not read; the message says what
+                                               to do.
+      INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
+    Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
+    request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
     """
 
     @_abc_1.abstractmethod

@@ -53,7 +53,7 @@ _PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[(\"(?:[^\"\\]|\
 
 
 def path_steps(path: str) -> Path:
-    """The steps of a JSON path as `himga.schemas.json_path` writes it (`$.a[0]["$b"]`)."""
+    """The steps of a JSON path as `himga.validation.json_path` writes it (`$.a[0]["$b"]`)."""
     steps: Path = []
     for match in _PATH_STEP.finditer(path, 1):
         name, index, quoted = match.groups()

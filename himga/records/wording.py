@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from himga.errors import SchemaError
-from himga.memory.records.fields import bounds, field_named, is_list, python_name, record_in
-from himga.memory.records.jsondata import Path, path_steps
+from himga.records.fields import bounds, field_named, is_list, python_name, record_in
+from himga.records.jsondata import Path, path_steps
 
 
 def place(model: type[BaseModel], path: Path) -> tuple[str, FieldInfo | None]:

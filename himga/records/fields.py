@@ -10,11 +10,11 @@ from functools import cache
 from typing import Any, get_args, get_origin
 
 import annotated_types
-from pydantic import AwareDatetime, BaseModel
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import MISSING
 
-from himga.timeutil import as_utc
+from himga.timeutil import as_utc, holds_datetime
 
 #: Each generated model that has a lenient record class, mapped to that class.
 RECORD_CLASSES: dict[type[BaseModel], type[Any]] = {}
@@ -64,13 +64,6 @@ def field_named(model: type[BaseModel], wire: str) -> FieldInfo | None:
 def python_name(model: type[BaseModel], field: FieldInfo) -> str:
     """The attribute name of one of `model`'s fields."""
     return next(n for n, f in model.model_fields.items() if f is field)
-
-
-def holds_datetime(annotation: Any) -> bool:
-    """Whether a field's type is a date-time (possibly inside a union)."""
-    if annotation in (datetime, AwareDatetime):
-        return True
-    return any(holds_datetime(arg) for arg in get_args(annotation))
 
 
 def is_list(field: FieldInfo) -> bool:

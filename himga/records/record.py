@@ -11,18 +11,18 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from himga import schemas
+from himga import validation
 from himga.errors import HimgaError, SchemaError
-from himga.memory.records import wording
-from himga.memory.records.fields import (
+from himga.model_base import SchemaModel
+from himga.records import wording
+from himga.records.fields import (
     RECORD_CLASSES,
     Slot,
     blank,
     slots,
     stored,
 )
-from himga.memory.records.jsondata import Path, document_order, non_json, path_steps, replace
-from himga.model_base import SchemaModel
+from himga.records.jsondata import Path, document_order, non_json, path_steps, replace
 from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 
 # The schema rules a record may break while it is being built; `validate()` reports them. Any
@@ -110,16 +110,16 @@ class Record(SchemaModel):
         """
         document = self.to_dict()
         type_name = self._generated.__name__
-        if _is_json(document) and schemas.is_valid(document, type_name):
+        if _is_json(document) and validation.is_valid(document, type_name):
             return []  # the fast path; the reference below words what is wrong
         found: list[tuple[str, str]] = []  # (JSON path, message)
         for path in non_json(document, []):
             where, _ = wording.place(type(self), path)
-            found.append((schemas.json_path(path), f"{where} must be JSON data (a string, ...)"))
+            found.append((validation.json_path(path), f"{where} must be JSON data (a string, ...)"))
             if path:
                 replace(document, path, None)  # reported here; the schema checks the rest
         reported = {path for path, _ in found}
-        errors = [e for e in schemas.validate(document, type_name) if e.path not in reported]
+        errors = [e for e in validation.validate(document, type_name) if e.path not in reported]
         errors.sort(key=lambda e: document_order(document, path_steps(e.path)))
         found.extend((e.path, wording.message(type(self), e)) for e in errors)
         primary = [(path, text) for path, text in found if not path.startswith(self._derived)]
@@ -142,7 +142,7 @@ class Record(SchemaModel):
         """Builds the record from any accepted form, checking shapes but not values."""
         if not isinstance(data, Mapping):
             reason = f"must be an object ({cls.__name__}), got {_shown(data)}"
-            raise SchemaError(schemas.json_path(path), reason, "type")
+            raise SchemaError(validation.json_path(path), reason, "type")
         values: dict[str, Any] = {}
         known: set[str] = set()
         for slot in slots(cls):
@@ -150,14 +150,14 @@ class Record(SchemaModel):
             keys = [k for k in dict.fromkeys((slot.wire, slot.name)) if k in data]
             if len(keys) > 1 and data[keys[0]] != data[keys[1]]:
                 reason = f"and {keys[1]!r} (its Python name) disagree; give one"
-                raise SchemaError(schemas.json_path([*path, slot.wire]), reason, "type")
+                raise SchemaError(validation.json_path([*path, slot.wire]), reason, "type")
             if keys:
                 values[slot.name] = _read_value(slot, data[keys[0]], [*path, slot.wire])
         unknown = [key for key in data if key not in known]
         if unknown:
             allowed = ", ".join(slot.wire for slot in slots(cls))
             reason = f"is not a field of {cls.__name__} (allowed: {allowed})"
-            where = schemas.json_path([*path, str(unknown[0])])
+            where = validation.json_path([*path, str(unknown[0])])
             raise SchemaError(where, reason, "additionalProperties")
         return cls(**values)
 
@@ -188,11 +188,11 @@ def _read_value(slot: Slot, value: Any, path: Path) -> Any:
             return None  # the seed wrote no key, or an empty one, for "never"
         if not isinstance(value, str | datetime):
             reason = f"must be a date-time string or a datetime, got {_shown(value)}"
-            raise SchemaError(schemas.json_path(path), reason, "type")
+            raise SchemaError(validation.json_path(path), reason, "type")
         try:
             return parse_utc_datetime(value)
         except ValueError as error:
-            raise SchemaError(schemas.json_path(path), str(error), "format") from None
+            raise SchemaError(validation.json_path(path), str(error), "format") from None
     record: Any = slot.record
     if record is not None and isinstance(value, Mapping):
         return record._read(value, path)
@@ -206,13 +206,13 @@ def _read_value(slot: Slot, value: Any, path: Path) -> Any:
 
 def _malformations(document: dict[str, Any], type_name: str) -> Iterator[SchemaError]:
     """What makes a document something other than a record (not its broken value rules)."""
-    reported = [schemas.json_path(path) for path in non_json(document, [])]
+    reported = [validation.json_path(path) for path in non_json(document, [])]
     if reported:
         yield from (SchemaError(path, "must be JSON data", "type") for path in reported)
         return
-    if schemas.is_valid(document, type_name):
+    if validation.is_valid(document, type_name):
         return  # the fast path: nothing broken at all
-    for error in schemas.validate(document, type_name):
+    for error in validation.validate(document, type_name):
         if error.keyword not in VALUE_RULES:
             yield error
 

@@ -1,0 +1,59 @@
+"""What a failed call's google.rpc.Status says, read and written the same way by every part of
+himga that speaks gRPC (the server, the clients, the conformance kit): the ErrorInfo domain and
+reason that tell the kinds of error apart, and the BadRequest field violations of a bad request.
+"""
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+from google.protobuf import any_pb2
+from google.protobuf.message import Message as ProtoMessage
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+ERROR_DOMAIN = "himga.dev"
+"""The ErrorInfo domain of every error a himga server sends."""
+
+D = TypeVar("D", bound=ProtoMessage)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    """One broken rule of a request: the field's path (`items[3].message.role`) and the rule."""
+
+    field: str
+    description: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.description}"
+
+
+def reason_of(error: grpc.RpcError) -> str | None:
+    """The ErrorInfo reason of a failed call, when a himga server sent one."""
+    for info in _details(error, error_details_pb2.ErrorInfo):
+        if info.domain == ERROR_DOMAIN:
+            reason: str = info.reason
+            return reason
+    return None
+
+
+def field_violations(error: grpc.RpcError) -> list[FieldViolation]:
+    """The field violations of the google.rpc.BadRequest details of a failed call."""
+    return [
+        FieldViolation(v.field, v.description)
+        for bad_request in _details(error, error_details_pb2.BadRequest)
+        for v in bad_request.field_violations
+    ]
+
+
+def _details(error: grpc.RpcError, kind: type[D]) -> list[D]:
+    """The details of type `kind` in the google.rpc.Status of a failed call."""
+    status = rpc_status.from_call(error) if isinstance(error, grpc.Call) else None
+    found: list[D] = []
+    details: list[any_pb2.Any] = list(status.details) if status is not None else []
+    for detail in details:
+        unpacked = kind()
+        if detail.Unpack(unpacked):
+            found.append(unpacked)
+    return found

@@ -1,0 +1,123 @@
+"""Every kind of error keeps its kind across the wire: raised inside a real server, it reaches
+RemoteMemory as the same class with the same message, told apart by its ErrorInfo reason."""
+
+import importlib
+import pkgutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+import himga
+from himga.data.conversation import Message, Session
+from himga.data.errors import DatasetError
+from himga.errors import HimgaError, IncompatibleStoreError, SchemaError, UnknownTypeError
+from himga.memory import registry
+from himga.memory.base import BaseMemory
+from himga.records.record import InvalidRecordError
+from himga.service import RemoteMemory, create_server
+from himga.service.errors import (
+    ERROR_DOMAIN,
+    ERROR_KINDS,
+    FieldViolation,
+    InvalidRequest,
+    MemoryMismatch,
+    reason_of,
+)
+
+RAISING = "test-raising"
+
+# One example of each kind a server sends; a kind added to ERROR_KINDS without one fails below.
+EXAMPLES: dict[type[Exception], Exception] = {
+    InvalidRequest: InvalidRequest([FieldViolation("message.role", "required")]),
+    MemoryMismatch: MemoryMismatch("namespace 'n' holds memory 'keyword', not 'sqlite'"),
+    IncompatibleStoreError: IncompatibleStoreError("store written by a newer himga"),
+}
+# Errors raised where no server is involved (validation, loading data, building records).
+LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
+
+
+class RaisingMemory(BaseMemory):
+    """Raises, on ingest, the example error whose class is named by the message's content."""
+
+    @classmethod
+    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "RaisingMemory":
+        return cls()
+
+    def ingest(self, message: Message, session: Session) -> None:
+        if message.content == "unexpected":
+            raise KeyError("a bug")
+        raise next(e for c, e in EXAMPLES.items() if c.__name__ == message.content)
+
+    def retrieve(self, query: str) -> str:
+        return ""
+
+    def reset(self) -> None:
+        return None
+
+
+@pytest.fixture(scope="module")
+def raising_server() -> Iterator[str]:
+    registry.register(RAISING, __name__, "RaisingMemory.for_namespace")
+    server, port = create_server("127.0.0.1:0", memory=RAISING)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(None).wait()
+        registry.unregister(RAISING)
+
+
+def test_every_kind_has_an_example_and_a_reason_of_its_own() -> None:
+    assert set(EXAMPLES) == set(ERROR_KINDS)
+    reasons = [kind.reason for kind in ERROR_KINDS.values()]
+    assert len(set(reasons)) == len(reasons) and all(reasons)
+
+
+def test_every_himga_error_is_sent_as_a_kind_or_is_local_only() -> None:
+    for module in pkgutil.walk_packages(himga.__path__, "himga."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
+    found: set[type] = set()
+    todo: list[type] = [HimgaError]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub.__module__.startswith("himga."):
+                found.add(sub)
+                todo.append(sub)
+    assert found == set(ERROR_KINDS) | LOCAL_ONLY
+
+
+@pytest.mark.parametrize("kind", EXAMPLES, ids=lambda kind: kind.__name__)
+def test_a_kind_raised_in_the_server_is_the_same_class_in_the_client(
+    kind: type[Exception], raising_server: str
+) -> None:
+    message = Message(role="agent", content=kind.__name__)
+    with (
+        RemoteMemory(raising_server, f"kinds-{uuid.uuid4().hex}") as memory,
+        pytest.raises(HimgaError) as caught,
+    ):
+        memory.ingest(message, Session(session_id="s"))
+    assert type(caught.value) is kind
+    assert str(caught.value) == str(EXAMPLES[kind])
+    if isinstance(caught.value, InvalidRequest):
+        assert caught.value.violations == EXAMPLES[InvalidRequest].violations  # type: ignore[attr-defined]
+    cause = caught.value.__cause__
+    assert isinstance(cause, grpc.Call)
+    assert cause.code() == ERROR_KINDS[kind].code
+    assert reason_of(cause) == ERROR_KINDS[kind].reason
+
+
+def test_an_unexpected_error_is_internal_with_its_reason_and_no_detail(raising_server: str) -> None:
+    message = Message(role="agent", content="unexpected")
+    with (
+        RemoteMemory(raising_server, "kinds-unexpected") as memory,
+        pytest.raises(grpc.RpcError) as caught,
+    ):
+        memory.ingest(message, Session(session_id="s"))
+    assert isinstance(caught.value, grpc.Call)
+    assert caught.value.code() == grpc.StatusCode.INTERNAL
+    assert reason_of(caught.value) == "INTERNAL"
+    assert "a bug" not in (caught.value.details() or "")
+    assert ERROR_DOMAIN == "himga.dev"  # the domain the proto documents
