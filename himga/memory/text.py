@@ -85,14 +85,23 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
+def stem_words(words: list[str]) -> list[str]:
+    """The Porter stem of each of `words` (casefolded already); words of one or two letters are
+    kept as they are, as Porter's own implementation (and NLTK's) keeps them."""
+    return [
+        word if len(word) <= 2 else stem
+        for word, stem in zip(words, _stemmer.stemWords(words), strict=True)
+    ]
+
+
 def _learn(words: set[str]) -> dict[str, str]:
     """The term of each of `words`: "" for a stopword or a single letter, a word of two letters
     as it is, else its stem."""
     listed = list(words)
-    learned = dict(zip(listed, _stemmer.stemWords(listed), strict=True))
+    learned = dict(zip(listed, stem_words(listed), strict=True))
     for word in listed:
-        if len(word) <= 2:
-            learned[word] = word if len(word) == 2 or word.isdigit() else ""
+        if len(word) == 1 and not word.isdigit():
+            learned[word] = ""
     learned.update(dict.fromkeys(words.intersection(STOPWORDS), ""))
     return learned
 
