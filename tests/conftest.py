@@ -1,4 +1,5 @@
-"""Fixtures shared by the whole suite: a real memory server on 127.0.0.1, on a free port."""
+"""Fixtures shared by the whole suite: a real memory server on 127.0.0.1, on a free port, and a
+stand-in for the LLM providers' APIs."""
 
 import os
 from collections.abc import Iterator
@@ -9,6 +10,7 @@ from hypothesis import settings
 
 from himga.memory.registry import DEFAULT_MEMORY
 from himga.service import create_server
+from tests.llm.fake_server import FakeLLMServer, running
 
 # On CI, hypothesis draws the same examples every run, so a red build can be replayed and a
 # green one is not luck; locally it explores new examples each run.
@@ -32,3 +34,23 @@ def memory_server(server_data_dir: Path) -> Iterator[str]:
         yield f"127.0.0.1:{port}"
     finally:
         server.stop(None)
+
+
+@pytest.fixture
+def llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No provider key, base URL or profile from the environment, and the answer cache in a
+    fresh directory (returned): tests never reach a real provider or share answers."""
+    for name in list(os.environ):
+        if name.startswith(("ANTHROPIC_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "anthropic-config"))
+    monkeypatch.setenv("HIMGA_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def llm_server(llm_env: Path) -> Iterator[FakeLLMServer]:
+    """A local server speaking the part of the Anthropic and OpenAI APIs himga uses
+    (tests/llm/fake_server.py), recording every request."""
+    with running() as server:
+        yield server

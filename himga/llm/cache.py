@@ -1,0 +1,106 @@
+"""Answers kept on disk, so a rerun, or a run resumed after an interruption, pays for no prompt
+twice.
+
+The key is a SHA-256 over the client's identity (provider, model, and the server's address),
+the messages and the generation settings: another model, prompt or limit is another answer. One
+SQLite file (WAL) holds them; each answer is committed as it arrives. A cached Completion keeps
+the tokens and latency of the call that paid for it, with `cached=True`.
+"""
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from himga.llm.base import ChatMessage, Completion, LLMClient
+
+CACHE_FILE = "llm-answers.sqlite3"
+
+
+def default_cache_path() -> Path:
+    """`$HIMGA_CACHE_DIR/llm-answers.sqlite3`, else under `$XDG_CACHE_HOME/himga` (or
+    `~/.cache/himga`)."""
+    folder = os.environ.get("HIMGA_CACHE_DIR")
+    if folder:
+        return Path(folder) / CACHE_FILE
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "himga" / CACHE_FILE
+
+
+def cache_key(
+    identity: dict[str, object],
+    messages: Sequence[ChatMessage],
+    max_tokens: int,
+    temperature: float | None,
+) -> str:
+    """The hex SHA-256 naming one prompt to one model."""
+    payload = {
+        "client": identity,
+        "messages": [[m.role, m.content] for m in messages],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+    }
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CachedClient(LLMClient):
+    """`inner`, with every answer it gives kept in the SQLite file at `path`."""
+
+    def __init__(self, inner: LLMClient, path: str | Path) -> None:
+        self.provider = inner.provider
+        self.model = inner.model
+        self.inner = inner
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, completion TEXT NOT NULL)"
+        )
+
+    def __repr__(self) -> str:
+        return f"CachedClient({self.inner!r}, path={str(self.path)!r})"
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int = 256,
+        temperature: float | None = 0.0,
+    ) -> Completion:
+        key = cache_key(self.inner.cache_identity(), messages, max_tokens, temperature)
+        with self._lock:
+            row = self._db.execute(
+                "SELECT completion FROM answers WHERE key = ?", (key,)
+            ).fetchone()
+        if row is not None:
+            stored = json.loads(row[0])
+            return Completion(**{**stored, "cached": True})
+        completion = self.inner.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        record = {**completion.usage(), "text": completion.text, "cached": False}
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?)",
+                (key, json.dumps(record, ensure_ascii=False)),
+            )
+        return completion
+
+    def cached_answers(self) -> int:
+        """How many answers the file holds."""
+        with self._lock:
+            count: int = self._db.execute("SELECT count(*) FROM answers").fetchone()[0]
+        return count
+
+    def cache_identity(self) -> dict[str, object]:
+        return self.inner.cache_identity()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+        self.inner.close()

@@ -1,0 +1,29 @@
+"""The errors himga.llm raises: a client that cannot be made, a call that failed for good, and
+the transient failures a provider reports so that they are retried."""
+
+from himga.errors import HimgaError
+
+
+class LLMError(HimgaError):
+    """Base of the errors of himga.llm."""
+
+
+class LLMConfigError(LLMError, ValueError):
+    """A client that cannot be made or used as asked: an unknown provider or option, its SDK not
+    installed, no API key, a key the provider rejects, a model it does not serve. Raised by
+    `get_client` before any work starts; the message says what to do."""
+
+
+class LLMCallError(LLMError, RuntimeError):
+    """A call that failed for good: the provider refused the request, or every retry failed."""
+
+
+class TransientLLMError(LLMError):
+    """A failure another try may cure (rate limit, overload, a 5xx, a dropped connection).
+
+    Providers raise it from one attempt; the retry loop waits and tries again, at least
+    `retry_after` seconds when the provider said how long (a Retry-After header)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
