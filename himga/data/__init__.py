@@ -1,7 +1,8 @@
 """Conversation data: Message and Session (the schema models), Sample and QAPair, and loaders.
 
-`load_dataset(name, path=None)` reads a benchmark by name. Without `path` the file comes from
-the dataset's environment variable (LoCoMo: `HIMGA_LOCOMO_PATH`).
+`load_dataset(name, path=None)` reads a benchmark by name: "locomo" (himga.data.locomo) or
+"longmemeval" (himga.data.longmemeval). Without `path` the file comes from the dataset's
+environment variable (`HIMGA_LOCOMO_PATH`, `HIMGA_LONGMEMEVAL_PATH`).
 """
 
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 from himga.data.conversation import Message, QAPair, Sample, Session
 from himga.data.errors import DatasetError
 from himga.data.locomo import load_locomo
+from himga.data.longmemeval import load_longmemeval
 
 __all__ = [
     "DATASETS",
@@ -25,6 +27,7 @@ __all__ = [
 # name -> (loader, the environment variable naming its file when no path is given)
 DATASETS: dict[str, tuple[Callable[[Path], list[Sample]], str]] = {
     "locomo": (load_locomo, "HIMGA_LOCOMO_PATH"),
+    "longmemeval": (load_longmemeval, "HIMGA_LONGMEMEVAL_PATH"),
 }
 
 

@@ -27,8 +27,14 @@ class QAPair:
     answer: str
     # turn_ids (LoCoMo dia_ids) of the messages that hold the answer
     evidence: list[str] = field(default_factory=list)
-    # the dataset's own category number, kept raw (papers disagree on what the numbers mean)
+    # the dataset's own category number, kept raw (papers disagree on what the numbers mean);
+    # 0 for datasets that do not number their categories
     category: int = 0
+    # a name for the category: LoCoMo's numbers named as in CATEGORY_NAMES (himga.data.locomo),
+    # LongMemEval's question_type as the file gives it
+    category_name: str = ""
+    # when the question is asked, as the dataset writes it ("" when it does not say)
+    question_date: str = ""
 
 
 @dataclass(frozen=True, slots=True)

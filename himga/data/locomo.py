@@ -6,7 +6,6 @@ The file is a JSON array of samples `{sample_id, conversation, qa, ...}`. `conve
 category 5), `evidence` (dia_ids) and `category` (an integer, kept raw).
 """
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,17 @@ from pydantic import ValidationError
 
 from himga.data.conversation import Message, QAPair, Sample, Session
 from himga.data.errors import DatasetError
+from himga.data.fields import kind, read_json, require_object, require_string
+
+# LoCoMo's question categories by number, as the himga research code names them. Papers
+# disagree on this mapping (some call 1 multi-hop and 3 open-domain); the number is kept too.
+CATEGORY_NAMES = {
+    1: "single_hop",
+    2: "temporal",
+    3: "multi_hop",
+    4: "open_domain",
+    5: "adversarial",
+}
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 # A dia_id such as `D8:6`. Evidence entries are searched for every such id, so that malformed
@@ -25,16 +35,9 @@ _DIA_ID = re.compile(r"D\s*(\d+)\s*:\s*(\d+)")
 def load_locomo(path: str | Path) -> list[Sample]:
     """Every sample of the LoCoMo file at `path`, in file order; DatasetError when it cannot."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no such LoCoMo file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(f"{path}: cannot read the LoCoMo file: {error}") from None
-    except json.JSONDecodeError as error:
-        raise DatasetError(f"{path}: not JSON: {error}") from None
+    raw = read_json(path, "LoCoMo")
     if not isinstance(raw, list):
-        raise DatasetError(f"{path}: a LoCoMo file is a JSON array of samples, got {_kind(raw)}")
+        raise DatasetError(f"{path}: a LoCoMo file is a JSON array of samples, got {kind(raw)}")
     return [_sample(item, f"{path}: [{index}]") for index, item in enumerate(raw)]
 
 
@@ -66,12 +69,12 @@ def render_turn(turn: dict[str, Any]) -> str:
 
 
 def _sample(item: object, where: str) -> Sample:
-    obj = _object(item, where)
-    sample_id = _string(obj, "sample_id", where)
-    conversation = _object(obj.get("conversation"), f"{where}.conversation")
+    obj = require_object(item, where)
+    sample_id = require_string(obj, "sample_id", where)
+    conversation = require_object(obj.get("conversation"), f"{where}.conversation")
     qa = obj.get("qa", [])
     if not isinstance(qa, list):
-        raise DatasetError(f"{where}.qa: must be an array of questions, got {_kind(qa)}")
+        raise DatasetError(f"{where}.qa: must be an array of questions, got {kind(qa)}")
     return Sample(
         sample_id=sample_id,
         sessions=_sessions(conversation, f"{where}.conversation"),
@@ -89,7 +92,7 @@ def _sessions(conversation: dict[str, Any], where: str) -> list[Session]:
     for number, key in numbered:
         turns = conversation[key]
         if not isinstance(turns, list):
-            raise DatasetError(f"{where}.{key}: must be an array of turns, got {_kind(turns)}")
+            raise DatasetError(f"{where}.{key}: must be an array of turns, got {kind(turns)}")
         messages = [_message(turn, f"{where}.{key}[{i}]") for i, turn in enumerate(turns)]
         date = conversation.get(f"session_{number}_date_time")
         try:
@@ -103,48 +106,26 @@ def _sessions(conversation: dict[str, Any], where: str) -> list[Session]:
 
 
 def _message(turn: object, where: str) -> Message:
-    obj = _object(turn, where)
-    speaker = _string(obj, "speaker", where)
-    dia_id = _string(obj, "dia_id", where)
+    obj = require_object(turn, where)
+    speaker = require_string(obj, "speaker", where)
+    dia_id = require_string(obj, "dia_id", where)
     text = obj.get("text", "")
     if not isinstance(text, str):
-        raise DatasetError(f"{where}.text: must be a string, got {_kind(text)}")
+        raise DatasetError(f"{where}.text: must be a string, got {kind(text)}")
     return Message(role=speaker, content=render_turn(obj), turn_id=dia_id)
 
 
 def _qa_pair(item: object, where: str) -> QAPair:
-    obj = _object(item, where)
-    question = _string(obj, "question", where)
+    obj = require_object(item, where)
+    question = require_string(obj, "question", where)
     category = obj.get("category")
     if not isinstance(category, int) or isinstance(category, bool):
-        raise DatasetError(f"{where}.category: must be an integer, got {_kind(category)}")
+        raise DatasetError(f"{where}.category: must be an integer, got {kind(category)}")
     answer = obj.get("answer", obj.get("adversarial_answer", ""))
     return QAPair(
         question=question,
         answer="" if answer is None else str(answer),
         evidence=parse_evidence(obj.get("evidence", [])),
         category=category,
-    )
-
-
-def _object(value: object, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise DatasetError(f"{where}: must be an object, got {_kind(value)}")
-    return value
-
-
-def _string(obj: dict[str, Any], key: str, where: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str) or not value:
-        raise DatasetError(f"{where}.{key}: must be a non-empty string, got {_kind(value)}")
-    return value
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null or nothing"
-    if value == "":
-        return "an empty string"
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
-        type(value), f"a {type(value).__name__}"
+        category_name=CATEGORY_NAMES.get(category, ""),
     )

@@ -7,7 +7,7 @@ import pytest
 from pydantic import MISSING
 
 from himga.data import DatasetError, Sample, load_dataset
-from himga.data.locomo import load_locomo, parse_evidence
+from himga.data.locomo import CATEGORY_NAMES, load_locomo, parse_evidence
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "locomo" / "locomo-mini.json"
 
@@ -131,3 +131,11 @@ def test_malformed_files_get_a_clear_error(tmp_path: Path, content: str, message
     path.write_text(content, encoding="utf-8")
     with pytest.raises(DatasetError, match=message):
         load_locomo(path)
+
+
+def test_categories_keep_their_number_and_get_a_name(samples: list[Sample]) -> None:
+    pairs = [qa for sample in samples for qa in sample.qa_pairs]
+    names = {qa.category: qa.category_name for qa in pairs}
+    assert names[5] == "adversarial"
+    assert all(names[c] == CATEGORY_NAMES[c] for c in names)
+    assert all(qa.question_date == "" for qa in pairs)
