@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from himga.data.schema import Session
+from himga.data.conversation import Session
 from himga.llm.base import ChatMessage, Completion, LLMClient
 from himga.llm.qa_prompt import qa_messages
 from himga.memory.base import BaseMemory

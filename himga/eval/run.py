@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from tqdm import tqdm  # type: ignore[import-untyped]
 
 from himga.agent.base import Answer, BaseAgent
-from himga.data.schema import QAPair, Sample
+from himga.data.conversation import QAPair, Sample
 from himga.llm.base import Completion
 
 DEFAULT_CONCURRENCY = 8
