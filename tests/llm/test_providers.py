@@ -1,5 +1,6 @@
 """The anthropic and openai clients: the real SDKs against the local stand-in server."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,18 @@ def test_bad_arguments_are_named(
 ) -> None:
     with pytest.raises(LLMConfigError, match=message):
         get_client(provider, **options)
+
+
+@pytest.mark.parametrize(("provider", "sdk"), [("anthropic", "anthropic"), ("openai", "openai")])
+def test_a_missing_sdk_says_how_to_install_it(
+    llm_env: Path, monkeypatch: pytest.MonkeyPatch, provider: str, sdk: str
+) -> None:
+    monkeypatch.setitem(sys.modules, sdk, None)  # makes `import <sdk>` fail
+    monkeypatch.delitem(sys.modules, f"himga.llm.{provider}_client", raising=False)
+    with pytest.raises(
+        LLMConfigError, match=rf"needs its SDK \({sdk}\): pip install 'himga\[llm\]'"
+    ):
+        get_client(provider, api_key=API_KEY)
 
 
 def test_a_spec_names_provider_and_model() -> None:
