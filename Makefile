@@ -17,7 +17,7 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-service bench-memory eval-retrieval clean
+        bench-service bench-memory eval-retrieval eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -84,6 +84,11 @@ bench-memory: $(SETUP)
 ## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
 eval-retrieval: $(SETUP)
 	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --memory $(MEMORY)
+
+## eval-qa: F1 of the extractive reader (no model, no key) on $(LOCOMO), memories side by side
+eval-qa: $(SETUP)
+	$(BIN)/himga eval --dataset $(LOCOMO) --memory null,naive,keyword,sqlite --llm extractive \
+	  --no-progress
 
 ## clean: remove the virtual environment and the tools' caches
 clean:

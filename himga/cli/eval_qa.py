@@ -206,7 +206,11 @@ def _evaluate(
 
 
 def _report_costs(name: str, results: list[Any], verdicts: list[Any], stream: IO[str]) -> None:
+    """What the model calls of one memory's run cost (nothing to say for the extractive reader)."""
     calls = [r.call for r in results] + [v.call for v in verdicts if v is not None]
+    calls = [c for c in calls if c.provider != "extractive"]
+    if not calls:
+        return
     paid = [c for c in calls if not c.cached]
     print(
         f"{name}: {len(calls)} model calls, {len(calls) - len(paid)} from the cache; paid "

@@ -67,7 +67,7 @@ def test_memories_side_by_side(llm_env: Path, capsys: pytest.CaptureFixture[str]
     assert header.split() == ["null", "keyword"]
     null_f1, keyword_f1 = float(rows(out)["overall"][1]), float(rows(out)["overall"][3])
     assert keyword_f1 > null_f1
-    assert err.count("model calls") == 2
+    assert "model calls" not in err  # the extractive reader costs nothing worth reporting
 
 
 def test_models_answer_and_judge_and_a_rerun_pays_nothing(
