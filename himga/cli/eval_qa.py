@@ -60,11 +60,13 @@ def add_parser(subparsers: Any) -> None:
         metavar="PROVIDER[:MODEL]",
         help="the model that answers: anthropic[:MODEL], openai[:MODEL] or extractive",
     )
-    parser.add_argument("--base-url", help="for --llm openai: a local server's URL (.../v1)")
+    parser.add_argument(
+        "--base-url", help="where --llm is served: a local OpenAI-compatible server's .../v1 URL"
+    )
     parser.add_argument(
         "--judge", metavar="PROVIDER[:MODEL]", help="the model that grades (default: none)"
     )
-    parser.add_argument("--judge-base-url", help="for --judge openai: a local server's URL")
+    parser.add_argument("--judge-base-url", help="where --judge is served, likewise")
     parser.add_argument("--out", type=Path, metavar="FILE", help="write every answer (JSONL)")
     parser.add_argument(
         "--concurrency",

@@ -47,7 +47,8 @@ def get_client(
     `options` go to the provider's class: `api_key`, `base_url` (a local server speaking the
     OpenAI API: vLLM, llama.cpp, Ollama), `timeout`, `retry` (a RetryPolicy). `check` asks the
     provider for the model first, so a missing or rejected key and an unknown model fail here,
-    as an LLMConfigError, rather than on the first question. Answers are cached on disk (`cache`:
+    as an LLMConfigError, rather than on the first question (`check=False` skips it, for a proxy
+    that serves no models endpoint). Answers are cached on disk (`cache`:
     True for himga.llm.cache.default_cache_path(), a path, or False); the extractive reader,
     which costs nothing, is never cached.
     """
