@@ -14,6 +14,7 @@ import himga
 from himga.data.conversation import Message, Session
 from himga.data.errors import DatasetError
 from himga.errors import HimgaError, IncompatibleStoreError, SchemaError, UnknownTypeError
+from himga.llm.errors import LLMCallError, LLMConfigError, LLMError, TransientLLMError
 from himga.memory import registry
 from himga.memory.base import BaseMemory
 from himga.records.record import InvalidRecordError
@@ -35,8 +36,10 @@ EXAMPLES: dict[type[Exception], Exception] = {
     MemoryMismatch: MemoryMismatch("namespace 'n' holds memory 'keyword', not 'sqlite'"),
     IncompatibleStoreError: IncompatibleStoreError("store written by a newer himga"),
 }
-# Errors raised where no server is involved (validation, loading data, building records).
+# Errors raised where no server is involved (validation, loading data, building records,
+# calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
+LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
 
 
 class RaisingMemory(BaseMemory):
