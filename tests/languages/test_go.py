@@ -38,6 +38,7 @@ def test_go_validator_agrees_with_the_vectors_and_the_protojson_of_go_messages(
     env = {"HIMGA_LOCOMO_PATH": str(locomo_file)}
     assert go_test("./tests/go/schemas", env) == {
         "TestVectorsGetTheirVerdicts": "PASS",
+        "TestVectorsGetTheirVerdictsThroughTheBundles": "PASS",
         "TestProtoJSONOfGoMessagesFollowsTheSchemas": "PASS",
     }
 
