@@ -17,7 +17,7 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-service bench-memory eval-retrieval clean
+        bench-validate-cli bench-service bench-memory eval-retrieval clean
 
 ## setup: a virtual environment with himga (editable) and its pinned development tools
 setup: $(SETUP)
@@ -63,10 +63,14 @@ serve: $(SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
-bench: bench-validate bench-service bench-memory
+bench: bench-validate bench-validate-cli bench-service bench-memory
 
 bench-validate: $(SETUP)
 	$(PY) benchmarks/bench_validate.py
+
+## bench-validate-cli: `himga validate` beside check-jsonschema on the bundle, the same files
+bench-validate-cli: $(SETUP)
+	$(PY) benchmarks/bench_validate_cli.py
 
 bench-service: $(SETUP)
 	$(PY) benchmarks/bench_service.py
