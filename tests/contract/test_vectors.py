@@ -1,8 +1,10 @@
 """The conformance vectors: their shape, one verdict from every validator, every rule covered.
 
 Every vector goes through the jsonschema reference, the generated pydantic models (at the JSON
-boundary) and the jsonschema-rs fast path; each must give the vector's `valid`. The list of
-rules that need an invalid vector is read from the schema files, never written down here.
+boundary) and the jsonschema-rs fast path; each must give the vector's `valid`. With format
+assertion off (2020-12's default), jsonschema and jsonschema-rs must still give it, but for the
+vectors marked `needs_format_assertion`. The list of rules that need an invalid vector is read
+from the schema files, never written down here.
 """
 
 import copy
