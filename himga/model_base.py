@@ -120,7 +120,7 @@ def _utc_date_time() -> re.Pattern[str]:
 
     Read from the schemas themselves, once, at the first validation: the generated packages
     have been imported by then. Whole-string matching, as the pattern means in JSON Schema."""
-    folder = files("himga_schema").joinpath("json", "v1")
+    folder = files("himga_schema").joinpath("json/v1")
     patterns = {
         pattern
         for entry in folder.iterdir()
