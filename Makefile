@@ -17,7 +17,7 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-service bench-memory eval-retrieval eval-qa clean
+        bench-validate-cli bench-service bench-memory eval-retrieval eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -67,11 +67,15 @@ serve: $(SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
-bench: bench-validate bench-service bench-memory
+bench: bench-validate bench-validate-cli bench-service bench-memory
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
 	$(PY) -m benchmarks.bench_validate
+
+## bench-validate-cli: `himga validate` beside check-jsonschema on the bundles, same files
+bench-validate-cli: $(SETUP)
+	$(PY) -m benchmarks.bench_validate_cli
 
 ## bench-service: the server's calls per second beside a health check's
 bench-service: $(SETUP)

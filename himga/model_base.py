@@ -9,7 +9,9 @@ rules pydantic cannot express on its own. This module must not import the genera
 import functools
 import json
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from importlib.resources import files
 from typing import Any, Self
 
 from pydantic import (
@@ -73,8 +75,8 @@ class SchemaModel(BaseModel):
         """Two rules of the schemas that strict pydantic alone gets wrong.
 
         `integer` is any number with a zero fraction (JSON Schema), so `5.0` becomes 5 while
-        `5.5` is still refused. Date-times carry `pattern: "[Zz]$"`, which the generator has to
-        drop: a string must be RFC 3339 in UTC with `Z`; a Python datetime with any offset is
+        `5.5` is still refused. Date-times carry a `pattern` (RFC 3339 in UTC with `Z`), which
+        the generator has to drop: a string must match it; a Python datetime with any offset is
         converted to UTC, so that dumps are always valid on the wire.
         """
         kind = _field_kinds(cls).get(info.field_name or "")
@@ -85,7 +87,7 @@ class SchemaModel(BaseModel):
                 return int(value)
             return value
         if isinstance(value, str):
-            if not _UTC_DATE_TIME.fullmatch(value):
+            if not _utc_date_time().fullmatch(value):
                 raise PydanticCustomError(
                     "utc_date_time",
                     "a date-time must be RFC 3339 in UTC, such as 2024-05-08T13:56:00Z",
@@ -112,7 +114,36 @@ def _field_kinds(cls: type[BaseModel]) -> dict[str, type]:
     return kinds
 
 
-# RFC 3339's date-time with the schemas' `Z` suffix; pydantic alone would also take a space
-# for `T` or minutes without seconds. Field ranges are left to pydantic's parser.
-_UTC_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?[Zz]", re.ASCII)
+@functools.cache
+def _utc_date_time() -> re.Pattern[str]:
+    """The `pattern` the shipped schemas give every date-time (RFC 3339 in UTC with `Z`; pydantic
+    alone would also take a space for `T` or minutes without seconds). The calendar (29 February)
+    is left to pydantic's parser.
+
+    Read from the schemas themselves, once, at the first validation: the generated packages
+    have been imported by then. Whole-string matching, as the pattern means in JSON Schema."""
+    folder = files("himga_schema").joinpath("json/v1")
+    patterns = {
+        pattern
+        for entry in folder.iterdir()
+        if entry.name.endswith(".json")
+        for pattern in _date_time_patterns(json.loads(entry.read_text(encoding="utf-8")))
+    }
+    if len(patterns) != 1:
+        raise RuntimeError(f"the schemas' date-times should share one pattern, not {patterns}")
+    return re.compile(patterns.pop(), re.ASCII)
+
+
+def _date_time_patterns(node: Any) -> Iterator[str]:
+    """The `pattern` of every `format: date-time` subschema of a schema."""
+    if isinstance(node, dict):
+        if node.get("format") == "date-time" and "pattern" in node:
+            yield node["pattern"]
+        for value in node.values():
+            yield from _date_time_patterns(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _date_time_patterns(value)
+
+
 _JSON_DATE_TIME: TypeAdapter[datetime] = TypeAdapter(AwareDatetime, config=ConfigDict(strict=True))

@@ -250,8 +250,13 @@ def _reason(error: "_JsonschemaError", keyword: str, schema: Mapping[str, Any]) 
     if keyword == "format":
         return f"must be a valid {value} (got {got})"
     if keyword == "pattern" and schema.get("format") == "date-time":
-        return f"must be in UTC, written with a Z suffix (got {got})"
+        return f"must be an RFC 3339 date-time in UTC with a Z, such as {_DATE_TIME} (got {got})"
+    if keyword == "not" and schema.get("format") == "date-time":
+        return f"must hold no white space (got {got})"
     return error.message
+
+
+_DATE_TIME = "2024-05-08T13:56:00Z"
 
 
 def _rule_location(schema: Mapping[str, Any], keyword: str) -> str:

@@ -63,9 +63,14 @@ def test_an_untouched_copy_passes(repo_copy: Path) -> None:
     ("file", "old", "new"),
     [
         ("generated/python/himga_schema/message.py", "role:", "speaker:"),
+        ("generated/bundled/v1/session.json", '"minLength": 1', '"minLength": 2'),
         ("schemas/v1/message.json", '"minLength": 1', '"minLength": 2'),
     ],
-    ids=["hand edit of a generated file", "schema changed without regenerating"],
+    ids=[
+        "hand edit of a generated file",
+        "hand edit of a bundled schema",
+        "schema changed without regenerating",
+    ],
 )
 def test_check_generated_fails_naming_the_target(
     repo_copy: Path, file: str, old: str, new: str

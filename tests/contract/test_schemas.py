@@ -135,7 +135,12 @@ def test_an_error_names_the_field_the_rule_and_where_the_rule_is() -> None:
         ({"agent": None}, "$.agent", "must be of type string (got null)"),
         ({"tokens_used": True}, "$.tokens_used", "must be of type integer (got true)"),
         ({"timestamp": "2024-05-08"}, "$.timestamp", "must be a valid date-time"),
-        ({"timestamp": "2024-05-08T13:56:00+02:00"}, "$.timestamp", "must be in UTC"),
+        (
+            {"timestamp": "2024-05-08T13:56:00+02:00"},
+            "$.timestamp",
+            "must be an RFC 3339 date-time in UTC",
+        ),
+        ({"timestamp": "2024-05-08T13:56:00Z\n"}, "$.timestamp", "must be a valid date-time"),
         ({"git_commit": 1}, "$.git_commit", "must be of type string or null"),
         ({"taskId": "t"}, "$.taskId", "is not a property of this type (allowed: $schema, id,"),
         ({"errors_encountered": [{"type": "x"}]}, "$.errors_encountered[0].message", "is required"),
@@ -165,3 +170,14 @@ def test_json_path(parts: list[str | int], expected: str) -> None:
 
 def test_fast_validator_checks_formats() -> None:
     assert not validation.fast_validator("EpisodeTrace").is_valid({**EPISODE, "timestamp": "nope"})
+
+
+def test_each_date_time_rule_a_value_breaks_is_named_once() -> None:
+    # A space for `T` breaks the format, the pattern and the rule against white space (which
+    # stands in for the pattern's `$` where a regex engine lets it match before a newline).
+    errors = validation.validate({**EPISODE, "timestamp": "2024-05-08 13:56:00Z"}, "EpisodeTrace")
+    assert [(e.keyword, e.reason.split(" (got ")[0]) for e in errors] == [
+        ("format", "must be a valid date-time"),
+        ("not", "must hold no white space"),
+        ("pattern", "must be an RFC 3339 date-time in UTC with a Z, such as 2024-05-08T13:56:00Z"),
+    ]

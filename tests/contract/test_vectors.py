@@ -1,17 +1,21 @@
 """The conformance vectors: their shape, one verdict from every validator, every rule covered.
 
 Every vector goes through the jsonschema reference, the generated pydantic models (at the JSON
-boundary) and the jsonschema-rs fast path; each must give the vector's `valid`. The list of
-rules that need an invalid vector is read from the schema files, never written down here.
+boundary) and the jsonschema-rs fast path; each must give the vector's `valid`. With format
+assertion off (2020-12's default), jsonschema and jsonschema-rs must still give it, but for the
+vectors marked `needs_format_assertion`. The list of rules that need an invalid vector is read
+from the schema files, never written down here.
 """
 
 import copy
+import functools
 import importlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,30 +23,17 @@ from jsonschema import Draft202012Validator
 from pydantic import TypeAdapter, ValidationError
 
 from himga import validation
-
-VECTOR_DIR = Path(__file__).resolve().parents[2] / "schemas" / "conformance"
-SHAPE_FILE = VECTOR_DIR / "vectors.schema.json"
-SOURCE_DIR = Path(__file__).resolve().parents[2] / "schemas" / "v1"
-VECTOR_FILES = sorted(p for p in VECTOR_DIR.glob("*.json") if p != SHAPE_FILE)
+from tests.contract.vectors import (
+    SHAPE_FILE,
+    SOURCE_DIR,
+    VECTOR_FILES,
+    VECTORS,
+    verdict_without_formats,
+)
+from tests.contract.vectors import load as _load
 
 # Keywords whose every occurrence in a schema is a rule that needs an invalid vector.
-RULE_KEYWORDS = ("type", "minLength", "minimum", "maximum", "enum", "format", "pattern")
-
-
-def _load(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _vectors() -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(type name, pytest id, vector) for every vector of every file."""
-    for path in VECTOR_FILES:
-        for group in _load(path):
-            type_name = validation.type_for_id(group["schema"]["$ref"])
-            for test in group["tests"]:
-                yield type_name, f"{path.stem}: {group['description']}: {test['description']}", test
-
-
-VECTORS = list(_vectors())
+RULE_KEYWORDS = ("type", "minLength", "minimum", "maximum", "enum", "format", "pattern", "not")
 
 
 def _pydantic_validator(type_name: str) -> Callable[[str], object]:
@@ -80,6 +71,34 @@ def _fast(document: Any, type_name: str) -> bool:
 VALIDATORS = {"reference": _reference, "pydantic": _pydantic, "fast": _fast}
 
 
+@functools.cache
+def _reference_without_formats_for(type_name: str) -> Draft202012Validator:
+    return Draft202012Validator(validation.schema_for(type_name), registry=validation.registry())
+
+
+@functools.cache
+def _fast_without_formats_for(type_name: str) -> jsonschema_rs.Validator:
+    names = validation.type_names()
+    resources = [(validation.schema_id(t), validation.schema_for(t)) for t in names]
+    return jsonschema_rs.validator_for(
+        validation.schema_for(type_name),
+        registry=jsonschema_rs.Registry(resources),
+        validate_formats=False,
+    )
+
+
+def _reference_without_formats(document: Any, type_name: str) -> bool:
+    return _reference_without_formats_for(type_name).is_valid(document)
+
+
+def _fast_without_formats(document: Any, type_name: str) -> bool:
+    return _fast_without_formats_for(type_name).is_valid(document)
+
+
+# 2020-12 leaves `format` unchecked unless a validator is told otherwise, as many users leave it.
+WITHOUT_FORMATS = {"reference": _reference_without_formats, "fast": _fast_without_formats}
+
+
 def test_there_is_a_vector_file_for_every_type() -> None:
     schema_stems = {p.stem for p in SOURCE_DIR.glob("*.json")}
     assert {p.stem for p in VECTOR_FILES} == schema_stems
@@ -114,6 +133,24 @@ def test_validator_gives_the_vectors_verdict(
     validator: str, type_name: str, vector: dict[str, Any]
 ) -> None:
     assert VALIDATORS[validator](vector["data"], type_name) is vector["valid"]
+
+
+@pytest.mark.parametrize("validator", WITHOUT_FORMATS)
+@pytest.mark.parametrize(("type_name", "vector"), [(t, v) for t, _, v in VECTORS],
+                         ids=[i for _, i, _ in VECTORS])  # fmt: skip
+def test_without_format_assertion_only_the_calendar_needs_it(
+    validator: str, type_name: str, vector: dict[str, Any]
+) -> None:
+    expected = verdict_without_formats(vector)
+    assert WITHOUT_FORMATS[validator](vector["data"], type_name) is expected
+
+
+def test_the_vectors_that_need_format_assertion_are_days_the_calendar_lacks() -> None:
+    flagged = [(t, v) for t, _, v in VECTORS if v.get("needs_format_assertion")]
+    assert flagged  # 29 February of a common year, at least
+    for type_name, vector in flagged:
+        # Each breaks the format rule and nothing else, by the reference.
+        assert {e.keyword for e in validation.validate(vector["data"], type_name)} == {"format"}
 
 
 def _rules(schema: dict[str, Any], uri: str, pointer: str = "") -> Iterator[str]:

@@ -1,11 +1,13 @@
 // Node.js conformance: ajv gives every conformance vector the verdict its `valid` field states
-// (the verdict the Python validators are held to), so a document means the same in both languages.
+// (the verdict the Python validators are held to), so a document means the same in both languages:
+// through the separate schema files, through each type's bundle (generated/bundled/v1), and
+// through the bundle with format assertion off, where only `needs_format_assertion` vectors pass.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, test } from "node:test";
 
-import { Ajv2020 } from "ajv/dist/2020.js";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 
 import { findSchemaDir, SchemaValidator } from "../../examples/typescript/schemas.js";
@@ -14,6 +16,7 @@ interface Vector {
   description: string;
   data: unknown;
   valid: boolean;
+  needs_format_assertion?: true;
 }
 interface Group {
   description: string;
@@ -64,19 +67,44 @@ test("every vector file follows the vectors' own schema", () => {
   }
 });
 
+const bundleDir = join(findSchemaDir(), "..", "..", "generated", "bundled", "v1");
+
+/** The validator of one type's bundle, alone in an ajv of its own (the bundles share $ids). */
+function bundleValidator(ref: string, formats: boolean): ValidateFunction {
+  const ajv = new Ajv2020({ allErrors: true, strict: true, validateFormats: formats });
+  if (formats) addFormats(ajv);
+  const file = ref.slice(ref.lastIndexOf("/") + 1);
+  return ajv.compile(JSON.parse(readFileSync(join(bundleDir, file), "utf8")) as object);
+}
+
+function verdict(name: string, got: boolean, expected: boolean, data: unknown, errors: unknown) {
+  assert.equal(
+    got,
+    expected,
+    `${name} says ${got ? "valid" : "invalid"} for ${JSON.stringify(data)}` +
+      (got ? "" : `: ${JSON.stringify(errors)}`),
+  );
+}
+
 const validator = new SchemaValidator();
 for (const file of vectorFiles) {
   describe(file.name, () => {
     for (const group of file.json as Group[]) {
+      const bundled = bundleValidator(group.schema.$ref, true);
+      const bundledWithoutFormats = bundleValidator(group.schema.$ref, false);
       describe(group.description, () => {
         for (const vector of group.tests) {
           test(vector.description, () => {
             const problems = validator.violations(group.schema.$ref, vector.data);
-            assert.equal(
-              problems.length === 0,
-              vector.valid,
-              `ajv says ${problems.length === 0 ? "valid" : "invalid"} for ${JSON.stringify(vector.data)}` +
-                (problems.length ? `: ${JSON.stringify(problems)}` : ""),
+            verdict("ajv", problems.length === 0, vector.valid, vector.data, problems);
+            const inBundle = bundled(vector.data);
+            verdict("ajv on its bundle", inBundle, vector.valid, vector.data, bundled.errors);
+            verdict(
+              "ajv on its bundle without format assertion",
+              bundledWithoutFormats(vector.data),
+              vector.needs_format_assertion ? true : vector.valid,
+              vector.data,
+              bundledWithoutFormats.errors,
             );
           });
         }

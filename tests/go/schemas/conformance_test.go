@@ -1,6 +1,8 @@
 // Package schemas runs every conformance vector under schemas/conformance through a maintained
 // draft 2020-12 validator for Go, with format assertions on, and expects the vector's verdict
-// (the one the Python suite asserts). Files named *.schema.json there describe the vector
+// (the one the Python suite asserts): through the separate schema files, and through each
+// type's bundle (generated/bundled/v1) with format assertion on and off, where only the vectors
+// marked needs_format_assertion pass. Files named *.schema.json there describe the vector
 // format itself; every vector file is checked against them too.
 package schemas_test
 
@@ -24,10 +26,16 @@ type group struct {
 	Description string          `json:"description"`
 	Schema      json.RawMessage `json:"schema"`
 	Tests       []struct {
-		Description string          `json:"description"`
-		Data        json.RawMessage `json:"data"`
-		Valid       bool            `json:"valid"`
+		Description          string          `json:"description"`
+		Data                 json.RawMessage `json:"data"`
+		Valid                bool            `json:"valid"`
+		NeedsFormatAssertion bool            `json:"needs_format_assertion"`
 	} `json:"tests"`
+}
+
+// ref is the group's schema reference, such as https://himga.dev/schemas/v1/message.json.
+type ref struct {
+	Ref string `json:"$ref"`
 }
 
 func decode(t *testing.T, raw []byte) any {
@@ -113,4 +121,77 @@ func TestVectorsGetTheirVerdicts(t *testing.T) {
 		}
 	}
 	t.Logf("%d vectors checked", cases)
+}
+
+// noDownload refuses every URL: a bundle must hold every schema it references.
+type noDownload struct{}
+
+func (noDownload) Load(url string) (any, error) {
+	return nil, fmt.Errorf("the bundle sent the validator to fetch %s", url)
+}
+
+// bundle compiles one type's bundle, alone in a compiler of its own (the bundles share $ids).
+func bundle(t *testing.T, path string, formats bool) *jsonschema.Schema {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if formats {
+		c.AssertFormat()
+	}
+	c.UseLoader(noDownload{})
+	if err := c.AddResource(path, decode(t, raw)); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return schema
+}
+
+func TestVectorsGetTheirVerdictsThroughTheBundles(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	dir := filepath.Join(root, "schemas", "conformance")
+	cases := 0
+	for _, file := range vectorFiles(t, dir) {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(dir, file)
+		var groups []group
+		if err := json.Unmarshal(raw, &groups); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, g := range groups {
+			var r ref
+			if err := json.Unmarshal(g.Schema, &r); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			path := filepath.Join(root, "generated", "bundled", "v1", r.Ref[strings.LastIndex(r.Ref, "/")+1:])
+			withFormats, withoutFormats := bundle(t, path, true), bundle(t, path, false)
+			for _, tc := range g.Tests {
+				cases++
+				t.Run(fmt.Sprintf("%s/%s/%s", name, g.Description, tc.Description), func(t *testing.T) {
+					doc := decode(t, tc.Data)
+					err := withFormats.Validate(doc)
+					if got := err == nil; got != tc.Valid {
+						t.Errorf("with format assertion: valid=%v, the vector says %v; data %s; validator: %v",
+							got, tc.Valid, tc.Data, err)
+					}
+					want := tc.Valid || tc.NeedsFormatAssertion
+					err = withoutFormats.Validate(doc)
+					if got := err == nil; got != want {
+						t.Errorf("without format assertion: valid=%v, expected %v; data %s; validator: %v",
+							got, want, tc.Data, err)
+					}
+				})
+			}
+		}
+	}
+	t.Logf("%d vectors checked through the bundles", cases)
 }
