@@ -1,0 +1,29 @@
+"""himga.episodes: the episode stores (in-process, SQLite) behind one interface, and the
+ranking that finds the episodes that matter for a task.
+
+`base` is the interface (EpisodeStore) and what it returns; `indexed` what the local stores
+share; `inprocess` and `sqlite` the stores; `features`, `index` and `ranking` how episodes are
+ranked; `context` the context string; `paging` ListEpisodes' order and tokens; `registry` the
+stores by name. The gRPC client (himga.service.RemoteEpisodes) is the same interface over the
+wire.
+"""
+
+from himga.episodes.base import (
+    EpisodeFilter,
+    EpisodeHit,
+    EpisodePage,
+    EpisodeSearch,
+    EpisodeStore,
+)
+from himga.episodes.inprocess import InProcessEpisodes
+from himga.episodes.sqlite import SQLiteEpisodes
+
+__all__ = [
+    "EpisodeFilter",
+    "EpisodeHit",
+    "EpisodePage",
+    "EpisodeSearch",
+    "EpisodeStore",
+    "InProcessEpisodes",
+    "SQLiteEpisodes",
+]

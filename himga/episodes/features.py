@@ -1,0 +1,130 @@
+"""What the ranking reads of an episode, worked out once when it is recorded.
+
+An episode's text is indexed in three fields, each as himga.memory.text's terms (the keyword
+method's tokenising and Porter stems, no second tokenizer): its goal; its errors (type,
+message, resolution); its actions (tool, target, result). Its files are the paths it modified,
+read, or names (its context's files_involved, and action targets that are paths), each with the
+weight of how it touched the file. The rest is what the ranking weighs: phase, outcome, whether
+an error met was resolved, importance and time.
+"""
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from himga.memory.text import terms_of
+from himga.records import EpisodeTrace, TaskContext
+
+MODIFIED = 1.0
+READ = 0.6
+NAMED = 0.4
+"""How much a file counts for an episode: changed, read, or only named."""
+
+_PATH = re.compile(r"[^\s]*[/\\][^\s]*|[^\s/\\]+\.[A-Za-z0-9]{1,8}", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """One episode as the index holds it."""
+
+    id: str
+    timestamp: float
+    """Seconds since the epoch."""
+    importance: float
+    phase: str
+    outcome: str
+    resolved: bool
+    """It met an error and wrote down how it was resolved."""
+    goal: list[str]
+    errors: list[str]
+    actions: list[str]
+    files: dict[str, float]
+    """Path -> the most its episode touched it (MODIFIED, READ or NAMED)."""
+
+
+def features(episode: EpisodeTrace) -> Features:
+    """The features of a valid episode."""
+    error_text = " ".join(
+        f"{e.error_type} {e.message} {e.resolution}" for e in episode.errors_encountered
+    )
+    action_text = " ".join(f"{a.tool} {a.input} {a.output}" for a in episode.action_log)
+    goal, errors, actions = terms_of([episode.goal, error_text, action_text])
+    files: dict[str, float] = {}
+    named = [*episode.context.files_involved]
+    named += [a.input for a in episode.action_log if _PATH.fullmatch(a.input)]
+    for paths, weight in (
+        (named, NAMED),
+        (episode.files_read, READ),
+        (episode.files_modified, MODIFIED),
+    ):
+        for path in map(normal_path, paths):
+            if path:
+                files[path] = max(files.get(path, 0.0), weight)
+    return Features(
+        id=episode.id,
+        timestamp=seconds(episode.timestamp),
+        importance=float(episode.importance),
+        phase=episode.phase,
+        outcome=episode.outcome,
+        resolved=any(e.resolution for e in episode.errors_encountered),
+        goal=goal,
+        errors=errors,
+        actions=actions,
+        files=files,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A task and free text as the ranking reads them."""
+
+    terms: list[str]
+    """The distinct terms of the goal and the free text, in order of first use."""
+    files: list[str]
+    phase: str
+    debugging: bool
+
+
+# Stems of the words that mark a task as fixing something, as the keyword method stems them.
+_DEBUGGING = frozenset(
+    terms_of(
+        [
+            "fix fixes fixing bug bugs debug error errors fail fails failing failure crash "
+            "crashes broken exception traceback regression flaky wrong"
+        ]
+    )[0]
+)
+
+
+def task_query(task: TaskContext, text: str = "") -> Query:
+    """What the ranking reads of a task and free text (constraints are not ranked on)."""
+    goal, extra = terms_of([task.goal, text])
+    distinct = list(dict.fromkeys(goal + extra))
+    files = list(dict.fromkeys(filter(None, map(normal_path, task.files))))
+    return Query(
+        terms=distinct,
+        files=files,
+        phase=task.phase,
+        debugging=bool(_DEBUGGING.intersection(distinct)),
+    )
+
+
+def normal_path(path: str) -> str:
+    """A path as files are compared: `/` separators, no leading `./`, no trailing `/`."""
+    path = path.strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/")
+
+
+def directory(path: str) -> str:
+    """The folder of a normal path ("" for a file at the top)."""
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def seconds(moment: datetime) -> float:
+    """An aware datetime as seconds since the epoch."""
+    return (moment - _EPOCH).total_seconds()
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

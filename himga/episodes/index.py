@@ -1,0 +1,237 @@
+"""EpisodeIndex: the features of a namespace's episodes in arrays, and the ranking over them.
+
+Both episode stores hold one: the in-process store as its index, the SQLite store rebuilt from
+its tables when it opens (no text is stemmed again: the terms are stored). Each episode has a
+slot; a replaced or deleted episode's slot is only marked dead, and the arrays are compacted
+once the dead outnumber the living. Postings hold one entry per episode and term, with the
+term's weighted frequency there (himga.episodes.ranking), so a search is a few vectorised passes
+over the postings of its terms and files (numpy), whatever the number of episodes stored.
+"""
+
+from array import array
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from himga.episodes import ranking
+from himga.episodes.features import Features, Query, directory
+
+Floats = npt.NDArray[np.float64]
+_DAY = 86_400.0
+
+
+class _Postings:
+    """Slots and weights of one term, file or folder: one entry per episode."""
+
+    __slots__ = ("slots", "weights")
+
+    def __init__(self) -> None:
+        self.slots = array("i")
+        self.weights = array("d")
+
+
+class EpisodeIndex:
+    """The live episodes of one namespace, by slot. Not thread-safe: the stores lock."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._ids: list[str | None] = []
+        self._slot: dict[str, int] = {}
+        self._alive = array("b")
+        self._time = array("d")
+        self._importance = array("d")
+        self._length = array("d")
+        self._phase = array("b")
+        self._outcome = array("b")
+        self._resolved = array("b")
+        self._terms: defaultdict[str, _Postings] = defaultdict(_Postings)
+        self._files: defaultdict[str, _Postings] = defaultdict(_Postings)
+        self._dirs: defaultdict[str, _Postings] = defaultdict(_Postings)
+        self.total_length = 0.0
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __contains__(self, episode_id: object) -> bool:
+        return episode_id in self._slot
+
+    def add(self, episode: Features) -> None:
+        """Index an episode, replacing the one of the same id."""
+        self.remove(episode.id)
+        slot = len(self._ids)
+        weighted: dict[str, float] = defaultdict(float)
+        for terms, weight in (
+            (episode.goal, ranking.GOAL_WEIGHT),
+            (episode.errors, ranking.ERROR_WEIGHT),
+            (episode.actions, ranking.ACTION_WEIGHT),
+        ):
+            for term in terms:
+                weighted[term] += weight
+        length = sum(weighted.values())
+        for term, frequency in weighted.items():
+            self._post(self._terms[term], slot, frequency)
+        for path, weight in episode.files.items():
+            self._post(self._files[path], slot, weight)
+        for folder in {directory(path) for path in episode.files} - {""}:
+            self._post(self._dirs[folder], slot, 1.0)
+        self._ids.append(episode.id)
+        self._slot[episode.id] = slot
+        self._alive.append(1)
+        self._time.append(episode.timestamp)
+        self._importance.append(episode.importance)
+        self._length.append(length)
+        self._phase.append(_code(ranking.PHASES, episode.phase))
+        self._outcome.append(_code(ranking.OUTCOMES, episode.outcome))
+        self._resolved.append(episode.resolved)
+        self.total_length += length
+
+    @staticmethod
+    def _post(postings: _Postings, slot: int, weight: float) -> None:
+        postings.slots.append(slot)
+        postings.weights.append(weight)
+
+    def remove(self, episode_id: str) -> bool:
+        """Forget an episode; whether it was indexed."""
+        slot = self._slot.pop(episode_id, None)
+        if slot is None:
+            return False
+        self._ids[slot] = None
+        self._alive[slot] = 0
+        self.total_length -= self._length[slot]
+        dead = len(self._ids) - len(self._slot)
+        if dead > 1000 and dead > len(self._slot):
+            self._compact()
+        return True
+
+    def best(self, query: Query, limit: int) -> list[tuple[str, float]]:
+        """The best `limit` episodes for `query` as (id, score), best first."""
+        live = len(self._slot)
+        if not live or limit <= 0 or not (query.terms or query.files):
+            return []
+        size = len(self._ids)
+        alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
+        relevance = self._text(query.terms, alive, live, size)
+        relevance += self._touched(query.files, alive, live, size)
+        found = np.flatnonzero((relevance > 0) & alive)
+        if not len(found):
+            return []
+        factor = np.asarray(
+            [
+                ranking.outcome_factor(outcome, False, query.debugging)
+                for outcome in ranking.OUTCOMES
+            ]
+        )[np.frombuffer(self._outcome, dtype=np.int8)[found]]
+        if query.debugging:
+            resolved = np.frombuffer(self._resolved, dtype=np.int8)[found].astype(bool)
+            factor[resolved] = ranking.RESOLVED
+        if query.phase:
+            same = np.frombuffer(self._phase, dtype=np.int8)[found] == _code(
+                ranking.PHASES, query.phase
+            )
+            factor[same] *= 1 + ranking.PHASE_BONUS
+        times = np.frombuffer(self._time, dtype=np.float64)
+        newest = times[alive].max()
+        recency = 1.0 / (1.0 + (newest - times[found]) / (_DAY * ranking.RECENCY_DAYS))
+        importance = np.frombuffer(self._importance, dtype=np.float64)[found]
+        scores = relevance[found] * factor + ranking.TIE_WEIGHT * (importance + recency)
+        return self._top(found, scores, times, limit)
+
+    def _text(
+        self, terms: Sequence[str], alive: npt.NDArray[np.bool_], live: int, size: int
+    ) -> Floats:
+        """BM25 of the terms against every slot (0 where none occurs)."""
+        scores = np.zeros(size)
+        lengths = np.frombuffer(self._length, dtype=np.float64)
+        average = self.total_length / live if self.total_length > 0 else 1.0
+        norm = ranking.K1 * (1 - ranking.B + ranking.B * lengths / average)
+        for term in terms:
+            postings = self._terms.get(term)
+            if postings is None:
+                continue
+            slots, frequency, _ = self._live(postings, alive)
+            if not len(slots):
+                continue
+            part = ranking.idf(live, len(slots)) * frequency * (ranking.K1 + 1)
+            part /= frequency + norm[slots]
+            scores += np.bincount(slots, weights=part, minlength=size)
+        return scores
+
+    def _touched(
+        self, files: Sequence[str], alive: npt.NDArray[np.bool_], live: int, size: int
+    ) -> Floats:
+        """How much of the files (and their folders) every slot touched, by their idf."""
+        scores = np.zeros(size)
+        for path in files:
+            for index, path_key, scale in (
+                (self._files, path, 1.0),
+                (self._dirs, directory(path), ranking.DIR_WEIGHT),
+            ):
+                postings = index.get(path_key) if path_key else None
+                if postings is None:
+                    continue
+                slots, weights, _ = self._live(postings, alive)
+                if len(slots):
+                    weight = scale * ranking.idf(live, len(slots))
+                    scores += np.bincount(slots, weights=weights * weight, minlength=size)
+        return scores
+
+    @staticmethod
+    def _live(
+        postings: _Postings, alive: npt.NDArray[np.bool_]
+    ) -> tuple[npt.NDArray[np.int32], Floats, npt.NDArray[np.bool_]]:
+        slots = np.frombuffer(postings.slots, dtype=np.int32)
+        weights = np.frombuffer(postings.weights, dtype=np.float64)
+        keep = alive[slots]
+        return slots[keep], weights[keep], keep
+
+    def _top(
+        self, found: npt.NDArray[np.intp], scores: Floats, times: Floats, limit: int
+    ) -> list[tuple[str, float]]:
+        """The best `limit` of `found`: highest score, then newest, then smallest id."""
+        if len(found) > limit:
+            cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+            keep = scores >= cut  # every tie at the cut, so that the order below decides
+            found, scores = found[keep], scores[keep]
+        ranked = sorted(
+            zip(scores.tolist(), found.tolist(), strict=True),
+            key=lambda item: (-item[0], -times[item[1]], self._ids[item[1]]),
+        )
+        return [(str(self._ids[slot]), score) for score, slot in ranked[:limit]]
+
+    def _compact(self) -> None:
+        """Drop the dead slots: renumber the living, in order, and filter every posting."""
+        alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
+        renumber = np.cumsum(alive) - 1
+        for index in (self._terms, self._files, self._dirs):
+            for key in list(index):
+                slots, weights, _ = self._live(index[key], alive)
+                if not len(slots):
+                    del index[key]
+                    continue
+                fresh = _Postings()
+                fresh.slots = array("i", renumber[slots].astype(np.int32).tobytes())
+                fresh.weights = array("d", weights.tobytes())
+                index[key] = fresh
+        for name in ("_time", "_importance", "_length", "_phase", "_outcome", "_resolved"):
+            column: array[float] | array[int] = getattr(self, name)
+            kept = np.frombuffer(column, dtype=_DTYPES[column.typecode])[alive]
+            setattr(self, name, array(column.typecode, kept.tobytes()))
+        living = [episode_id for episode_id in self._ids if episode_id is not None]
+        self._ids = list(living)
+        self._slot = {episode_id: slot for slot, episode_id in enumerate(living)}
+        self._alive = array("b", b"\x01" * len(self._ids))
+
+
+_DTYPES = {"d": np.float64, "b": np.int8, "i": np.int32}
+
+
+def _code(values: tuple[str, ...], value: str) -> int:
+    """The position of `value` in `values`; 0 (the default) for one not among them."""
+    try:
+        return values.index(value)
+    except ValueError:
+        return 0
