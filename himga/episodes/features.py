@@ -85,7 +85,8 @@ class Query:
     debugging: bool
 
 
-# Stems of the words that mark a task as fixing something, as the keyword method stems them.
+# Stems of the words that mark a task as fixing something, as the keyword method stems them;
+# a quoted error (a word ending in "error" or "exception") marks it too.
 _DEBUGGING = frozenset(
     terms_of(
         [
@@ -94,6 +95,10 @@ _DEBUGGING = frozenset(
         ]
     )[0]
 )
+
+
+# What a quoted error's name ends with, once stemmed: KeyError, ValueError, TimeoutException.
+_ERROR_ENDINGS = ("error", "except")
 
 
 def task_query(task: TaskContext, text: str = "") -> Query:
@@ -105,7 +110,7 @@ def task_query(task: TaskContext, text: str = "") -> Query:
         terms=distinct,
         files=files,
         phase=task.phase,
-        debugging=bool(_DEBUGGING.intersection(distinct)),
+        debugging=any(term in _DEBUGGING or term.endswith(_ERROR_ENDINGS) for term in distinct),
     )
 
 

@@ -49,6 +49,7 @@ class EpisodeIndex:
         self._outcome = array("b")
         self._resolved = array("b")
         self._terms: defaultdict[str, _Postings] = defaultdict(_Postings)
+        self._error_terms: defaultdict[str, _Postings] = defaultdict(_Postings)
         self._files: defaultdict[str, _Postings] = defaultdict(_Postings)
         self._dirs: defaultdict[str, _Postings] = defaultdict(_Postings)
         self.total_length = 0.0
@@ -74,6 +75,8 @@ class EpisodeIndex:
         length = sum(weighted.values())
         for term, frequency in weighted.items():
             self._post(self._terms[term], slot, frequency)
+        for term in set(episode.errors):
+            self._post(self._error_terms[term], slot, 1.0)
         for path, weight in episode.files.items():
             self._post(self._files[path], slot, weight)
         for folder in {directory(path) for path in episode.files} - {""}:
@@ -127,7 +130,8 @@ class EpisodeIndex:
         )[np.frombuffer(self._outcome, dtype=np.int8)[found]]
         if query.debugging:
             resolved = np.frombuffer(self._resolved, dtype=np.int8)[found].astype(bool)
-            factor[resolved] = ranking.RESOLVED
+            share = self._error_share(query.terms, alive, live, size)[found]
+            factor[resolved] = 1 + (ranking.RESOLVED - 1) * share[resolved]
         if query.phase:
             same = np.frombuffer(self._phase, dtype=np.int8)[found] == _code(
                 ranking.PHASES, query.phase
@@ -159,6 +163,24 @@ class EpisodeIndex:
             part /= frequency + norm[slots]
             scores += np.bincount(slots, weights=part, minlength=size)
         return scores
+
+    def _error_share(
+        self, terms: Sequence[str], alive: npt.NDArray[np.bool_], live: int, size: int
+    ) -> Floats:
+        """How much of the query each slot's errors hold: the idf of the query's terms found
+        there over the idf of all its terms (0 to 1)."""
+        held = np.zeros(size)
+        total = 0.0
+        for term in terms:
+            postings = self._terms.get(term)
+            if postings is None:
+                continue
+            weight = ranking.idf(live, len(self._live(postings, alive)[0]))
+            total += weight
+            in_errors = self._error_terms.get(term)
+            if in_errors is not None:
+                held[self._live(in_errors, alive)[0]] += weight
+        return held / total if total > 0 else held
 
     def _touched(
         self, files: Sequence[str], alive: npt.NDArray[np.bool_], live: int, size: int
@@ -206,7 +228,7 @@ class EpisodeIndex:
         """Drop the dead slots: renumber the living, in order, and filter every posting."""
         alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
         renumber = np.cumsum(alive) - 1
-        for index in (self._terms, self._files, self._dirs):
+        for index in (self._terms, self._error_terms, self._files, self._dirs):
             for key in list(index):
                 slots, weights, _ = self._live(index[key], alive)
                 if not len(slots):
