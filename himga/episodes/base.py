@@ -18,11 +18,12 @@ that matter for a task (himga.episodes.ranking). Contracts every store keeps
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Self
+from typing import Any, Self
 
 from himga.records import EpisodeTrace, TaskContext
 
@@ -131,6 +132,33 @@ class EpisodeStore(ABC):
     ) -> EpisodeSearch:
         """The best `limit` (0: DEFAULT_SEARCH_LIMIT) episodes for `task` and free text
         `query`, with a context of at most `max_context_tokens` (0: DEFAULT_CONTEXT_TOKENS)."""
+
+    # The same calls on episodes in their wire form (EpisodeTrace.to_dict()'s, as the schema
+    # has it): what the server passes on, sparing a Python record per episode. A store that
+    # keeps wire forms overrides them; these defaults go through the records.
+
+    def record_documents(self, documents: builtins.list[dict[str, Any]]) -> int:
+        """`record_many` of schema-valid wire forms, kept as they are (absent keys mean their
+        defaults)."""
+        return self.record_many(EpisodeTrace.from_dict(d) for d in documents)
+
+    def get_document(self, episode_id: str) -> dict[str, Any]:
+        """`get`, as a wire form."""
+        return self.get(episode_id).to_dict()
+
+    def list_documents(
+        self, filters: EpisodeFilter | None = None, page_size: int = 0, page_token: str = ""
+    ) -> tuple[builtins.list[dict[str, Any]], str]:
+        """`list`, as wire forms and the next page's token."""
+        page = self.list(filters, page_size, page_token)
+        return [e.to_dict() for e in page.episodes], page.next_page_token
+
+    def search_documents(
+        self, task: TaskContext, query: str = "", limit: int = 0, max_context_tokens: int = 0
+    ) -> tuple[str, builtins.list[tuple[dict[str, Any], float]]]:
+        """`search`, as the context and (wire form, score) pairs."""
+        found = self.search(task, query, limit, max_context_tokens)
+        return found.context, [(hit.episode.to_dict(), hit.score) for hit in found.hits]
 
     def close(self) -> None:
         """Release what the store holds open; what a durable store stored stays stored."""

@@ -8,42 +8,46 @@ a line that would overflow it is left out with the rest of its episode, and when
 first header fits, it is cut short with "…".
 """
 
+from typing import Any
+
 from himga.episodes.features import Query, normal_path
 from himga.memory.text import terms
-from himga.records import EpisodeTrace
-from himga.timeutil import to_utc_isoformat
 
 MAX_ACTIONS = 3
 LINE_CHARS = 240
 
 
-def episode_lines(episode: EpisodeTrace, query: Query) -> list[str]:
-    """The lines of one episode, most important first."""
-    when = to_utc_isoformat(episode.timestamp)[:10]
-    phase = f", {episode.phase}" if episode.phase else ""
-    lines = [f"Episode {episode.id} ({when}, {episode.outcome}{phase}): {episode.goal}"]
-    errors = sorted(episode.errors_encountered, key=lambda e: not e.resolution)
-    for error in errors:
-        fix = f" -> resolved: {error.resolution}" if error.resolution else " (unresolved)"
-        lines.append(f"  error {error.error_type}: {error.message}{fix}")
-    if episode.files_modified:
-        lines.append(f"  changed: {', '.join(episode.files_modified)}")
+def episode_lines(episode: dict[str, Any], query: Query) -> list[str]:
+    """The lines of one episode (its wire form), most important first."""
+    context = episode["context"]
+    when = episode["timestamp"][:10]
+    phase = f", {context['phase']}" if context.get("phase") else ""
+    outcome = episode.get("outcome", "success")
+    lines = [f"Episode {episode['id']} ({when}, {outcome}{phase}): {context['goal']}"]
+    errors = episode.get("errors_encountered", [])
+    for error in sorted(errors, key=lambda e: not e.get("resolution")):
+        resolution = error.get("resolution")
+        fix = f" -> resolved: {resolution}" if resolution else " (unresolved)"
+        lines.append(f"  error {error['type']}: {error['message']}{fix}")
+    if episode.get("files_modified"):
+        lines.append(f"  changed: {', '.join(episode['files_modified'])}")
     wanted = set(query.terms)
     files = set(query.files)
     shown = 0
-    for action in episode.action_log:
+    for action in episode.get("action_log", []):
         if shown == MAX_ACTIONS:
             break
-        text = f"{action.tool} {action.input} {action.output}"
-        if normal_path(action.input) in files or wanted.intersection(terms(text)):
-            result = f" -> {action.output}" if action.output else ""
-            lines.append(f"  did {action.tool} {action.input}{result}")
+        target, result = action.get("target", ""), action.get("result", "")
+        if normal_path(target) in files or wanted.intersection(
+            terms(f"{action['action']} {target} {result}")
+        ):
+            lines.append(f"  did {action['action']} {target}" + (f" -> {result}" if result else ""))
             shown += 1
     return [_one_line(line) for line in lines]
 
 
-def build_context(episodes: list[EpisodeTrace], query: Query, max_chars: int) -> str:
-    """The context of `episodes` (best first) in at most `max_chars` characters."""
+def build_context(episodes: list[dict[str, Any]], query: Query, max_chars: int) -> str:
+    """The context of `episodes` (wire forms, best first) in at most `max_chars` characters."""
     out: list[str] = []
     used = 0
     for episode in episodes:

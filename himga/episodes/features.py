@@ -11,9 +11,11 @@ an error met was resolved, importance and time.
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from himga.memory.text import terms_of
-from himga.records import EpisodeTrace, TaskContext
+from himga.records import TaskContext
+from himga.timeutil import parse_utc_datetime
 
 MODIFIED = 1.0
 READ = 0.6
@@ -42,34 +44,37 @@ class Features:
     """Path -> the most its episode touched it (MODIFIED, READ or NAMED)."""
 
 
-def features(episode: EpisodeTrace) -> Features:
-    """The features of a valid episode."""
-    error_text = " ".join(
-        f"{e.error_type} {e.message} {e.resolution}" for e in episode.errors_encountered
+def features(document: dict[str, Any]) -> Features:
+    """The features of an episode in its wire form (schema-valid; absent keys are defaults)."""
+    context = document["context"]
+    errors = document.get("errors_encountered", [])
+    actions = document.get("action_log", [])
+    error_text = " ".join(f"{e['type']} {e['message']} {e.get('resolution', '')}" for e in errors)
+    action_text = " ".join(
+        f"{a['action']} {a.get('target', '')} {a.get('result', '')}" for a in actions
     )
-    action_text = " ".join(f"{a.tool} {a.input} {a.output}" for a in episode.action_log)
-    goal, errors, actions = terms_of([episode.goal, error_text, action_text])
+    goal, error_terms, action_terms = terms_of([context["goal"], error_text, action_text])
     files: dict[str, float] = {}
-    named = [*episode.context.files_involved]
-    named += [a.input for a in episode.action_log if _PATH.fullmatch(a.input)]
+    named = [*context.get("files_involved", [])]
+    named += [a["target"] for a in actions if _PATH.fullmatch(a.get("target", ""))]
     for paths, weight in (
         (named, NAMED),
-        (episode.files_read, READ),
-        (episode.files_modified, MODIFIED),
+        (document.get("files_read", []), READ),
+        (document.get("files_modified", []), MODIFIED),
     ):
         for path in map(normal_path, paths):
             if path:
                 files[path] = max(files.get(path, 0.0), weight)
     return Features(
-        id=episode.id,
-        timestamp=seconds(episode.timestamp),
-        importance=float(episode.importance),
-        phase=episode.phase,
-        outcome=episode.outcome,
-        resolved=any(e.resolution for e in episode.errors_encountered),
+        id=document["id"],
+        timestamp=seconds(parse_utc_datetime(document["timestamp"])),
+        importance=float(document.get("importance", 0.5)),
+        phase=context.get("phase", ""),
+        outcome=document.get("outcome", "success"),
+        resolved=any(e.get("resolution") for e in errors),
         goal=goal,
-        errors=errors,
-        actions=actions,
+        errors=error_terms,
+        actions=action_terms,
         files=files,
     )
 

@@ -31,9 +31,11 @@ from himga.episodes.base import (
 from himga.episodes.context import build_context
 from himga.episodes.features import Features, features, task_query
 from himga.episodes.index import EpisodeIndex
-from himga.episodes.paging import Position, after, page_token, position
+from himga.episodes.paging import Position, after, position
+from himga.episodes.paging import page_token as page_token_after
 from himga.errors import NotFoundError
 from himga.records import EpisodeTrace, TaskContext
+from himga.timeutil import to_utc_isoformat
 
 Row = dict[str, Any]
 """An episode in its wire form (EpisodeTrace.to_dict())."""
@@ -76,25 +78,67 @@ class IndexedStore(EpisodeStore):
         with self._lock:
             yield
 
-    # --- the interface ----------------------------------------------------------------------
+    # --- the interface, on wire forms ---------------------------------------------------
 
-    def record_many(self, episodes: Iterable[EpisodeTrace]) -> int:
-        checked = [episode.check() for episode in episodes]
-        rows = {episode.id: (episode.to_dict(), features(episode)) for episode in checked}
+    def record_documents(self, documents: builtins.list[Row]) -> int:
+        rows = {row["id"]: (row, features(row)) for row in documents}
         if not rows:
             return 0
         with self._call():
-            self._write(list(rows.values()))
+            self._write(builtins.list(rows.values()))
             for _, found in rows.values():
                 self._index.add(found)
-        return len(checked)
+        return len(documents)
 
-    def get(self, episode_id: str) -> EpisodeTrace:
+    def get_document(self, episode_id: str) -> Row:
         with self._call():
             row = self._read([episode_id]).get(episode_id)
             if row is None:
                 raise NotFoundError(f"no episode {episode_id!r} in this namespace")
             return self._accessed([row])[0]
+
+    def list_documents(
+        self, filters: EpisodeFilter | None = None, page_size: int = 0, page_token: str = ""
+    ) -> tuple[builtins.list[Row], str]:
+        check_limits(page_size=page_size)
+        filters = filters or EpisodeFilter()
+        start = after(page_token, filters)
+        size = page_size or DEFAULT_PAGE_SIZE
+        with self._call():
+            rows = self._listed(filters, start, size + 1)
+        token = page_token_after(position(rows[size - 1]), filters) if len(rows) > size else ""
+        return rows[:size], token
+
+    def search_documents(
+        self, task: TaskContext, query: str = "", limit: int = 0, max_context_tokens: int = 0
+    ) -> tuple[str, builtins.list[tuple[Row, float]]]:
+        check_limits(limit=limit, max_context_tokens=max_context_tokens)
+        wanted = task_query(task.check(), query)
+        budget = (max_context_tokens or DEFAULT_CONTEXT_TOKENS) * TOKEN_CHARS
+        with self._call():
+            best = self._index.best(wanted, limit or DEFAULT_SEARCH_LIMIT)
+            rows = self._read([episode_id for episode_id, _ in best])
+            found = self._accessed([rows[episode_id] for episode_id, _ in best])
+        scored = [(row, score) for row, (_, score) in zip(found, best, strict=True)]
+        return build_context(found, wanted, budget), scored
+
+    def _accessed(self, rows: builtins.list[Row]) -> builtins.list[Row]:
+        """The rows, their access counted now, in the store and in the rows returned."""
+        if rows:
+            when = datetime.now(UTC)
+            self._touch([row["id"] for row in rows], when)
+            for row in rows:
+                row["access_count"] = row.get("access_count", 0) + 1
+                row["last_accessed"] = to_utc_isoformat(when)
+        return rows
+
+    # --- the interface, on records --------------------------------------------------------
+
+    def record_many(self, episodes: Iterable[EpisodeTrace]) -> int:
+        return self.record_documents([episode.check().to_dict() for episode in episodes])
+
+    def get(self, episode_id: str) -> EpisodeTrace:
+        return EpisodeTrace.from_dict(self.get_document(episode_id))
 
     def delete(self, episode_id: str) -> bool:
         with self._call():
@@ -105,42 +149,12 @@ class IndexedStore(EpisodeStore):
     def list(
         self, filters: EpisodeFilter | None = None, page_size: int = 0, page_token: str = ""
     ) -> EpisodePage:
-        check_limits(page_size=page_size)
-        filters = filters or EpisodeFilter()
-        start = after(page_token, filters)
-        size = page_size or DEFAULT_PAGE_SIZE
-        with self._call():
-            rows = self._listed(filters, start, size + 1)
-        episodes = [EpisodeTrace.from_dict(row) for row in rows[:size]]
-        token = _next_token(episodes, filters) if len(rows) > size else ""
-        return EpisodePage(episodes, token)
+        rows, token = self.list_documents(filters, page_size, page_token)
+        return EpisodePage([EpisodeTrace.from_dict(row) for row in rows], token)
 
     def search(
         self, task: TaskContext, query: str = "", limit: int = 0, max_context_tokens: int = 0
     ) -> EpisodeSearch:
-        check_limits(limit=limit, max_context_tokens=max_context_tokens)
-        task.check()
-        wanted = task_query(task, query)
-        budget = (max_context_tokens or DEFAULT_CONTEXT_TOKENS) * TOKEN_CHARS
-        with self._call():
-            best = self._index.best(wanted, limit or DEFAULT_SEARCH_LIMIT)
-            rows = self._read([episode_id for episode_id, _ in best])
-            episodes = self._accessed([rows[episode_id] for episode_id, _ in best])
-        hits = [EpisodeHit(e, score) for e, (_, score) in zip(episodes, best, strict=True)]
-        return EpisodeSearch(build_context(episodes, wanted, budget), hits)
-
-    def _accessed(self, rows: builtins.list[Row]) -> builtins.list[EpisodeTrace]:
-        """The episodes of `rows`, their access counted now, in the store and in the copies."""
-        if not rows:
-            return []
-        when = datetime.now(UTC)
-        episodes = [EpisodeTrace.from_dict(row) for row in rows]
-        self._touch([row["id"] for row in rows], when)
-        for episode in episodes:
-            episode.access_count += 1
-            episode.last_accessed = when
-        return episodes
-
-
-def _next_token(episodes: list[EpisodeTrace], filters: EpisodeFilter) -> str:
-    return page_token(position(episodes[-1]), filters)
+        context, scored = self.search_documents(task, query, limit, max_context_tokens)
+        hits = [EpisodeHit(EpisodeTrace.from_dict(row), score) for row, score in scored]
+        return EpisodeSearch(context, hits)

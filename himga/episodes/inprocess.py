@@ -14,7 +14,6 @@ from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, passes, position
-from himga.records import EpisodeTrace
 from himga.timeutil import to_utc_isoformat
 
 
@@ -59,7 +58,7 @@ class InProcessEpisodes(IndexedStore):
         found: list[Row] = []
         for at in range(end - 1, -1, -1):  # newest first
             row = json.loads(self._rows[self._order[at][1]])
-            if passes(EpisodeTrace.from_dict(row), filters):
+            if passes(row, filters):
                 found.append(row)
                 if len(found) == count:
                     break
@@ -67,4 +66,4 @@ class InProcessEpisodes(IndexedStore):
 
 
 def _position(row: Row) -> Position:
-    return position(EpisodeTrace.from_dict(row))
+    return position(row)

@@ -16,14 +16,15 @@ from typing import Any
 
 from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import normal_path
-from himga.records import EpisodeTrace
+from himga.timeutil import parse_utc_datetime
 
 Position = tuple[int, str]
 """Where an episode sits in the listing: (its timestamp in microseconds, its id)."""
 
 
-def position(episode: EpisodeTrace) -> Position:
-    return micros(episode.timestamp), episode.id
+def position(episode: dict[str, Any]) -> Position:
+    """Where an episode (its wire form) sits in the listing."""
+    return micros(parse_utc_datetime(episode["timestamp"])), episode["id"]
 
 
 def micros(moment: datetime) -> int:
@@ -34,24 +35,36 @@ def micros(moment: datetime) -> int:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def passes(episode: EpisodeTrace, filters: EpisodeFilter) -> bool:
-    """Whether an episode passes every filter given."""
+def passes(episode: dict[str, Any], filters: EpisodeFilter) -> bool:
+    """Whether an episode (its wire form) passes every filter given."""
+    context = episode["context"]
     for wanted, held in (
-        (filters.task_id, episode.task_id),
-        (filters.agent, episode.agent),
-        (filters.phase, episode.phase),
-        (filters.outcome, episode.outcome),
+        (filters.task_id, episode["task_id"]),
+        (filters.agent, episode["agent"]),
+        (filters.phase, context.get("phase", "")),
+        (filters.outcome, episode.get("outcome", "success")),
     ):
         if wanted and wanted != held:
             return False
-    if filters.since is not None and episode.timestamp < filters.since:
+    when = parse_utc_datetime(episode["timestamp"])
+    if filters.since is not None and when < filters.since:
         return False
-    if filters.until is not None and episode.timestamp >= filters.until:
+    if filters.until is not None and when >= filters.until:
         return False
     if filters.file:
-        files = (*episode.files_read, *episode.files_modified, *episode.context.files_involved)
-        return normal_path(filters.file) in {normal_path(f) for f in files}
+        return normal_path(filters.file) in listed_files(episode)
     return True
+
+
+def listed_files(episode: dict[str, Any]) -> set[str]:
+    """The paths the file filter finds an episode by: those it read, modified or names in its
+    context."""
+    paths = (
+        *episode.get("files_read", []),
+        *episode.get("files_modified", []),
+        *episode["context"].get("files_involved", []),
+    )
+    return {normal_path(path) for path in paths} - {""}
 
 
 def page_token(last: Position, filters: EpisodeFilter) -> str:

@@ -34,7 +34,7 @@ from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features, normal_path
 from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
-from himga.episodes.paging import Position, micros
+from himga.episodes.paging import Position, listed_files, micros
 from himga.errors import IncompatibleStoreError
 from himga.memory.registry import namespace_file
 from himga.memory.text import STEMMER
@@ -155,7 +155,7 @@ class SQLiteEpisodes(IndexedStore):
             db.executemany(_INSERT, [_values(row, found) for row, found in rows])
             db.executemany(
                 "INSERT OR IGNORE INTO episode_files VALUES (?, ?)",
-                [(path, row["id"]) for row, _ in rows for path in _listed_files(row)],
+                [(path, row["id"]) for row, _ in rows for path in listed_files(row)],
             )
 
     def _read(self, ids: list[str]) -> dict[str, Row]:
@@ -267,9 +267,3 @@ def _row(document: str, access_count: int, last_accessed: str | None) -> Row:
     if last_accessed is not None:
         row["last_accessed"] = last_accessed
     return row
-
-
-def _listed_files(row: Row) -> set[str]:
-    """The paths ListEpisodes' file filter finds the episode by."""
-    paths = (*row["files_read"], *row["files_modified"], *row["context"]["files_involved"])
-    return {normal_path(path) for path in paths} - {""}

@@ -70,7 +70,18 @@ def hits_from_proto(hits: Iterable[pb.Hit]) -> list[Hit]:
 
 def episode_from_proto(episode: pb.EpisodeTrace, path: str) -> EpisodeTrace:
     """The EpisodeTrace a request carries at `path` (`episode`, `episodes[2]`)."""
-    return _record(EpisodeTrace, _to_dict(episode), path)
+    return EpisodeTrace.from_dict(episode_document(episode, path))
+
+
+def episode_document(episode: pb.EpisodeTrace, path: str) -> dict[str, Any]:
+    """The wire form (the schema's JSON) of an episode a request carries at `path`, checked
+    against the schema: what the stores keep."""
+    return _checked(_to_dict(episode), "EpisodeTrace", path)
+
+
+def episode_document_to_proto(document: dict[str, Any]) -> pb.EpisodeTrace:
+    """The proto of an episode's wire form."""
+    return _from_document(document, pb.EpisodeTrace)
 
 
 def task_from_proto(task: pb.TaskContext, path: str) -> TaskContext:
@@ -79,7 +90,7 @@ def task_from_proto(task: pb.TaskContext, path: str) -> TaskContext:
 
 
 def episode_to_proto(episode: EpisodeTrace) -> pb.EpisodeTrace:
-    return _from_document(episode.to_dict(), pb.EpisodeTrace)
+    return episode_document_to_proto(episode.to_dict())
 
 
 def task_to_proto(task: TaskContext) -> pb.TaskContext:
@@ -87,9 +98,13 @@ def task_to_proto(task: TaskContext) -> pb.TaskContext:
 
 
 def _record(record: type[RecordT], data: dict[str, Any], path: str) -> RecordT:
-    """The record (himga.records) of `data`, checked against its JSON Schema first; each
-    broken rule becomes a violation at its path in the request."""
-    type_name = record.__name__
+    """The record (himga.records) of `data`, checked against its JSON Schema first."""
+    return record.from_dict(_checked(data, record.__name__, path))
+
+
+def _checked(data: dict[str, Any], type_name: str, path: str) -> dict[str, Any]:
+    """`data` once it is valid against the schema of `type_name`; else InvalidRequest with
+    each broken rule as a violation at its path in the request."""
     if not validation.is_valid(data, type_name):
         raise InvalidRequest(
             [
@@ -97,7 +112,7 @@ def _record(record: type[RecordT], data: dict[str, Any], path: str) -> RecordT:
                 for e in validation.validate(data, type_name)
             ]
         )
-    return record.from_dict(data)
+    return data
 
 
 def _validate(model: type[ModelT], data: dict[str, Any], path: str) -> ModelT:

@@ -32,10 +32,10 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         self, request: pb.RecordEpisodeRequest, context: grpc.ServicerContext
     ) -> pb.RecordEpisodeResponse:
         found: list[FieldViolation] = []
-        episode = _required(request, "episode", found, convert.episode_from_proto)
+        episode = _required(request, "episode", found, convert.episode_document)
         store = self._store(request.namespace, found)
         assert episode is not None  # no violation found: the episode was read
-        store.record(episode)
+        store.record_documents([episode])
         return pb.RecordEpisodeResponse()
 
     @rpc
@@ -46,18 +46,19 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         episodes = []
         for i, episode in enumerate(request.episodes):
             try:
-                episodes.append(convert.episode_from_proto(episode, f"episodes[{i}]"))
+                episodes.append(convert.episode_document(episode, f"episodes[{i}]"))
             except InvalidRequest as error:
                 found.extend(error.violations)
         store = self._store(request.namespace, found)
-        return pb.RecordEpisodesResponse(recorded=store.record_many(episodes))
+        return pb.RecordEpisodesResponse(recorded=store.record_documents(episodes))
 
     @rpc
     def GetEpisode(
         self, request: pb.GetEpisodeRequest, context: grpc.ServicerContext
     ) -> pb.GetEpisodeResponse:
         store = self._store(request.namespace, _id_violations(request.id))
-        return pb.GetEpisodeResponse(episode=convert.episode_to_proto(store.get(request.id)))
+        episode = store.get_document(request.id)
+        return pb.GetEpisodeResponse(episode=convert.episode_document_to_proto(episode))
 
     @rpc
     def DeleteEpisode(
@@ -85,10 +86,10 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         except ValueError as error:
             found.append(FieldViolation("page_token", str(error).removeprefix("page_token: ")))
         store = self._store(request.namespace, found)
-        page = store.list(filters, request.page_size, request.page_token)
+        episodes, token = store.list_documents(filters, request.page_size, request.page_token)
         return pb.ListEpisodesResponse(
-            episodes=[convert.episode_to_proto(e) for e in page.episodes],
-            next_page_token=page.next_page_token,
+            episodes=[convert.episode_document_to_proto(e) for e in episodes],
+            next_page_token=token,
         )
 
     @rpc
@@ -104,12 +105,14 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         task = _required(request, "task", found, convert.task_from_proto)
         store = self._store(request.namespace, found)
         assert task is not None
-        answer = store.search(task, request.query, request.limit, request.max_context_tokens)
+        text, hits = store.search_documents(
+            task, request.query, request.limit, request.max_context_tokens
+        )
         return pb.SearchEpisodesResponse(
-            context=answer.context,
+            context=text,
             hits=[
-                pb.EpisodeHit(episode=convert.episode_to_proto(hit.episode), score=hit.score)
-                for hit in answer.hits
+                pb.EpisodeHit(episode=convert.episode_document_to_proto(episode), score=score)
+                for episode, score in hits
             ],
         )
 
