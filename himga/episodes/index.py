@@ -73,14 +73,24 @@ class EpisodeIndex:
             for term in terms:
                 weighted[term] += weight
         length = sum(weighted.values())
+        # Appends written out (not a helper per posting): opening 100k episodes is this loop.
+        terms, error_terms, files, dirs = self._terms, self._error_terms, self._files, self._dirs
         for term, frequency in weighted.items():
-            self._post(self._terms[term], slot, frequency)
+            postings = terms[term]
+            postings.slots.append(slot)
+            postings.weights.append(frequency)
         for term in set(episode.errors):
-            self._post(self._error_terms[term], slot, 1.0)
+            postings = error_terms[term]
+            postings.slots.append(slot)
+            postings.weights.append(1.0)
         for path, weight in episode.files.items():
-            self._post(self._files[path], slot, weight)
+            postings = files[path]
+            postings.slots.append(slot)
+            postings.weights.append(weight)
         for folder in {directory(path) for path in episode.files} - {""}:
-            self._post(self._dirs[folder], slot, 1.0)
+            postings = dirs[folder]
+            postings.slots.append(slot)
+            postings.weights.append(1.0)
         self._ids.append(episode.id)
         self._slot[episode.id] = slot
         self._alive.append(1)
@@ -91,11 +101,6 @@ class EpisodeIndex:
         self._outcome.append(_code(ranking.OUTCOMES, episode.outcome))
         self._resolved.append(episode.resolved)
         self.total_length += length
-
-    @staticmethod
-    def _post(postings: _Postings, slot: int, weight: float) -> None:
-        postings.slots.append(slot)
-        postings.weights.append(weight)
 
     def remove(self, episode_id: str) -> bool:
         """Forget an episode; whether it was indexed."""
