@@ -74,9 +74,9 @@ class EpisodeIndex:
                 weighted[term] += weight
         length = sum(weighted.values())
         # Appends written out (not a helper per posting): opening 100k episodes is this loop.
-        terms, error_terms, files, dirs = self._terms, self._error_terms, self._files, self._dirs
+        index, error_terms, files, dirs = self._terms, self._error_terms, self._files, self._dirs
         for term, frequency in weighted.items():
-            postings = terms[term]
+            postings = index[term]
             postings.slots.append(slot)
             postings.weights.append(frequency)
         for term in set(episode.errors):
