@@ -53,6 +53,7 @@ class EpisodeIndex:
         self._files: defaultdict[str, _Postings] = defaultdict(_Postings)
         self._dirs: defaultdict[str, _Postings] = defaultdict(_Postings)
         self.total_length = 0.0
+        self._newest: float | None = None
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -101,6 +102,8 @@ class EpisodeIndex:
         self._outcome.append(_code(ranking.OUTCOMES, episode.outcome))
         self._resolved.append(episode.resolved)
         self.total_length += length
+        if self._newest is not None:
+            self._newest = max(self._newest, episode.timestamp)
 
     def remove(self, episode_id: str) -> bool:
         """Forget an episode; whether it was indexed."""
@@ -110,6 +113,8 @@ class EpisodeIndex:
         self._ids[slot] = None
         self._alive[slot] = 0
         self.total_length -= self._length[slot]
+        if self._time[slot] == self._newest:
+            self._newest = None
         dead = len(self._ids) - len(self._slot)
         if dead > 1000 and dead > len(self._slot):
             self._compact()
@@ -121,10 +126,19 @@ class EpisodeIndex:
         if not live or limit <= 0 or not (query.terms or query.files):
             return []
         size = len(self._ids)
-        alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
-        relevance = self._text(query.terms, alive, live, size)
-        relevance += self._touched(query.files, alive, live, size)
-        found = np.flatnonzero((relevance > 0) & alive)
+        # Dead slots are masked out of every posting only when there are any.
+        alive = np.frombuffer(self._alive, dtype=np.bool_) if live < size else None
+        parts: list[tuple[npt.NDArray[np.int32], Floats]] = []
+        weights = self._text(query.terms, alive, live, parts)
+        self._touched(query.files, alive, live, parts)
+        if not parts:
+            return []
+        relevance = np.bincount(
+            np.concatenate([slots for slots, _ in parts]),
+            weights=np.concatenate([part for _, part in parts]),
+            minlength=size,
+        )
+        found = np.flatnonzero(relevance > 0)
         if not len(found):
             return []
         factor = np.asarray(
@@ -134,8 +148,8 @@ class EpisodeIndex:
             ]
         )[np.frombuffer(self._outcome, dtype=np.int8)[found]]
         if query.debugging:
-            resolved = np.frombuffer(self._resolved, dtype=np.int8)[found].astype(bool)
-            share = self._error_share(query.terms, alive, live, size)[found]
+            resolved = np.frombuffer(self._resolved, dtype=np.bool_)[found]
+            share = self._error_share(weights, alive, size)[found]
             factor[resolved] = 1 + (ranking.RESOLVED - 1) * share[resolved]
         if query.phase:
             same = np.frombuffer(self._phase, dtype=np.int8)[found] == _code(
@@ -143,55 +157,70 @@ class EpisodeIndex:
             )
             factor[same] *= 1 + ranking.PHASE_BONUS
         times = np.frombuffer(self._time, dtype=np.float64)
-        newest = times[alive].max()
+        newest = self._newest_time(times, alive)
         recency = 1.0 / (1.0 + (newest - times[found]) / (_DAY * ranking.RECENCY_DAYS))
         importance = np.frombuffer(self._importance, dtype=np.float64)[found]
         scores = relevance[found] * factor + ranking.TIE_WEIGHT * (importance + recency)
         return self._top(found, scores, times, limit)
 
+    def _newest_time(self, times: Floats, alive: npt.NDArray[np.bool_] | None) -> float:
+        """The time of the newest live episode (kept between calls until a removal)."""
+        if self._newest is None:
+            self._newest = float(times.max() if alive is None else times[alive].max())
+        return self._newest
+
     def _text(
-        self, terms: Sequence[str], alive: npt.NDArray[np.bool_], live: int, size: int
-    ) -> Floats:
-        """BM25 of the terms against every slot (0 where none occurs)."""
-        scores = np.zeros(size)
+        self,
+        terms: Sequence[str],
+        alive: npt.NDArray[np.bool_] | None,
+        live: int,
+        parts: list[tuple[npt.NDArray[np.int32], Floats]],
+    ) -> dict[str, float]:
+        """Add each term's BM25 part per slot to `parts`; return the idf of each term found."""
         lengths = np.frombuffer(self._length, dtype=np.float64)
         average = self.total_length / live if self.total_length > 0 else 1.0
-        norm = ranking.K1 * (1 - ranking.B + ranking.B * lengths / average)
+        found: dict[str, float] = {}
         for term in terms:
             postings = self._terms.get(term)
             if postings is None:
                 continue
-            slots, frequency, _ = self._live(postings, alive)
+            slots, frequency = self._live(postings, alive)
             if not len(slots):
                 continue
-            part = ranking.idf(live, len(slots)) * frequency * (ranking.K1 + 1)
-            part /= frequency + norm[slots]
-            scores += np.bincount(slots, weights=part, minlength=size)
-        return scores
+            found[term] = weight = ranking.idf(live, len(slots))
+            norm = ranking.K1 * (1 - ranking.B + ranking.B * lengths[slots] / average)
+            parts.append((slots, weight * frequency * (ranking.K1 + 1) / (frequency + norm)))
+        return found
 
     def _error_share(
-        self, terms: Sequence[str], alive: npt.NDArray[np.bool_], live: int, size: int
+        self, weights: dict[str, float], alive: npt.NDArray[np.bool_] | None, size: int
     ) -> Floats:
         """How much of the query each slot's errors hold: the idf of the query's terms found
-        there over the idf of all its terms (0 to 1)."""
-        held = np.zeros(size)
-        total = 0.0
-        for term in terms:
-            postings = self._terms.get(term)
-            if postings is None:
-                continue
-            weight = ranking.idf(live, len(self._live(postings, alive)[0]))
-            total += weight
-            in_errors = self._error_terms.get(term)
-            if in_errors is not None:
-                held[self._live(in_errors, alive)[0]] += weight
-        return held / total if total > 0 else held
+        there over the idf of all its terms found anywhere (0 to 1)."""
+        total = sum(weights.values())
+        held = [
+            (slots, np.full(len(slots), weight))
+            for term, weight in weights.items()
+            if (in_errors := self._error_terms.get(term)) is not None
+            for slots in (self._live(in_errors, alive)[0],)
+        ]
+        if not held or total <= 0:
+            return np.zeros(size)
+        share = np.bincount(
+            np.concatenate([slots for slots, _ in held]),
+            weights=np.concatenate([w for _, w in held]),
+            minlength=size,
+        )
+        return share / total
 
     def _touched(
-        self, files: Sequence[str], alive: npt.NDArray[np.bool_], live: int, size: int
-    ) -> Floats:
-        """How much of the files (and their folders) every slot touched, by their idf."""
-        scores = np.zeros(size)
+        self,
+        files: Sequence[str],
+        alive: npt.NDArray[np.bool_] | None,
+        live: int,
+        parts: list[tuple[npt.NDArray[np.int32], Floats]],
+    ) -> None:
+        """Add how much of each file (and its folder) every slot touched, by idf, to `parts`."""
         for path in files:
             for index, path_key, scale in (
                 (self._files, path, 1.0),
@@ -200,20 +229,21 @@ class EpisodeIndex:
                 postings = index.get(path_key) if path_key else None
                 if postings is None:
                     continue
-                slots, weights, _ = self._live(postings, alive)
+                slots, weights = self._live(postings, alive)
                 if len(slots):
-                    weight = scale * ranking.idf(live, len(slots))
-                    scores += np.bincount(slots, weights=weights * weight, minlength=size)
-        return scores
+                    parts.append((slots, weights * (scale * ranking.idf(live, len(slots)))))
 
     @staticmethod
     def _live(
-        postings: _Postings, alive: npt.NDArray[np.bool_]
-    ) -> tuple[npt.NDArray[np.int32], Floats, npt.NDArray[np.bool_]]:
+        postings: _Postings, alive: npt.NDArray[np.bool_] | None
+    ) -> tuple[npt.NDArray[np.int32], Floats]:
+        """The slots and weights of a posting list, those of dead slots left out."""
         slots = np.frombuffer(postings.slots, dtype=np.int32)
         weights = np.frombuffer(postings.weights, dtype=np.float64)
+        if alive is None:
+            return slots, weights
         keep = alive[slots]
-        return slots[keep], weights[keep], keep
+        return slots[keep], weights[keep]
 
     def _top(
         self, found: npt.NDArray[np.intp], scores: Floats, times: Floats, limit: int
@@ -231,11 +261,11 @@ class EpisodeIndex:
 
     def _compact(self) -> None:
         """Drop the dead slots: renumber the living, in order, and filter every posting."""
-        alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
+        alive = np.frombuffer(self._alive, dtype=np.bool_)
         renumber = np.cumsum(alive) - 1
         for index in (self._terms, self._error_terms, self._files, self._dirs):
             for key in list(index):
-                slots, weights, _ = self._live(index[key], alive)
+                slots, weights = self._live(index[key], alive)
                 if not len(slots):
                     del index[key]
                     continue
