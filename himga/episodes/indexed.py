@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from himga import validation
 from himga.episodes.base import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_PAGE_SIZE,
@@ -34,7 +35,7 @@ from himga.episodes.index import EpisodeIndex
 from himga.episodes.paging import Position, after, position
 from himga.episodes.paging import page_token as page_token_after
 from himga.errors import NotFoundError
-from himga.records import EpisodeTrace, TaskContext
+from himga.records import EpisodeTrace, InvalidRecordError, TaskContext
 from himga.timeutil import to_utc_isoformat
 
 Row = dict[str, Any]
@@ -81,6 +82,16 @@ class IndexedStore(EpisodeStore):
     # --- the interface, on wire forms ---------------------------------------------------
 
     def record_documents(self, documents: builtins.list[Row]) -> int:
+        """Store wire forms (all, or none when any is invalid against the schema: an
+        InvalidRecordError, a ValueError, names each broken rule by its JSON path)."""
+        problems = [
+            f"episode {i}: {error}"
+            for i, row in enumerate(documents)
+            if not validation.is_valid(row, "EpisodeTrace")
+            for error in validation.validate(row, "EpisodeTrace")
+        ]
+        if problems:
+            raise InvalidRecordError(problems)
         rows = {row["id"]: (row, features(row)) for row in documents}
         if not rows:
             return 0

@@ -59,6 +59,14 @@ def test_an_invalid_episode_is_refused_naming_the_field_and_nothing_is_stored(
     assert store.list().episodes == []
 
 
+def test_an_invalid_wire_form_is_refused_naming_its_path(store: EpisodeStore) -> None:
+    good, bad = episode(1).to_dict(), episode(2).to_dict()
+    bad["tokens_used"] = -1
+    with pytest.raises(ValueError, match="tokens_used"):
+        store.record_documents([good, bad])
+    assert store.list().episodes == []
+
+
 def test_record_many_stores_all_and_counts_them(store: EpisodeStore) -> None:
     assert store.record_many([episode(n) for n in range(5)]) == 5
     assert len(store.list().episodes) == 5

@@ -68,7 +68,10 @@ def test_an_invalid_episode_names_each_field_and_is_not_stored(
 def test_a_missing_episode_or_timestamp_is_named(stub: memory_pb2_grpc.EpisodeServiceStub) -> None:
     no_time = proto_episode(1)
     no_time.ClearField("timestamp")
+    far = proto_episode(1)
+    far.timestamp.seconds = 10**13  # beyond year 9999: no RFC 3339 form
     for request, field in (
+        (pb.RecordEpisodeRequest(namespace=fresh(), episode=far), "episode.timestamp"),
         (pb.RecordEpisodeRequest(namespace=fresh()), "episode"),
         (pb.RecordEpisodeRequest(namespace=fresh(), episode=no_time), "episode.timestamp"),
         (pb.RecordEpisodeRequest(namespace="bad namespace", episode=proto_episode(1)), "namespace"),
