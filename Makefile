@@ -17,7 +17,8 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-validate-cli bench-service bench-memory eval-retrieval eval-qa clean
+        bench-validate-cli bench-service bench-memory bench-episodes eval-retrieval \
+        eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -67,7 +68,7 @@ serve: $(SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
-bench: bench-validate bench-validate-cli bench-service bench-memory
+bench: bench-validate bench-validate-cli bench-service bench-memory bench-episodes
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
@@ -84,6 +85,14 @@ bench-service: $(SETUP)
 ## bench-memory: ingest and retrieve of the keyword memories beside bare SQLite and a scan
 bench-memory: $(SETUP)
 	$(PY) -m benchmarks.bench_memory
+
+## bench-episodes: SearchEpisodes at 100k episodes beside a scan of their JSON; recording rates
+bench-episodes: $(SETUP)
+	$(PY) -m benchmarks.bench_episodes
+
+## eval-episodes: recall@k and MRR of the episode ranking beside BM25 and Loki Mode's rules
+eval-episodes: $(SETUP)
+	$(BIN)/himga eval-episodes
 
 ## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
 eval-retrieval: $(SETUP)

@@ -44,3 +44,7 @@ class UnknownTypeError(HimgaError, LookupError):
 class IncompatibleStoreError(HimgaError, ValueError):
     """A memory's stored data was written in a form this himga does not read (for example, by
     another version's retrieval method); the message says what to do."""
+
+
+class NotFoundError(HimgaError, LookupError):
+    """A record asked for by its id is not stored (an episode GetEpisode names, for one)."""

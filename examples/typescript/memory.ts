@@ -61,7 +61,8 @@ export function fieldViolations(error: unknown): FieldViolation[] {
 export const ERROR_DOMAIN = "himga.dev";
 
 /**
- * The reasons a himga server gives (the comment on MemoryService in memory.proto lists them).
+ * The reasons a himga server gives (the comments on MemoryService and EpisodeService in
+ * memory.proto list them).
  * Branch on these, not on the status code: two kinds share FAILED_PRECONDITION.
  */
 export const Reason = {
@@ -71,6 +72,8 @@ export const Reason = {
   MemoryMismatch: "MEMORY_MISMATCH",
   /** FAILED_PRECONDITION: the namespace's stored data is in a form this server does not read. */
   IncompatibleStore: "INCOMPATIBLE_STORE",
+  /** NOT_FOUND: GetEpisode named an id the namespace does not hold. */
+  NotFound: "NOT_FOUND",
   /** INTERNAL: the server failed unexpectedly (it logs why). */
   Internal: "INTERNAL",
 } as const;

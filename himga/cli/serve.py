@@ -9,6 +9,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from himga.episodes.registry import DEFAULT_STORE, store_names
 from himga.memory.registry import DEFAULT_MEMORY, memory_names
 
 GRACE_SECONDS = 5.0
@@ -20,7 +21,7 @@ _log = logging.getLogger("himga.serve")
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="run the memory server (gRPC MemoryService, health, reflection)",
+        help="run the memory server (gRPC MemoryService and EpisodeService, health, reflection)",
         description="Run the himga memory server until SIGTERM or SIGINT; in-flight calls "
         "finish before it exits. Logs to stderr, including 'listening on HOST:PORT' once ready.",
     )
@@ -38,6 +39,12 @@ def add_parser(subparsers: Any) -> None:
         default=DEFAULT_MEMORY,
         choices=memory_names(),
         help="memory of namespaces whose calls name none (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--episodes",
+        default=DEFAULT_STORE,
+        choices=store_names(),
+        help="where namespaces keep their episodes (default: %(default)s)",
     )
     parser.add_argument(
         "--data-dir",
@@ -70,14 +77,21 @@ def run(args: argparse.Namespace) -> int:
         data_dir.mkdir(parents=True, exist_ok=True)
     host = f"[{args.host}]" if ":" in args.host else args.host
     try:
-        server, port = create_server(f"{host}:{args.port}", memory=args.memory, data_dir=data_dir)
+        server, port = create_server(
+            f"{host}:{args.port}", memory=args.memory, episodes=args.episodes, data_dir=data_dir
+        )
     except RuntimeError as error:  # grpc cannot bind the address
         _log.error("cannot listen on %s:%s: %s", host, args.port, error)
         return 1
     if data_dir is None:
         _log.warning("no --data-dir: memories keep nothing on disk and forget all at exit")
     _log.info(
-        "listening on %s:%d (memory %s, data dir %s)", host, port, args.memory, data_dir or "none"
+        "listening on %s:%d (memory %s, episodes %s, data dir %s)",
+        host,
+        port,
+        args.memory,
+        args.episodes,
+        data_dir or "none",
     )
     while not stop.wait(0.5):
         pass

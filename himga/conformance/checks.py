@@ -24,7 +24,11 @@ from himga.conformance.wire import (
     code_of,
 )
 
-Kind = Literal["required", "capability"]
+Kind = Literal["required", "capability", "episodes"]
+KINDS: tuple[Kind, ...] = ("required", "capability", "episodes")
+"""The kinds in the order the table shows them. `episodes` checks are EpisodeService's
+contract: required of a server that offers the service, shown as not offered (and not held
+against it) when the server answers UNIMPLEMENTED."""
 NewNamespace = Callable[[], str]
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -49,11 +53,13 @@ class Check:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """How a server fared on one check; `detail` says what was seen when it failed."""
+    """How a server fared on one check; `detail` says what was seen when it failed.
+    `offered` is False when the server does not offer the check's service at all."""
 
     check: Check
     passed: bool
     detail: str
+    offered: bool = True
 
 
 CHECKS: list[Check] = []
@@ -66,9 +72,9 @@ def check(
         run: Callable[[Wire, NewNamespace], None],
     ) -> Callable[[Wire, NewNamespace], None]:
         CHECKS.append(Check(name, kind, description, run))
-        # Required checks run first, each kind in the order it was defined, whichever module
-        # registered first (a stable sort).
-        CHECKS.sort(key=lambda known: known.kind != "required")
+        # Required checks run first, then capabilities, then episodes, each kind in the order
+        # it was defined, whichever module registered first (a stable sort).
+        CHECKS.sort(key=lambda known: KINDS.index(known.kind))
         return run
 
     return register

@@ -2,9 +2,10 @@
 
 import grpc
 
-# Imported for their registrations (the registry orders them: required, then capabilities).
-from himga.conformance import capabilities, required  # noqa: F401
+# Imported for their registrations (the registry orders them: required, capabilities, episodes).
+from himga.conformance import capabilities, episodes, required  # noqa: F401
 from himga.conformance.checks import CHECKS, Check, CheckResult
+from himga.conformance.episodes import offers_episodes
 from himga.conformance.wire import CheckFailed, Wire, code_of, connect, fresh_namespace
 
 
@@ -26,4 +27,10 @@ def run_checks(target: str, timeout: float = 10.0) -> list[CheckResult]:
     """Every check against the MemoryService at `target` (HOST:PORT), in order.
     ConnectionError when nothing answers there within `timeout` seconds."""
     with connect(target, timeout) as wire:
-        return [run_check(wire, check) for check in CHECKS]
+        offered = offers_episodes(wire)
+        return [
+            run_check(wire, check)
+            if offered or check.kind != "episodes"
+            else CheckResult(check, False, "the server does not offer EpisodeService", False)
+            for check in CHECKS
+        ]

@@ -24,6 +24,7 @@ class Wire:
 
     def __init__(self, channel: grpc.Channel, timeout: float) -> None:
         self.memory = memory_pb2_grpc.MemoryServiceStub(channel)
+        self.episodes = memory_pb2_grpc.EpisodeServiceStub(channel)
         # Any: the typeshed stub of HealthStub does not declare its methods.
         self.health: Any = health_pb2_grpc.HealthStub(channel)
         self.timeout = timeout

@@ -1,8 +1,10 @@
-"""himga.service: the MemoryService over gRPC: its server (`create_server`) and its client
-(`RemoteMemory`, a BaseMemory). The only part of himga that imports grpc."""
+"""himga.service: the MemoryService and EpisodeService over gRPC: their server
+(`create_server`) and their clients (`RemoteMemory`, a BaseMemory; `RemoteEpisodes`, an
+EpisodeStore). The only part of himga that imports grpc."""
 
 from himga.service.client import RemoteMemory
 from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch
+from himga.service.remote_episodes import RemoteEpisodes
 from himga.service.server import MemoryServer, create_server
 
 __all__ = [
@@ -10,6 +12,7 @@ __all__ = [
     "InvalidRequest",
     "MemoryMismatch",
     "MemoryServer",
+    "RemoteEpisodes",
     "RemoteMemory",
     "create_server",
 ]

@@ -18,7 +18,7 @@ from google.protobuf.message import Message as ProtoMessage
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from himga.errors import HimgaError, IncompatibleStoreError
+from himga.errors import HimgaError, IncompatibleStoreError, NotFoundError
 from himga.status import ERROR_DOMAIN, FieldViolation, field_violations, reason_of
 
 _log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ ERROR_KINDS: dict[type[Exception], ErrorKind] = {
     InvalidRequest: ErrorKind(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
     MemoryMismatch: ErrorKind(grpc.StatusCode.FAILED_PRECONDITION, "MEMORY_MISMATCH"),
     IncompatibleStoreError: ErrorKind(grpc.StatusCode.FAILED_PRECONDITION, "INCOMPATIBLE_STORE"),
+    NotFoundError: ErrorKind(grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
 }
 INTERNAL = ErrorKind(grpc.StatusCode.INTERNAL, "INTERNAL")
 """An error the server did not expect: a bug, or a failure of what lies under it."""

@@ -16,7 +16,7 @@ import pytest
 
 from himga.cli import main
 from himga.conformance import CHECKS, CheckResult, run_checks
-from himga.conformance.checks import OVERSIZED_BYTES
+from himga.conformance.checks import KINDS, OVERSIZED_BYTES
 from himga.conformance.report import render
 from himga.data.conversation import Message, Session
 from himga.memory.base import BaseMemory, Hit
@@ -27,6 +27,7 @@ from tests.server_process import start_listening
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED = {c.name for c in CHECKS if c.kind == "required"}
 CAPABILITIES = {c.name for c in CHECKS if c.kind == "capability"}
+EPISODES = {c.name for c in CHECKS if c.kind == "episodes"}
 # Every server here has a request limit under the kit's oversized request: gRPC's default
 # (4 MiB, the Go server) or the reference server's (16 MiB).
 SIZE_LIMIT = {"request-size-limit"}
@@ -42,7 +43,9 @@ MALFORMED = {
     "error-limit",
     "error-memory-unknown",
 }
-_ROW = re.compile(r"^(\S+)\s+(required|capability)\s+(PASS|FAIL)\b", re.MULTILINE)
+_ROW = re.compile(
+    r"^(\S+)\s+(required|capability|episodes)\s+(PASS|FAIL|NOT OFFERED)\b", re.MULTILINE
+)
 
 
 def outcome(results: list[CheckResult]) -> tuple[set[str], set[str]]:
@@ -64,7 +67,8 @@ def python_server(memory: str, data_dir: Path, **options: int) -> Iterator[str]:
 def test_every_check_has_a_kind_and_a_unique_name() -> None:
     names = [c.name for c in CHECKS]
     assert len(names) == len(set(names))
-    assert REQUIRED and CAPABILITIES and set(names) == REQUIRED | CAPABILITIES
+    assert REQUIRED and CAPABILITIES and EPISODES
+    assert set(names) == REQUIRED | CAPABILITIES | EPISODES
     assert MALFORMED <= REQUIRED
 
 
@@ -83,7 +87,9 @@ def test_null_memory_keeps_the_contract_without_capabilities(
     table = capsys.readouterr().out
     rows = {name: (kind, result) for name, kind, result in _ROW.findall(table)}
     assert code == 0, table
-    assert {n for n, (_, result) in rows.items() if result == "PASS"} == REQUIRED | SIZE_LIMIT
+    # The null memory stores no messages; its server still keeps episodes.
+    passed = {n for n, (_, result) in rows.items() if result == "PASS"}
+    assert passed == REQUIRED | SIZE_LIMIT | EPISODES
     assert {n for n, (_, result) in rows.items() if result == "FAIL"} == CAPABILITIES - SIZE_LIMIT
     assert {n: kind for n, (kind, _) in rows.items()} == {c.name: c.kind for c in CHECKS}
 
@@ -206,7 +212,10 @@ def test_himga_serve_conforms(tmp_path: Path) -> None:
     with listening(serve) as target:
         code, table = conformance(target)
     assert code == 0, table
-    assert f"{target} conforms to the MemoryService contract" in table
+    assert f"{target} conforms to the MemoryService and EpisodeService contract" in table
+    assert {name for name, _, result in _ROW.findall(table) if result == "PASS"} == {
+        c.name for c in CHECKS
+    }
 
 
 @pytest.fixture
@@ -226,6 +235,7 @@ def go_null_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_go_null_server_gets_the_table_its_behaviour_calls_for(go_null_server: str) -> None:
+    """It does not offer EpisodeService: the episode checks show so, and count neither way."""
     code, table = conformance(go_null_server)
     rows = {name: result for name, _, result in _ROW.findall(table)}
     assert code == 1, table
@@ -235,7 +245,21 @@ def test_go_null_server_gets_the_table_its_behaviour_calls_for(go_null_server: s
     assert {n for n, result in rows.items() if result == "FAIL"} == MALFORMED | (
         CAPABILITIES - SIZE_LIMIT
     ), table
-    assert f"{go_null_server} does NOT conform" in table
+    assert {n for n, result in rows.items() if result == "NOT OFFERED"} == EPISODES, table
+    assert f"{go_null_server} does NOT conform to the MemoryService contract" in table
+    assert "episodes: 0 passed, 0 failed, 7 not offered" in table
+
+
+def test_a_server_without_episodes_can_conform() -> None:
+    """Not offering EpisodeService is no failure: the verdict rests on the checks run."""
+    from himga.conformance.checks import CheckResult as Result
+
+    results = [Result(c, c.kind != "episodes", "", c.kind != "episodes") for c in CHECKS]
+    table = render("host:1", results)
+    assert "host:1 conforms to the MemoryService contract" in table
+    assert "it does not offer EpisodeService" in table
+    failed = [Result(c, c.kind != "episodes", "seen", True) for c in CHECKS]
+    assert "host:1 does NOT conform" in render("host:1", failed)
 
 
 def test_no_server_at_the_target_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -261,5 +285,5 @@ def test_the_kit_talks_only_through_the_wire() -> None:
 
 def test_the_table_lists_the_required_contract_before_the_capabilities() -> None:
     kinds = [check.kind for check in CHECKS]
-    assert set(kinds) == {"required", "capability"}
-    assert kinds == sorted(kinds, key=lambda kind: kind != "required")
+    assert set(kinds) == set(KINDS)
+    assert kinds == sorted(kinds, key=KINDS.index)

@@ -69,6 +69,19 @@ def test_go_client_example_runs(locomo_file: Path, memory_server: str) -> None:
     assert 'reset namespace "go-example-test"' in output, output
 
 
+def test_go_agent_records_episodes_and_finds_them_for_the_next_task(memory_server: str) -> None:
+    go_test("./tests/go/episodes", 3, {"HIMGA_TARGET": memory_server})
+
+
+def test_go_agent_example_runs(memory_server: str) -> None:
+    output = go(
+        "run", "./examples/go/agent", "-target", memory_server, "-namespace", "go-agent-test"
+    )
+    assert "recorded episode ep-" in output, output
+    assert re.search(r"^found ep-\S+-task-login-redirect \(score ", output, re.MULTILINE), output
+    assert "clear the stale session key on logout" in output, output
+
+
 def test_go_validate_example_names_the_field_and_the_rule(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(

@@ -82,6 +82,20 @@ def test_typescript_client_against_the_server(
     )
 
 
+def test_typescript_episodes_against_the_server(build: Path, memory_server: str) -> None:
+    counts = _node_test(
+        build / "tests" / "typescript" / "episodes.test.js", {"HIMGA_TARGET": memory_server}
+    )
+    assert counts["pass"] >= 3
+
+
+def test_typescript_agent_example_runs(build: Path, memory_server: str) -> None:
+    output = run(["node", str(build / "examples" / "typescript" / "agent.js"), memory_server])
+    assert "recorded episode ep-2025-03-01-ts-cache" in output
+    assert "found ep-2025-03-01-ts-cache (score " in output
+    assert "put the currency in the cache key" in output
+
+
 def test_typescript_example_runs(build: Path, memory_server: str) -> None:
     output = run(["node", str(build / "examples" / "typescript" / "main.js"), memory_server])
     assert "stored 2 messages in example-typescript" in output

@@ -13,7 +13,13 @@ import pytest
 import himga
 from himga.data.conversation import Message, Session
 from himga.data.errors import DatasetError
-from himga.errors import HimgaError, IncompatibleStoreError, SchemaError, UnknownTypeError
+from himga.errors import (
+    HimgaError,
+    IncompatibleStoreError,
+    NotFoundError,
+    SchemaError,
+    UnknownTypeError,
+)
 from himga.llm.errors import LLMCallError, LLMConfigError, LLMError, TransientLLMError
 from himga.memory import registry
 from himga.memory.base import BaseMemory
@@ -35,6 +41,7 @@ EXAMPLES: dict[type[Exception], Exception] = {
     InvalidRequest: InvalidRequest([FieldViolation("message.role", "required")]),
     MemoryMismatch: MemoryMismatch("namespace 'n' holds memory 'keyword', not 'sqlite'"),
     IncompatibleStoreError: IncompatibleStoreError("store written by a newer himga"),
+    NotFoundError: NotFoundError("no episode 'ep-1' in this namespace"),
 }
 # Errors raised where no server is involved (validation, loading data, building records,
 # calling a language model).

@@ -1,14 +1,21 @@
-"""The proto's Message and Session mirror the JSON Schemas field for field, and every valid
-conformance vector of them survives a ProtoJSON round trip unchanged.
+"""The proto's messages mirror the JSON Schemas field for field (Message, Session, EpisodeTrace
+and its EpisodeContext, ActionEntry, ErrorEntry, TaskContext), and every valid conformance
+vector of them survives a ProtoJSON round trip unchanged and still valid.
 
-A proto message mirrors the schema whose title is its name. Keys starting with `$` (`$schema`)
-are document metadata, not data: the proto does not carry them, so the comparison and the round
-trip leave them out. Absent properties with a schema `default` come back with that default
-(ProtoJSON prints an empty repeated field as `[]`).
+A proto message mirrors the schema (or the schema's `$defs` entry) whose title is its name. Keys
+starting with `$` (`$schema`) are document metadata, not data: the proto does not carry them,
+so the comparison and the round trip leave them out. An absent property and its schema
+`default` are the same data (ProtoJSON prints an empty repeated field as `[]`, and leaves an
+unset `optional` out). Two mappings are the proto's documented rules: a date-time is a
+google.protobuf.Timestamp, compared as an instant (ProtoJSON writes `Z` and 0, 3, 6 or 9
+fractional digits); an integer is a 32-bit integer or a double, never a 64-bit integer, which
+ProtoJSON would write as a string the schema rejects.
 """
 
 import copy
 import json
+import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
@@ -27,26 +34,56 @@ COMPATIBLE: dict[str, set[int]] = {
     "string": {FieldDescriptor.TYPE_STRING},
     "integer": {
         FieldDescriptor.TYPE_INT32,
-        FieldDescriptor.TYPE_INT64,
         FieldDescriptor.TYPE_UINT32,
-        FieldDescriptor.TYPE_UINT64,
         FieldDescriptor.TYPE_SINT32,
-        FieldDescriptor.TYPE_SINT64,
+        FieldDescriptor.TYPE_DOUBLE,
     },
     "number": {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT},
     "boolean": {FieldDescriptor.TYPE_BOOL},
 }
 
-MIRRORED = sorted(set(memory_pb2.DESCRIPTOR.message_types_by_name) & set(validation.type_names()))
+TIMESTAMP = "google.protobuf.Timestamp"
+
+
+def all_schemas() -> dict[str, tuple[dict[str, Any], str]]:
+    """Every shipped schema and every titled `$defs` entry, by title, with the `$id` its
+    references are resolved against."""
+    found = {}
+    for name in validation.type_names():
+        schema = validation.schema_for(name)
+        found[name] = (schema, schema["$id"])
+        for sub in schema.get("$defs", {}).values():
+            found[sub["title"]] = (sub, schema["$id"])
+    return found
+
+
+SCHEMAS = all_schemas()
+MIRRORED = sorted(set(memory_pb2.DESCRIPTOR.message_types_by_name) & set(SCHEMAS))
+
+
+def resolve(ref: str, base: str) -> tuple[dict[str, Any], str]:
+    """The schema a `$ref` names, and the `$id` of the file it is in."""
+    uri = urljoin(base, ref)
+    document, _, fragment = uri.partition("#")
+    if fragment:
+        name = fragment.rsplit("/", 1)[-1]
+        return SCHEMAS[name][0], document
+    return validation.schema_for(validation.type_for_id(document)), document
 
 
 def data_properties(schema: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in schema.get("properties", {}).items() if not k.startswith("$")}
 
 
-def mirror_problems(descriptor: Descriptor, schema: dict[str, Any]) -> list[str]:
+def mirror_problems(descriptor: Descriptor, schema: dict[str, Any], base: str = "") -> list[str]:
     """Every way the proto message differs from the schema: a field in one and not the other,
-    another name or json_name, an incompatible type, another optionality."""
+    another name or json_name, an incompatible type, another optionality.
+
+    Optionality: a required property has no presence in the proto (a message field has it
+    always; the server then reports it missing); an optional one with no default, a null
+    default, or a default other than the proto's zero value has presence, so that "absent"
+    stays absent; an optional one whose default is the zero value ("", 0) needs none."""
+    base = base or schema["$id"]
     name = schema["title"]
     properties = data_properties(schema)
     required = set(schema.get("required", ()))
@@ -67,38 +104,69 @@ def mirror_problems(descriptor: Descriptor, schema: dict[str, Any]) -> list[str]
             prop = prop.get("items", {})
         elif field.is_repeated:
             problems.append(f"{name}.{key}: repeated in the proto, not an array in the schema")
-        elif field.has_presence == (key in required):
+        elif field.has_presence != needs_presence(key in required, prop, field):
             problems.append(
                 f"{name}.{key}: {'required' if key in required else 'optional'} in the schema, "
                 f"but the proto field {'has' if field.has_presence else 'lacks'} presence"
             )
-        problems += type_problems(f"{name}.{key}", field, prop, schema["$id"])
+        problems += type_problems(f"{name}.{key}", field, prop, base)
     return sorted(problems)
 
 
+def needs_presence(required: bool, prop: dict[str, Any], field: FieldDescriptor) -> bool:
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return True  # a message field always has it
+    if required:
+        return False
+    default = prop.get("default")
+    return default is None or default not in ("", 0)
+
+
 def type_problems(where: str, field: FieldDescriptor, prop: dict[str, Any], base: str) -> list[str]:
+    held = field.message_type.full_name if field.message_type is not None else None
     if "$ref" in prop:
-        wanted = validation.type_for_id(urljoin(base, prop["$ref"]))
-        held = field.message_type.name if field.message_type is not None else None
-        return [] if held == wanted else [f"{where}: {wanted} in the schema, {held} in the proto"]
-    json_type = prop.get("type")
-    if field.type not in COMPATIBLE.get(json_type, set()):
-        return [f"{where}: {json_type} in the schema, proto type {field.type} is not compatible"]
+        target, _ = resolve(prop["$ref"], base)
+        if target.get("type") == "object":
+            wanted = target["title"]
+            held_name = field.message_type.name if field.message_type is not None else None
+            if held_name == wanted:
+                return []
+            return [f"{where}: {wanted} in the schema, {held_name} in the proto"]
+        prop = target
+    if prop.get("format") == "date-time":
+        if held == TIMESTAMP:
+            return []
+        return [f"{where}: a date-time in the schema, not a {TIMESTAMP} in the proto"]
+    json_types = prop.get("type")
+    json_types = [json_types] if isinstance(json_types, str) else list(json_types or [])
+    for json_type in (t for t in json_types if t != "null"):
+        if held is not None or field.type not in COMPATIBLE.get(json_type, set()):
+            return [
+                f"{where}: {json_type} in the schema, proto type {field.type} is not compatible"
+            ]
     return []
 
 
-def test_the_proto_mirrors_message_and_session() -> None:
-    assert {"Message", "Session"} <= set(MIRRORED)
+def test_the_proto_mirrors_every_record_type() -> None:
+    assert set(MIRRORED) == {
+        "ActionEntry",
+        "EpisodeContext",
+        "EpisodeTrace",
+        "ErrorEntry",
+        "Message",
+        "Session",
+        "TaskContext",
+    }
 
 
 @pytest.mark.parametrize("type_name", MIRRORED)
 def test_proto_message_mirrors_its_schema(type_name: str) -> None:
     descriptor = memory_pb2.DESCRIPTOR.message_types_by_name[type_name]
-    assert mirror_problems(descriptor, validation.schema_for(type_name)) == []
+    assert mirror_problems(descriptor, *SCHEMAS[type_name]) == []
 
 
 def _changed(type_name: str, change: str) -> dict[str, Any]:
-    schema = copy.deepcopy(validation.schema_for(type_name))
+    schema = copy.deepcopy(SCHEMAS[type_name][0])
     properties = schema["properties"]
     if change == "extra property":
         properties["mood"] = {"type": "string"}
@@ -112,6 +180,13 @@ def _changed(type_name: str, change: str) -> dict[str, Any]:
         properties["messages"]["items"] = {"$ref": "session.json"}
     elif change == "not an array":
         properties["messages"] = {"type": "string"}
+    elif change == "date-time as a string":
+        properties["timestamp"] = {"type": "string", "format": "date-time"}
+        properties["timestamp"]["format"] = "date"
+    elif change == "another default":
+        properties["duration_seconds"]["default"] = 60
+    elif change == "reference to a string":
+        properties["phase"] = {"$ref": "task_context.json"}
     return schema
 
 
@@ -128,11 +203,14 @@ def _changed(type_name: str, change: str) -> dict[str, Any]:
             "Session.messages: Session in the schema, Message in the proto",
         ),
         ("Session", "not an array", "Session.messages: repeated in the proto"),
+        ("EpisodeTrace", "date-time as a string", "EpisodeTrace.timestamp: string in the schema"),
+        ("EpisodeTrace", "another default", "EpisodeTrace.duration_seconds: optional in the"),
+        ("TaskContext", "reference to a string", "TaskContext.phase: TaskContext in the schema"),
     ],
 )
 def test_the_check_finds_each_kind_of_difference(type_name: str, change: str, problem: str) -> None:
     descriptor = memory_pb2.DESCRIPTOR.message_types_by_name[type_name]
-    problems = mirror_problems(descriptor, _changed(type_name, change))
+    problems = mirror_problems(descriptor, _changed(type_name, change), SCHEMAS[type_name][1])
     assert any(p.startswith(problem) for p in problems), problems
 
 
@@ -158,7 +236,9 @@ VALID_VECTORS = valid_vectors()
 
 
 def test_there_are_vectors_for_every_mirrored_type() -> None:
-    assert {v.values[0] for v in VALID_VECTORS} == set(MIRRORED)
+    # A `$defs` type (EpisodeContext) has no vector file: its data travels inside its owner's.
+    nested = {name for name, (schema, base) in SCHEMAS.items() if schema.get("$id") != base}
+    assert {v.values[0] for v in VALID_VECTORS} == set(MIRRORED) - nested
 
 
 def without_metadata(document: Any) -> Any:
@@ -170,25 +250,55 @@ def without_metadata(document: Any) -> Any:
     return document
 
 
-def with_defaults(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+def with_defaults(document: dict[str, Any], schema: dict[str, Any], base: str) -> dict[str, Any]:
     """The document with each absent property that has a schema default set to it, at any depth."""
     out = dict(document)
     for key, prop in data_properties(schema).items():
         if key not in out and "default" in prop:
             out[key] = copy.deepcopy(prop["default"])
-        item_ref = prop.get("items", {}).get("$ref") if prop.get("type") == "array" else None
-        if item_ref and isinstance(out.get(key), list):
-            item_schema = validation.schema_for(
-                validation.type_for_id(urljoin(schema["$id"], item_ref))
-            )
-            out[key] = [with_defaults(item, item_schema) for item in out[key]]
+        if prop.get("type") == "array" and "$ref" in prop.get("items", {}):
+            item_schema, item_base = resolve(prop["items"]["$ref"], base)
+            if item_schema.get("type") == "object" and isinstance(out.get(key), list):
+                out[key] = [with_defaults(item, item_schema, item_base) for item in out[key]]
+        elif "$ref" in prop and isinstance(out.get(key), dict):
+            nested, nested_base = resolve(prop["$ref"], base)
+            out[key] = with_defaults(out[key], nested, nested_base)
     return out
+
+
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?[Zz]")
+
+
+def instants(document: Any) -> Any:
+    """The document with every RFC 3339 date-time as the instant it names."""
+    if isinstance(document, dict):
+        return {k: instants(v) for k, v in document.items()}
+    if isinstance(document, list):
+        return [instants(v) for v in document]
+    if isinstance(document, str) and _DATE_TIME.fullmatch(document):
+        return datetime.fromisoformat(document.upper().replace("Z", "+00:00"))
+    return document
+
+
+def protojson_input(document: Any) -> Any:
+    """The document as ProtoJSON parsers read it: their Timestamp parsers (Python's, Go's)
+    take only an upper-case `T` and `Z`, one of RFC 3339's two spellings."""
+    if isinstance(document, dict):
+        return {k: protojson_input(v) for k, v in document.items()}
+    if isinstance(document, list):
+        return [protojson_input(v) for v in document]
+    if isinstance(document, str) and _DATE_TIME.fullmatch(document):
+        return document.upper()
+    return document
 
 
 @pytest.mark.parametrize(("type_name", "document"), VALID_VECTORS)
 def test_valid_vector_round_trips_through_protojson(type_name: str, document: Any) -> None:
     data = without_metadata(document)
-    message = json_format.ParseDict(data, getattr(memory_pb2, type_name)())
+    message = json_format.ParseDict(protojson_input(data), getattr(memory_pb2, type_name)())
     printed = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
-    assert printed == with_defaults(data, validation.schema_for(type_name))
+    schema, base = SCHEMAS[type_name]
+    assert instants(with_defaults(printed, schema, base)) == instants(
+        with_defaults(data, schema, base)
+    )
     assert validation.is_valid(printed, type_name)

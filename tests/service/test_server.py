@@ -1,4 +1,4 @@
-"""create_server: what a started server offers beside MemoryService, and what it refuses."""
+"""create_server: what a started server offers beside its two services, and what it refuses."""
 
 from pathlib import Path
 
@@ -11,11 +11,12 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from himga.data.conversation import Message, Session
 from himga.memory.registry import DEFAULT_MEMORY
-from himga.service import RemoteMemory, create_server
-from himga.service.server import SERVICE_NAME
+from himga.records import EpisodeTrace
+from himga.service import RemoteEpisodes, RemoteMemory, create_server
+from himga.service.server import EPISODE_SERVICE_NAME, SERVICE_NAME
 
 
-@pytest.mark.parametrize("service", ["", SERVICE_NAME])
+@pytest.mark.parametrize("service", ["", SERVICE_NAME, EPISODE_SERVICE_NAME])
 def test_health_check_is_serving(listing_server: str, service: str) -> None:
     with grpc.insecure_channel(listing_server) as channel:
         response = health_pb2_grpc.HealthStub(channel).Check(
@@ -24,14 +25,29 @@ def test_health_check_is_serving(listing_server: str, service: str) -> None:
     assert response.status == health_pb2.HealthCheckResponse.SERVING
 
 
-def test_reflection_lists_and_describes_the_service(listing_server: str) -> None:
+def test_reflection_lists_and_describes_both_services(listing_server: str) -> None:
     with grpc.insecure_channel(listing_server) as channel:
         database = ProtoReflectionDescriptorDatabase(channel)
         services = set(database.get_services())
-        assert {SERVICE_NAME, "grpc.health.v1.Health"} <= services
+        assert {SERVICE_NAME, EPISODE_SERVICE_NAME, "grpc.health.v1.Health"} <= services
         file = database.FindFileContainingSymbol(SERVICE_NAME)
-    methods = {m.name for s in file.service for m in s.method}
-    assert methods == {"Ingest", "IngestBatch", "Retrieve", "Reset"}
+    methods = {s.name: {m.name for m in s.method} for s in file.service}
+    assert methods == {
+        "MemoryService": {"Ingest", "IngestBatch", "Retrieve", "Reset"},
+        "EpisodeService": {
+            "RecordEpisode",
+            "RecordEpisodes",
+            "GetEpisode",
+            "DeleteEpisode",
+            "ListEpisodes",
+            "SearchEpisodes",
+        },
+    }
+
+
+def test_unknown_episode_store_is_refused_at_start() -> None:
+    with pytest.raises(ValueError, match="unknown episode store 'no-such-store'"):
+        create_server("127.0.0.1:0", episodes="no-such-store")
 
 
 def test_unknown_default_memory_is_refused_at_start() -> None:
@@ -74,8 +90,10 @@ def test_stop_closes_the_namespaces_databases(tmp_path: Path) -> None:
     try:
         with RemoteMemory(f"127.0.0.1:{port}", "agent-8") as memory:
             memory.ingest(Message(role="user", content="hello"), Session(session_id="s1"))
-        assert list(tmp_path.rglob("*.sqlite3-wal")), "an open WAL database while serving"
+        with RemoteEpisodes(f"127.0.0.1:{port}", "agent-8") as episodes:
+            episodes.record(EpisodeTrace.create(task_id="t", agent="a", goal="say hello"))
+        assert len(list(tmp_path.rglob("*.sqlite3-wal"))) == 2, "open WAL databases while serving"
     finally:
         server.stop(None).wait()
-    assert list(tmp_path.rglob("*.sqlite3"))
+    assert len(list(tmp_path.rglob("*.sqlite3"))) == 2
     assert not list(tmp_path.rglob("*.sqlite3-wal"))

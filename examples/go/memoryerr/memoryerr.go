@@ -12,7 +12,8 @@ import (
 // Domain is the ErrorInfo domain of every error a himga server sends.
 const Domain = "himga.dev"
 
-// The reasons a himga server gives (the comment on MemoryService in memory.proto lists them).
+// The reasons a himga server gives (the comments on MemoryService and EpisodeService in
+// memory.proto list them).
 const (
 	// InvalidRequest (INVALID_ARGUMENT): the request breaks a rule; FieldViolations names the
 	// fields. Fix the request; retrying it is useless.
@@ -23,6 +24,8 @@ const (
 	// IncompatibleStore (FAILED_PRECONDITION): the namespace's stored data is in a form this
 	// server does not read; the status message says what to do.
 	IncompatibleStore = "INCOMPATIBLE_STORE"
+	// NotFound (NOT_FOUND): GetEpisode named an id the namespace does not hold.
+	NotFound = "NOT_FOUND"
 	// Internal (INTERNAL): the server failed unexpectedly (it logs why).
 	Internal = "INTERNAL"
 )

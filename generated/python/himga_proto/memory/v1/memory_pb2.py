@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"himga_proto/memory/v1/memory.proto\x12\x0fhimga.memory.v1\"b\n\x07Message\x12\x12\n\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\x12\x1d\n\x07turn_id\x18\x03 \x01(\tH\x00R\x07turn_id\x88\x01\x01\x42\n\n\x08_turn_id\"\x8d\x01\n\x07Session\x12\x1e\n\nsession_id\x18\x01 \x01(\tR\nsession_id\x12\x34\n\x08messages\x18\x02 \x03(\x0b\x32\x18.himga.memory.v1.MessageR\x08messages\x12\x1f\n\x08\x64\x61te_str\x18\x03 \x01(\tH\x00R\x08\x64\x61te_str\x88\x01\x01\x42\x0b\n\t_date_str\"\x88\x01\n\rIngestRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12)\n\x07message\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x03 \x01(\x0b\x32\x18.himga.memory.v1.Session\x12\x0e\n\x06memory\x18\x04 \x01(\t\"\x10\n\x0eIngestResponse\"b\n\nIngestItem\x12)\n\x07message\x18\x01 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Session\"c\n\x12IngestBatchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12*\n\x05items\x18\x02 \x03(\x0b\x32\x1b.himga.memory.v1.IngestItem\x12\x0e\n\x06memory\x18\x03 \x01(\t\"\'\n\x13IngestBatchResponse\x12\x10\n\x08ingested\x18\x01 \x01(\r\"R\n\x0fRetrieveRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12\x0e\n\x06memory\x18\x04 \x01(\t\"j\n\x03Hit\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12\x10\n\x08\x64\x61te_str\x18\x05 \x01(\t\x12\r\n\x05score\x18\x06 \x01(\x01\"G\n\x10RetrieveResponse\x12\x0f\n\x07\x63ontext\x18\x01 \x01(\t\x12\"\n\x04hits\x18\x02 \x03(\x0b\x32\x14.himga.memory.v1.Hit\"1\n\x0cResetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06memory\x18\x02 \x01(\t\"\x0f\n\rResetResponse2\xcd\x02\n\rMemoryService\x12I\n\x06Ingest\x12\x1e.himga.memory.v1.IngestRequest\x1a\x1f.himga.memory.v1.IngestResponse\x12X\n\x0bIngestBatch\x12#.himga.memory.v1.IngestBatchRequest\x1a$.himga.memory.v1.IngestBatchResponse\x12O\n\x08Retrieve\x12 .himga.memory.v1.RetrieveRequest\x1a!.himga.memory.v1.RetrieveResponse\x12\x46\n\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponseB7Z5himga.dev/himga/generated/go/himga/memory/v1;memoryv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"himga_proto/memory/v1/memory.proto\x12\x0fhimga.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"b\n\x07Message\x12\x12\n\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\x12\x1d\n\x07turn_id\x18\x03 \x01(\tH\x00R\x07turn_id\x88\x01\x01\x42\n\n\x08_turn_id\"\x8d\x01\n\x07Session\x12\x1e\n\nsession_id\x18\x01 \x01(\tR\nsession_id\x12\x34\n\x08messages\x18\x02 \x03(\x0b\x32\x18.himga.memory.v1.MessageR\x08messages\x12\x1f\n\x08\x64\x61te_str\x18\x03 \x01(\tH\x00R\x08\x64\x61te_str\x88\x01\x01\x42\x0b\n\t_date_str\"\x88\x01\n\rIngestRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12)\n\x07message\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x03 \x01(\x0b\x32\x18.himga.memory.v1.Session\x12\x0e\n\x06memory\x18\x04 \x01(\t\"\x10\n\x0eIngestResponse\"b\n\nIngestItem\x12)\n\x07message\x18\x01 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Session\"c\n\x12IngestBatchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12*\n\x05items\x18\x02 \x03(\x0b\x32\x1b.himga.memory.v1.IngestItem\x12\x0e\n\x06memory\x18\x03 \x01(\t\"\'\n\x13IngestBatchResponse\x12\x10\n\x08ingested\x18\x01 \x01(\r\"R\n\x0fRetrieveRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12\x0e\n\x06memory\x18\x04 \x01(\t\"j\n\x03Hit\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12\x10\n\x08\x64\x61te_str\x18\x05 \x01(\t\x12\r\n\x05score\x18\x06 \x01(\x01\"G\n\x10RetrieveResponse\x12\x0f\n\x07\x63ontext\x18\x01 \x01(\t\x12\"\n\x04hits\x18\x02 \x03(\x0b\x32\x14.himga.memory.v1.Hit\"1\n\x0cResetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06memory\x18\x02 \x01(\t\"\x0f\n\rResetResponse\"c\n\x0b\x41\x63tionEntry\x12\x0c\n\x01t\x18\x01 \x01(\x01R\x01t\x12\x16\n\x06\x61\x63tion\x18\x02 \x01(\tR\x06\x61\x63tion\x12\x16\n\x06target\x18\x03 \x01(\tR\x06target\x12\x16\n\x06result\x18\x04 \x01(\tR\x06result\"Z\n\nErrorEntry\x12\x12\n\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\x12\x1e\n\nresolution\x18\x03 \x01(\tR\nresolution\"b\n\x0e\x45pisodeContext\x12\x12\n\x04goal\x18\x01 \x01(\tR\x04goal\x12\x14\n\x05phase\x18\x02 \x01(\tR\x05phase\x12&\n\x0e\x66iles_involved\x18\x03 \x03(\tR\x0e\x66iles_involved\"\x8d\x06\n\x0c\x45pisodeTrace\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n\x07task_id\x18\x02 \x01(\tR\x07task_id\x12\x38\n\ttimestamp\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ttimestamp\x12*\n\x10\x64uration_seconds\x18\x04 \x01(\x01R\x10\x64uration_seconds\x12\x14\n\x05\x61gent\x18\x05 \x01(\tR\x05\x61gent\x12\x39\n\x07\x63ontext\x18\x06 \x01(\x0b\x32\x1f.himga.memory.v1.EpisodeContextR\x07\x63ontext\x12<\n\naction_log\x18\x07 \x03(\x0b\x32\x1c.himga.memory.v1.ActionEntryR\naction_log\x12\x1d\n\x07outcome\x18\x08 \x01(\tH\x00R\x07outcome\x88\x01\x01\x12K\n\x12\x65rrors_encountered\x18\t \x03(\x0b\x32\x1b.himga.memory.v1.ErrorEntryR\x12\x65rrors_encountered\x12.\n\x12\x61rtifacts_produced\x18\n \x03(\tR\x12\x61rtifacts_produced\x12#\n\ngit_commit\x18\x0b \x01(\tH\x01R\ngit_commit\x88\x01\x01\x12 \n\x0btokens_used\x18\x0c \x01(\x01R\x0btokens_used\x12\x1e\n\nfiles_read\x18\r \x03(\tR\nfiles_read\x12&\n\x0e\x66iles_modified\x18\x0e \x03(\tR\x0e\x66iles_modified\x12#\n\nimportance\x18\x0f \x01(\x01H\x02R\nimportance\x88\x01\x01\x12\"\n\x0c\x61\x63\x63\x65ss_count\x18\x10 \x01(\x01R\x0c\x61\x63\x63\x65ss_count\x12@\n\rlast_accessed\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rlast_accessedB\n\n\x08_outcomeB\r\n\x0b_git_commitB\r\n\x0b_importance\"\x81\x01\n\x0bTaskContext\x12\x12\n\x04goal\x18\x01 \x01(\tR\x04goal\x12\x14\n\x05phase\x18\x02 \x01(\tR\x05phase\x12&\n\x0e\x66iles_involved\x18\x03 \x03(\tR\x0e\x66iles_involved\x12 \n\x0b\x63onstraints\x18\x04 \x03(\tR\x0b\x63onstraints\"m\n\x14RecordEpisodeRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x37\n\x07\x65pisode\x18\x02 \x01(\x0b\x32\x1d.himga.memory.v1.EpisodeTraceR\x07\x65pisode\"\x17\n\x15RecordEpisodeResponse\"p\n\x15RecordEpisodesRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x39\n\x08\x65pisodes\x18\x02 \x03(\x0b\x32\x1d.himga.memory.v1.EpisodeTraceR\x08\x65pisodes\"4\n\x16RecordEpisodesResponse\x12\x1a\n\x08recorded\x18\x01 \x01(\rR\x08recorded\"A\n\x11GetEpisodeRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\"M\n\x12GetEpisodeResponse\x12\x37\n\x07\x65pisode\x18\x01 \x01(\x0b\x32\x1d.himga.memory.v1.EpisodeTraceR\x07\x65pisode\"D\n\x14\x44\x65leteEpisodeRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\"1\n\x15\x44\x65leteEpisodeResponse\x12\x18\n\x07\x64\x65leted\x18\x01 \x01(\x08R\x07\x64\x65leted\"\xc9\x02\n\x13ListEpisodesRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x18\n\x07task_id\x18\x02 \x01(\tR\x07task_id\x12\x14\n\x05\x61gent\x18\x03 \x01(\tR\x05\x61gent\x12\x14\n\x05phase\x18\x04 \x01(\tR\x05phase\x12\x18\n\x07outcome\x18\x05 \x01(\tR\x07outcome\x12\x30\n\x05since\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x05since\x12\x30\n\x05until\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x05until\x12\x12\n\x04\x66ile\x18\x08 \x01(\tR\x04\x66ile\x12\x1c\n\tpage_size\x18\t \x01(\rR\tpage_size\x12\x1e\n\npage_token\x18\n \x01(\tR\npage_token\"{\n\x14ListEpisodesResponse\x12\x39\n\x08\x65pisodes\x18\x01 \x03(\x0b\x32\x1d.himga.memory.v1.EpisodeTraceR\x08\x65pisodes\x12(\n\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"\xc3\x01\n\x15SearchEpisodesRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x30\n\x04task\x18\x02 \x01(\x0b\x32\x1c.himga.memory.v1.TaskContextR\x04task\x12\x14\n\x05query\x18\x03 \x01(\tR\x05query\x12\x14\n\x05limit\x18\x04 \x01(\rR\x05limit\x12.\n\x12max_context_tokens\x18\x05 \x01(\rR\x12max_context_tokens\"[\n\nEpisodeHit\x12\x37\n\x07\x65pisode\x18\x01 \x01(\x0b\x32\x1d.himga.memory.v1.EpisodeTraceR\x07\x65pisode\x12\x14\n\x05score\x18\x02 \x01(\x01R\x05score\"c\n\x16SearchEpisodesResponse\x12\x18\n\x07\x63ontext\x18\x01 \x01(\tR\x07\x63ontext\x12/\n\x04hits\x18\x02 \x03(\x0b\x32\x1b.himga.memory.v1.EpisodeHitR\x04hits2\xcd\x02\n\rMemoryService\x12I\n\x06Ingest\x12\x1e.himga.memory.v1.IngestRequest\x1a\x1f.himga.memory.v1.IngestResponse\x12X\n\x0bIngestBatch\x12#.himga.memory.v1.IngestBatchRequest\x1a$.himga.memory.v1.IngestBatchResponse\x12O\n\x08Retrieve\x12 .himga.memory.v1.RetrieveRequest\x1a!.himga.memory.v1.RetrieveResponse\x12\x46\n\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponse2\xca\x04\n\x0e\x45pisodeService\x12^\n\rRecordEpisode\x12%.himga.memory.v1.RecordEpisodeRequest\x1a&.himga.memory.v1.RecordEpisodeResponse\x12\x61\n\x0eRecordEpisodes\x12&.himga.memory.v1.RecordEpisodesRequest\x1a\'.himga.memory.v1.RecordEpisodesResponse\x12U\n\nGetEpisode\x12\".himga.memory.v1.GetEpisodeRequest\x1a#.himga.memory.v1.GetEpisodeResponse\x12^\n\rDeleteEpisode\x12%.himga.memory.v1.DeleteEpisodeRequest\x1a&.himga.memory.v1.DeleteEpisodeResponse\x12[\n\x0cListEpisodes\x12$.himga.memory.v1.ListEpisodesRequest\x1a%.himga.memory.v1.ListEpisodesResponse\x12\x61\n\x0eSearchEpisodes\x12&.himga.memory.v1.SearchEpisodesRequest\x1a\'.himga.memory.v1.SearchEpisodesResponseB7Z5himga.dev/himga/generated/go/himga/memory/v1;memoryv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,30 +33,68 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'himga_proto.memory.v1.memor
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z5himga.dev/himga/generated/go/himga/memory/v1;memoryv1'
-  _globals['_MESSAGE']._serialized_start=55
-  _globals['_MESSAGE']._serialized_end=153
-  _globals['_SESSION']._serialized_start=156
-  _globals['_SESSION']._serialized_end=297
-  _globals['_INGESTREQUEST']._serialized_start=300
-  _globals['_INGESTREQUEST']._serialized_end=436
-  _globals['_INGESTRESPONSE']._serialized_start=438
-  _globals['_INGESTRESPONSE']._serialized_end=454
-  _globals['_INGESTITEM']._serialized_start=456
-  _globals['_INGESTITEM']._serialized_end=554
-  _globals['_INGESTBATCHREQUEST']._serialized_start=556
-  _globals['_INGESTBATCHREQUEST']._serialized_end=655
-  _globals['_INGESTBATCHRESPONSE']._serialized_start=657
-  _globals['_INGESTBATCHRESPONSE']._serialized_end=696
-  _globals['_RETRIEVEREQUEST']._serialized_start=698
-  _globals['_RETRIEVEREQUEST']._serialized_end=780
-  _globals['_HIT']._serialized_start=782
-  _globals['_HIT']._serialized_end=888
-  _globals['_RETRIEVERESPONSE']._serialized_start=890
-  _globals['_RETRIEVERESPONSE']._serialized_end=961
-  _globals['_RESETREQUEST']._serialized_start=963
-  _globals['_RESETREQUEST']._serialized_end=1012
-  _globals['_RESETRESPONSE']._serialized_start=1014
-  _globals['_RESETRESPONSE']._serialized_end=1029
-  _globals['_MEMORYSERVICE']._serialized_start=1032
-  _globals['_MEMORYSERVICE']._serialized_end=1365
+  _globals['_MESSAGE']._serialized_start=88
+  _globals['_MESSAGE']._serialized_end=186
+  _globals['_SESSION']._serialized_start=189
+  _globals['_SESSION']._serialized_end=330
+  _globals['_INGESTREQUEST']._serialized_start=333
+  _globals['_INGESTREQUEST']._serialized_end=469
+  _globals['_INGESTRESPONSE']._serialized_start=471
+  _globals['_INGESTRESPONSE']._serialized_end=487
+  _globals['_INGESTITEM']._serialized_start=489
+  _globals['_INGESTITEM']._serialized_end=587
+  _globals['_INGESTBATCHREQUEST']._serialized_start=589
+  _globals['_INGESTBATCHREQUEST']._serialized_end=688
+  _globals['_INGESTBATCHRESPONSE']._serialized_start=690
+  _globals['_INGESTBATCHRESPONSE']._serialized_end=729
+  _globals['_RETRIEVEREQUEST']._serialized_start=731
+  _globals['_RETRIEVEREQUEST']._serialized_end=813
+  _globals['_HIT']._serialized_start=815
+  _globals['_HIT']._serialized_end=921
+  _globals['_RETRIEVERESPONSE']._serialized_start=923
+  _globals['_RETRIEVERESPONSE']._serialized_end=994
+  _globals['_RESETREQUEST']._serialized_start=996
+  _globals['_RESETREQUEST']._serialized_end=1045
+  _globals['_RESETRESPONSE']._serialized_start=1047
+  _globals['_RESETRESPONSE']._serialized_end=1062
+  _globals['_ACTIONENTRY']._serialized_start=1064
+  _globals['_ACTIONENTRY']._serialized_end=1163
+  _globals['_ERRORENTRY']._serialized_start=1165
+  _globals['_ERRORENTRY']._serialized_end=1255
+  _globals['_EPISODECONTEXT']._serialized_start=1257
+  _globals['_EPISODECONTEXT']._serialized_end=1355
+  _globals['_EPISODETRACE']._serialized_start=1358
+  _globals['_EPISODETRACE']._serialized_end=2139
+  _globals['_TASKCONTEXT']._serialized_start=2142
+  _globals['_TASKCONTEXT']._serialized_end=2271
+  _globals['_RECORDEPISODEREQUEST']._serialized_start=2273
+  _globals['_RECORDEPISODEREQUEST']._serialized_end=2382
+  _globals['_RECORDEPISODERESPONSE']._serialized_start=2384
+  _globals['_RECORDEPISODERESPONSE']._serialized_end=2407
+  _globals['_RECORDEPISODESREQUEST']._serialized_start=2409
+  _globals['_RECORDEPISODESREQUEST']._serialized_end=2521
+  _globals['_RECORDEPISODESRESPONSE']._serialized_start=2523
+  _globals['_RECORDEPISODESRESPONSE']._serialized_end=2575
+  _globals['_GETEPISODEREQUEST']._serialized_start=2577
+  _globals['_GETEPISODEREQUEST']._serialized_end=2642
+  _globals['_GETEPISODERESPONSE']._serialized_start=2644
+  _globals['_GETEPISODERESPONSE']._serialized_end=2721
+  _globals['_DELETEEPISODEREQUEST']._serialized_start=2723
+  _globals['_DELETEEPISODEREQUEST']._serialized_end=2791
+  _globals['_DELETEEPISODERESPONSE']._serialized_start=2793
+  _globals['_DELETEEPISODERESPONSE']._serialized_end=2842
+  _globals['_LISTEPISODESREQUEST']._serialized_start=2845
+  _globals['_LISTEPISODESREQUEST']._serialized_end=3174
+  _globals['_LISTEPISODESRESPONSE']._serialized_start=3176
+  _globals['_LISTEPISODESRESPONSE']._serialized_end=3299
+  _globals['_SEARCHEPISODESREQUEST']._serialized_start=3302
+  _globals['_SEARCHEPISODESREQUEST']._serialized_end=3497
+  _globals['_EPISODEHIT']._serialized_start=3499
+  _globals['_EPISODEHIT']._serialized_end=3590
+  _globals['_SEARCHEPISODESRESPONSE']._serialized_start=3592
+  _globals['_SEARCHEPISODESRESPONSE']._serialized_end=3691
+  _globals['_MEMORYSERVICE']._serialized_start=3694
+  _globals['_MEMORYSERVICE']._serialized_end=4027
+  _globals['_EPISODESERVICE']._serialized_start=4030
+  _globals['_EPISODESERVICE']._serialized_end=4616
 # @@protoc_insertion_point(module_scope)

@@ -9,6 +9,7 @@ not land inside the hand-written `himga` package.
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 import builtins as _builtins
 import sys
@@ -377,3 +378,644 @@ class ResetResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResetResponse: _TypeAlias = ResetResponse  # noqa: Y015
+
+@_typing.final
+class ActionEntry(_message.Message):
+    """One tool call made during an episode (schemas/v1/action_entry.json). The wire uses the
+    schema's short keys; the Python records call them timestamp, tool, input and output.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    T_FIELD_NUMBER: _builtins.int
+    ACTION_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    t: _builtins.float
+    """Whole seconds since the episode started, >= 0 (a count: see the file's comment)."""
+    action: _builtins.str
+    """Name of the tool that was called. Required, non-empty."""
+    target: _builtins.str
+    """The tool's input."""
+    result: _builtins.str
+    """The tool's output."""
+    def __init__(
+        self,
+        *,
+        t: _builtins.float = ...,
+        action: _builtins.str = ...,
+        target: _builtins.str = ...,
+        result: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "result", b"result", "t", b"t", "target", b"target"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ActionEntry: _TypeAlias = ActionEntry  # noqa: Y015
+
+@_typing.final
+class ErrorEntry(_message.Message):
+    """One error met during an episode and how it was resolved (schemas/v1/error_entry.json)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    RESOLUTION_FIELD_NUMBER: _builtins.int
+    type: _builtins.str
+    """Kind of error, such as "test_failure". Required, non-empty."""
+    message: _builtins.str
+    """What the error said. Required, non-empty."""
+    resolution: _builtins.str
+    """How the error was resolved; empty when it was not."""
+    def __init__(
+        self,
+        *,
+        type: _builtins.str = ...,
+        message: _builtins.str = ...,
+        resolution: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "resolution", b"resolution", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ErrorEntry: _TypeAlias = ErrorEntry  # noqa: Y015
+
+@_typing.final
+class EpisodeContext(_message.Message):
+    """An episode's goal, phase and files (EpisodeContext in schemas/v1/episode_trace.json)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GOAL_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    FILES_INVOLVED_FIELD_NUMBER: _builtins.int
+    goal: _builtins.str
+    """What the episode's task had to achieve. Required, non-empty."""
+    phase: _builtins.str
+    """The RARV phase: "REASON", "ACT", "REFLECT", "VERIFY", or empty when unknown. A string,
+    not an enum, so that ProtoJSON writes the schema's values.
+    """
+    @_builtins.property
+    def files_involved(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """files_read followed by files_modified, each path once, in first-seen order."""
+
+    def __init__(
+        self,
+        *,
+        goal: _builtins.str = ...,
+        phase: _builtins.str = ...,
+        files_involved: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["files_involved", b"files_involved", "goal", b"goal", "phase", b"phase"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EpisodeContext: _TypeAlias = EpisodeContext  # noqa: Y015
+
+@_typing.final
+class EpisodeTrace(_message.Message):
+    """What happened in one execution of a task (schemas/v1/episode_trace.json): the episodic
+    memory record an agent writes after a task and reads before the next one.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    TIMESTAMP_FIELD_NUMBER: _builtins.int
+    DURATION_SECONDS_FIELD_NUMBER: _builtins.int
+    AGENT_FIELD_NUMBER: _builtins.int
+    CONTEXT_FIELD_NUMBER: _builtins.int
+    ACTION_LOG_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    ERRORS_ENCOUNTERED_FIELD_NUMBER: _builtins.int
+    ARTIFACTS_PRODUCED_FIELD_NUMBER: _builtins.int
+    GIT_COMMIT_FIELD_NUMBER: _builtins.int
+    TOKENS_USED_FIELD_NUMBER: _builtins.int
+    FILES_READ_FIELD_NUMBER: _builtins.int
+    FILES_MODIFIED_FIELD_NUMBER: _builtins.int
+    IMPORTANCE_FIELD_NUMBER: _builtins.int
+    ACCESS_COUNT_FIELD_NUMBER: _builtins.int
+    LAST_ACCESSED_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """Identifier of the episode, unique in its namespace. Required, non-empty."""
+    task_id: _builtins.str
+    """Identifier of the task the episode worked on. Required, non-empty."""
+    duration_seconds: _builtins.float
+    """How long the episode took, in whole seconds, >= 0."""
+    agent: _builtins.str
+    """Name of the agent that ran the episode. Required, non-empty."""
+    outcome: _builtins.str
+    """How the episode ended: "success" (when unset), "failure" or "partial"."""
+    git_commit: _builtins.str
+    """The commit the episode made or ran on; unset (JSON null) when there is none."""
+    tokens_used: _builtins.float
+    """LLM tokens spent by the episode, >= 0."""
+    importance: _builtins.float
+    """How much the episode matters for later retrieval, 0.0 to 1.0; 0.5 when unset."""
+    access_count: _builtins.float
+    """How often the episode has been returned by GetEpisode or SearchEpisodes, >= 0."""
+    @_builtins.property
+    def timestamp(self) -> _timestamp_pb2.Timestamp:
+        """When the episode started. Required."""
+
+    @_builtins.property
+    def context(self) -> Global___EpisodeContext:
+        """The task's goal, phase and files. Required."""
+
+    @_builtins.property
+    def action_log(self) -> _containers.RepeatedCompositeFieldContainer[Global___ActionEntry]:
+        """The tool calls of the episode, in order."""
+
+    @_builtins.property
+    def errors_encountered(self) -> _containers.RepeatedCompositeFieldContainer[Global___ErrorEntry]:
+        """Errors met during the episode, in order."""
+
+    @_builtins.property
+    def artifacts_produced(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Paths or names of what the episode produced."""
+
+    @_builtins.property
+    def files_read(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Files the episode read."""
+
+    @_builtins.property
+    def files_modified(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Files the episode changed."""
+
+    @_builtins.property
+    def last_accessed(self) -> _timestamp_pb2.Timestamp:
+        """When the episode was last returned by GetEpisode or SearchEpisodes; unset until then."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        task_id: _builtins.str = ...,
+        timestamp: _timestamp_pb2.Timestamp | None = ...,
+        duration_seconds: _builtins.float = ...,
+        agent: _builtins.str = ...,
+        context: Global___EpisodeContext | None = ...,
+        action_log: _abc.Iterable[Global___ActionEntry] | None = ...,
+        outcome: _builtins.str | None = ...,
+        errors_encountered: _abc.Iterable[Global___ErrorEntry] | None = ...,
+        artifacts_produced: _abc.Iterable[_builtins.str] | None = ...,
+        git_commit: _builtins.str | None = ...,
+        tokens_used: _builtins.float = ...,
+        files_read: _abc.Iterable[_builtins.str] | None = ...,
+        files_modified: _abc.Iterable[_builtins.str] | None = ...,
+        importance: _builtins.float | None = ...,
+        access_count: _builtins.float = ...,
+        last_accessed: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_git_commit", b"_git_commit", "_importance", b"_importance", "_outcome", b"_outcome", "context", b"context", "git_commit", b"git_commit", "importance", b"importance", "last_accessed", b"last_accessed", "outcome", b"outcome", "timestamp", b"timestamp"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_git_commit", b"_git_commit", "_importance", b"_importance", "_outcome", b"_outcome", "access_count", b"access_count", "action_log", b"action_log", "agent", b"agent", "artifacts_produced", b"artifacts_produced", "context", b"context", "duration_seconds", b"duration_seconds", "errors_encountered", b"errors_encountered", "files_modified", b"files_modified", "files_read", b"files_read", "git_commit", b"git_commit", "id", b"id", "importance", b"importance", "last_accessed", b"last_accessed", "outcome", b"outcome", "task_id", b"task_id", "timestamp", b"timestamp", "tokens_used", b"tokens_used"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__git_commit: _TypeAlias = _typing.Literal["git_commit"]  # noqa: Y015
+    _WhichOneofArgType__git_commit: _TypeAlias = _typing.Literal["_git_commit", b"_git_commit"]  # noqa: Y015
+    _WhichOneofReturnType__importance: _TypeAlias = _typing.Literal["importance"]  # noqa: Y015
+    _WhichOneofArgType__importance: _TypeAlias = _typing.Literal["_importance", b"_importance"]  # noqa: Y015
+    _WhichOneofReturnType__outcome: _TypeAlias = _typing.Literal["outcome"]  # noqa: Y015
+    _WhichOneofArgType__outcome: _TypeAlias = _typing.Literal["_outcome", b"_outcome"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__git_commit) -> _WhichOneofReturnType__git_commit | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__importance) -> _WhichOneofReturnType__importance | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__outcome) -> _WhichOneofReturnType__outcome | None: ...
+
+Global___EpisodeTrace: _TypeAlias = EpisodeTrace  # noqa: Y015
+
+@_typing.final
+class TaskContext(_message.Message):
+    """The least an agent needs to know about the task at hand (schemas/v1/task_context.json)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GOAL_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    FILES_INVOLVED_FIELD_NUMBER: _builtins.int
+    CONSTRAINTS_FIELD_NUMBER: _builtins.int
+    goal: _builtins.str
+    """What the task must achieve. Required, non-empty."""
+    phase: _builtins.str
+    """The RARV phase the task is in, as in EpisodeContext; empty when unknown."""
+    @_builtins.property
+    def files_involved(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Paths of the files the task touches."""
+
+    @_builtins.property
+    def constraints(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Rules the task must keep, in plain language."""
+
+    def __init__(
+        self,
+        *,
+        goal: _builtins.str = ...,
+        phase: _builtins.str = ...,
+        files_involved: _abc.Iterable[_builtins.str] | None = ...,
+        constraints: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["constraints", b"constraints", "files_involved", b"files_involved", "goal", b"goal", "phase", b"phase"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TaskContext: _TypeAlias = TaskContext  # noqa: Y015
+
+@_typing.final
+class RecordEpisodeRequest(_message.Message):
+    """RecordEpisode's request."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    EPISODE_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to store into. Required."""
+    @_builtins.property
+    def episode(self) -> Global___EpisodeTrace:
+        """The episode to store. Required; valid against schemas/v1/episode_trace.json."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        episode: Global___EpisodeTrace | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecordEpisodeRequest: _TypeAlias = RecordEpisodeRequest  # noqa: Y015
+
+@_typing.final
+class RecordEpisodeResponse(_message.Message):
+    """RecordEpisode's answer: empty; the episode is stored once it arrives."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecordEpisodeResponse: _TypeAlias = RecordEpisodeResponse  # noqa: Y015
+
+@_typing.final
+class RecordEpisodesRequest(_message.Message):
+    """RecordEpisodes' request: many episodes for one namespace, stored together or not at all."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    EPISODES_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to store into. Required."""
+    @_builtins.property
+    def episodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___EpisodeTrace]:
+        """The episodes to store, each valid against the schema."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        episodes: _abc.Iterable[Global___EpisodeTrace] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episodes", b"episodes", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecordEpisodesRequest: _TypeAlias = RecordEpisodesRequest  # noqa: Y015
+
+@_typing.final
+class RecordEpisodesResponse(_message.Message):
+    """RecordEpisodes' answer."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECORDED_FIELD_NUMBER: _builtins.int
+    recorded: _builtins.int
+    """How many episodes were stored."""
+    def __init__(
+        self,
+        *,
+        recorded: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["recorded", b"recorded"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecordEpisodesResponse: _TypeAlias = RecordEpisodesResponse  # noqa: Y015
+
+@_typing.final
+class GetEpisodeRequest(_message.Message):
+    """GetEpisode's request."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to read. Required."""
+    id: _builtins.str
+    """The episode's id. Required."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEpisodeRequest: _TypeAlias = GetEpisodeRequest  # noqa: Y015
+
+@_typing.final
+class GetEpisodeResponse(_message.Message):
+    """GetEpisode's answer."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def episode(self) -> Global___EpisodeTrace:
+        """The episode, with its access_count and last_accessed updated by this call."""
+
+    def __init__(
+        self,
+        *,
+        episode: Global___EpisodeTrace | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEpisodeResponse: _TypeAlias = GetEpisodeResponse  # noqa: Y015
+
+@_typing.final
+class DeleteEpisodeRequest(_message.Message):
+    """DeleteEpisode's request."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to delete from. Required."""
+    id: _builtins.str
+    """The episode's id. Required."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteEpisodeRequest: _TypeAlias = DeleteEpisodeRequest  # noqa: Y015
+
+@_typing.final
+class DeleteEpisodeResponse(_message.Message):
+    """DeleteEpisode's answer."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    deleted: _builtins.bool
+    """Whether the namespace held the episode (it holds it no more either way)."""
+    def __init__(
+        self,
+        *,
+        deleted: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteEpisodeResponse: _TypeAlias = DeleteEpisodeResponse  # noqa: Y015
+
+@_typing.final
+class ListEpisodesRequest(_message.Message):
+    """ListEpisodes' request: filters (each empty or unset one lets every episode pass) and a page."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    AGENT_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    SINCE_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    FILE_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to list. Required."""
+    task_id: _builtins.str
+    """Only episodes of this task_id."""
+    agent: _builtins.str
+    """Only episodes run by this agent."""
+    phase: _builtins.str
+    """Only episodes of this phase ("REASON", "ACT", "REFLECT", "VERIFY")."""
+    outcome: _builtins.str
+    """Only episodes with this outcome ("success", "failure", "partial")."""
+    file: _builtins.str
+    """Only episodes that read, modified or name this file path (files_read, files_modified,
+    context.files_involved), compared exactly.
+    """
+    page_size: _builtins.int
+    """At most this many episodes; 0 means the server's default (50). At most 1000."""
+    page_token: _builtins.str
+    """Empty for the first page; else the next_page_token of the previous page, with the same
+    filters (another filter is INVALID_ARGUMENT naming page_token).
+    """
+    @_builtins.property
+    def since(self) -> _timestamp_pb2.Timestamp:
+        """Only episodes whose timestamp is at or after this time."""
+
+    @_builtins.property
+    def until(self) -> _timestamp_pb2.Timestamp:
+        """Only episodes whose timestamp is before this time."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        task_id: _builtins.str = ...,
+        agent: _builtins.str = ...,
+        phase: _builtins.str = ...,
+        outcome: _builtins.str = ...,
+        since: _timestamp_pb2.Timestamp | None = ...,
+        until: _timestamp_pb2.Timestamp | None = ...,
+        file: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["since", b"since", "until", b"until"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent", b"agent", "file", b"file", "namespace", b"namespace", "outcome", b"outcome", "page_size", b"page_size", "page_token", b"page_token", "phase", b"phase", "since", b"since", "task_id", b"task_id", "until", b"until"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListEpisodesRequest: _TypeAlias = ListEpisodesRequest  # noqa: Y015
+
+@_typing.final
+class ListEpisodesResponse(_message.Message):
+    """ListEpisodes' answer: one page."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """The token of the next page; empty on the last page. Opaque: pass it back as it is."""
+    @_builtins.property
+    def episodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___EpisodeTrace]:
+        """The episodes of this page, newest first."""
+
+    def __init__(
+        self,
+        *,
+        episodes: _abc.Iterable[Global___EpisodeTrace] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episodes", b"episodes", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListEpisodesResponse: _TypeAlias = ListEpisodesResponse  # noqa: Y015
+
+@_typing.final
+class SearchEpisodesRequest(_message.Message):
+    """SearchEpisodes' request: the task at hand."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    MAX_CONTEXT_TOKENS_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to search. Required."""
+    query: _builtins.str
+    """More words to match, such as an error message the task is seeing. May be empty."""
+    limit: _builtins.int
+    """At most this many episodes; 0 means the server's default (5). At most 100."""
+    max_context_tokens: _builtins.int
+    """The most tokens the context may take, a token counted as 4 characters (so the context
+    has at most 4 * max_context_tokens characters); 0 means the server's default (1000).
+    """
+    @_builtins.property
+    def task(self) -> Global___TaskContext:
+        """The task to find episodes for. Required; valid against schemas/v1/task_context.json."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        task: Global___TaskContext | None = ...,
+        query: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        max_context_tokens: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["task", b"task"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "max_context_tokens", b"max_context_tokens", "namespace", b"namespace", "query", b"query", "task", b"task"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchEpisodesRequest: _TypeAlias = SearchEpisodesRequest  # noqa: Y015
+
+@_typing.final
+class EpisodeHit(_message.Message):
+    """One episode found for a task."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    score: _builtins.float
+    """How well it fits the task: higher is better, comparable only within one answer."""
+    @_builtins.property
+    def episode(self) -> Global___EpisodeTrace:
+        """The episode, with its access_count and last_accessed updated by this call."""
+
+    def __init__(
+        self,
+        *,
+        episode: Global___EpisodeTrace | None = ...,
+        score: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode", "score", b"score"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EpisodeHit: _TypeAlias = EpisodeHit  # noqa: Y015
+
+@_typing.final
+class SearchEpisodesResponse(_message.Message):
+    """SearchEpisodes' answer."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTEXT_FIELD_NUMBER: _builtins.int
+    HITS_FIELD_NUMBER: _builtins.int
+    context: _builtins.str
+    """Text ready for a prompt: of the best episodes, as many as fit the token budget, each with
+    its goal, outcome, the errors it met with their resolutions, and its actions; empty when
+    nothing relevant is stored.
+    """
+    @_builtins.property
+    def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___EpisodeHit]:
+        """The episodes found, best first, at most `limit` of them."""
+
+    def __init__(
+        self,
+        *,
+        context: _builtins.str = ...,
+        hits: _abc.Iterable[Global___EpisodeHit] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "hits", b"hits"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchEpisodesResponse: _TypeAlias = SearchEpisodesResponse  # noqa: Y015

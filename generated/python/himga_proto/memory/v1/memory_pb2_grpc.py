@@ -314,3 +314,332 @@ class MemoryService:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class EpisodeServiceStub:
+    """Keeps the episodes of agents and finds the ones that matter for a new task. Namespaces,
+    errors, the request-size limit and shutdown behave as in MemoryService: every request names
+    a namespace (the same rule), namespaces never see each other's episodes, and every error
+    carries a google.rpc.ErrorInfo of domain "himga.dev". The episodes of a namespace are kept
+    apart from its messages. One more reason:
+    NOT_FOUND           NOT_FOUND            GetEpisode named an id the namespace does not hold.
+
+    GetEpisode and SearchEpisodes count as retrievals: each episode they return has its
+    access_count raised by one and its last_accessed set to the time of the call, in the store
+    and in the copy returned. RecordEpisode(s) and ListEpisodes leave both as they are.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.RecordEpisode = channel.unary_unary(
+                '/himga.memory.v1.EpisodeService/RecordEpisode',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodeRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodeResponse.FromString,
+                _registered_method=True)
+        self.RecordEpisodes = channel.unary_unary(
+                '/himga.memory.v1.EpisodeService/RecordEpisodes',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodesRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodesResponse.FromString,
+                _registered_method=True)
+        self.GetEpisode = channel.unary_unary(
+                '/himga.memory.v1.EpisodeService/GetEpisode',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.GetEpisodeRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.GetEpisodeResponse.FromString,
+                _registered_method=True)
+        self.DeleteEpisode = channel.unary_unary(
+                '/himga.memory.v1.EpisodeService/DeleteEpisode',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteEpisodeRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteEpisodeResponse.FromString,
+                _registered_method=True)
+        self.ListEpisodes = channel.unary_unary(
+                '/himga.memory.v1.EpisodeService/ListEpisodes',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListEpisodesRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListEpisodesResponse.FromString,
+                _registered_method=True)
+        self.SearchEpisodes = channel.unary_unary(
+                '/himga.memory.v1.EpisodeService/SearchEpisodes',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.SearchEpisodesRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.SearchEpisodesResponse.FromString,
+                _registered_method=True)
+
+
+class EpisodeServiceServicer:
+    """Keeps the episodes of agents and finds the ones that matter for a new task. Namespaces,
+    errors, the request-size limit and shutdown behave as in MemoryService: every request names
+    a namespace (the same rule), namespaces never see each other's episodes, and every error
+    carries a google.rpc.ErrorInfo of domain "himga.dev". The episodes of a namespace are kept
+    apart from its messages. One more reason:
+    NOT_FOUND           NOT_FOUND            GetEpisode named an id the namespace does not hold.
+
+    GetEpisode and SearchEpisodes count as retrievals: each episode they return has its
+    access_count raised by one and its last_accessed set to the time of the call, in the store
+    and in the copy returned. RecordEpisode(s) and ListEpisodes leave both as they are.
+    """
+
+    def RecordEpisode(self, request, context):
+        """Stores one episode in a namespace. It must be valid against the schema (INVALID_ARGUMENT
+        with a BadRequest naming each field otherwise, as "episode.context.goal"). Recording an id
+        the namespace holds replaces that episode. Once the call returns the episode is stored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RecordEpisodes(self, request, context):
+        """Stores many episodes in one call: all of them or, when any is invalid, none (the
+        violations name the item, as "episodes[3].agent"). A later item with the id of an earlier
+        one replaces it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetEpisode(self, request, context):
+        """The episode with an id; NOT_FOUND when the namespace holds none.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteEpisode(self, request, context):
+        """Forgets the episode with an id. Deleting an id the namespace does not hold succeeds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListEpisodes(self, request, context):
+        """The episodes that pass every filter given, newest first (by timestamp, then id), a page
+        at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SearchEpisodes(self, request, context):
+        """The episodes that matter most for a task, best first, with a context string ready for a
+        prompt. The README of the reference implementation documents its ranking.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_EpisodeServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'RecordEpisode': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordEpisode,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodeRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodeResponse.SerializeToString,
+            ),
+            'RecordEpisodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordEpisodes,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodesRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodesResponse.SerializeToString,
+            ),
+            'GetEpisode': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEpisode,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.GetEpisodeRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.GetEpisodeResponse.SerializeToString,
+            ),
+            'DeleteEpisode': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteEpisode,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteEpisodeRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteEpisodeResponse.SerializeToString,
+            ),
+            'ListEpisodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEpisodes,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListEpisodesRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListEpisodesResponse.SerializeToString,
+            ),
+            'SearchEpisodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchEpisodes,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.SearchEpisodesRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.SearchEpisodesResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'himga.memory.v1.EpisodeService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('himga.memory.v1.EpisodeService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class EpisodeService:
+    """Keeps the episodes of agents and finds the ones that matter for a new task. Namespaces,
+    errors, the request-size limit and shutdown behave as in MemoryService: every request names
+    a namespace (the same rule), namespaces never see each other's episodes, and every error
+    carries a google.rpc.ErrorInfo of domain "himga.dev". The episodes of a namespace are kept
+    apart from its messages. One more reason:
+    NOT_FOUND           NOT_FOUND            GetEpisode named an id the namespace does not hold.
+
+    GetEpisode and SearchEpisodes count as retrievals: each episode they return has its
+    access_count raised by one and its last_accessed set to the time of the call, in the store
+    and in the copy returned. RecordEpisode(s) and ListEpisodes leave both as they are.
+    """
+
+    @staticmethod
+    def RecordEpisode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.EpisodeService/RecordEpisode',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodeRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordEpisodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.EpisodeService/RecordEpisodes',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodesRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.RecordEpisodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEpisode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.EpisodeService/GetEpisode',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.GetEpisodeRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.GetEpisodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteEpisode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.EpisodeService/DeleteEpisode',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteEpisodeRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteEpisodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEpisodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.EpisodeService/ListEpisodes',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListEpisodesRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListEpisodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchEpisodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.EpisodeService/SearchEpisodes',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.SearchEpisodesRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.SearchEpisodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

@@ -203,3 +203,154 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+
+class EpisodeServiceStub:
+    """Keeps the episodes of agents and finds the ones that matter for a new task. Namespaces,
+    errors, the request-size limit and shutdown behave as in MemoryService: every request names
+    a namespace (the same rule), namespaces never see each other's episodes, and every error
+    carries a google.rpc.ErrorInfo of domain "himga.dev". The episodes of a namespace are kept
+    apart from its messages. One more reason:
+      NOT_FOUND           NOT_FOUND            GetEpisode named an id the namespace does not hold.
+
+    GetEpisode and SearchEpisodes count as retrievals: each episode they return has its
+    access_count raised by one and its last_accessed set to the time of the call, in the store
+    and in the copy returned. RecordEpisode(s) and ListEpisodes leave both as they are.
+    """
+
+    @_typing.overload
+    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
+    @_typing.overload
+    def __new__(cls, channel: _aio.Channel) -> EpisodeServiceAsyncStub: ...
+    RecordEpisode: _grpc.UnaryUnaryMultiCallable[_memory_pb2.RecordEpisodeRequest, _memory_pb2.RecordEpisodeResponse]
+    """Stores one episode in a namespace. It must be valid against the schema (INVALID_ARGUMENT
+    with a BadRequest naming each field otherwise, as "episode.context.goal"). Recording an id
+    the namespace holds replaces that episode. Once the call returns the episode is stored.
+    """
+    RecordEpisodes: _grpc.UnaryUnaryMultiCallable[_memory_pb2.RecordEpisodesRequest, _memory_pb2.RecordEpisodesResponse]
+    """Stores many episodes in one call: all of them or, when any is invalid, none (the
+    violations name the item, as "episodes[3].agent"). A later item with the id of an earlier
+    one replaces it.
+    """
+    GetEpisode: _grpc.UnaryUnaryMultiCallable[_memory_pb2.GetEpisodeRequest, _memory_pb2.GetEpisodeResponse]
+    """The episode with an id; NOT_FOUND when the namespace holds none."""
+    DeleteEpisode: _grpc.UnaryUnaryMultiCallable[_memory_pb2.DeleteEpisodeRequest, _memory_pb2.DeleteEpisodeResponse]
+    """Forgets the episode with an id. Deleting an id the namespace does not hold succeeds."""
+    ListEpisodes: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListEpisodesRequest, _memory_pb2.ListEpisodesResponse]
+    """The episodes that pass every filter given, newest first (by timestamp, then id), a page
+    at a time.
+    """
+    SearchEpisodes: _grpc.UnaryUnaryMultiCallable[_memory_pb2.SearchEpisodesRequest, _memory_pb2.SearchEpisodesResponse]
+    """The episodes that matter most for a task, best first, with a context string ready for a
+    prompt. The README of the reference implementation documents its ranking.
+    """
+
+@_typing.type_check_only
+class EpisodeServiceAsyncStub(EpisodeServiceStub):
+    """Keeps the episodes of agents and finds the ones that matter for a new task. Namespaces,
+    errors, the request-size limit and shutdown behave as in MemoryService: every request names
+    a namespace (the same rule), namespaces never see each other's episodes, and every error
+    carries a google.rpc.ErrorInfo of domain "himga.dev". The episodes of a namespace are kept
+    apart from its messages. One more reason:
+      NOT_FOUND           NOT_FOUND            GetEpisode named an id the namespace does not hold.
+
+    GetEpisode and SearchEpisodes count as retrievals: each episode they return has its
+    access_count raised by one and its last_accessed set to the time of the call, in the store
+    and in the copy returned. RecordEpisode(s) and ListEpisodes leave both as they are.
+    """
+
+    def __init__(self, channel: _aio.Channel) -> None: ...
+    RecordEpisode: _aio.UnaryUnaryMultiCallable[_memory_pb2.RecordEpisodeRequest, _memory_pb2.RecordEpisodeResponse]  # type: ignore[assignment]
+    """Stores one episode in a namespace. It must be valid against the schema (INVALID_ARGUMENT
+    with a BadRequest naming each field otherwise, as "episode.context.goal"). Recording an id
+    the namespace holds replaces that episode. Once the call returns the episode is stored.
+    """
+    RecordEpisodes: _aio.UnaryUnaryMultiCallable[_memory_pb2.RecordEpisodesRequest, _memory_pb2.RecordEpisodesResponse]  # type: ignore[assignment]
+    """Stores many episodes in one call: all of them or, when any is invalid, none (the
+    violations name the item, as "episodes[3].agent"). A later item with the id of an earlier
+    one replaces it.
+    """
+    GetEpisode: _aio.UnaryUnaryMultiCallable[_memory_pb2.GetEpisodeRequest, _memory_pb2.GetEpisodeResponse]  # type: ignore[assignment]
+    """The episode with an id; NOT_FOUND when the namespace holds none."""
+    DeleteEpisode: _aio.UnaryUnaryMultiCallable[_memory_pb2.DeleteEpisodeRequest, _memory_pb2.DeleteEpisodeResponse]  # type: ignore[assignment]
+    """Forgets the episode with an id. Deleting an id the namespace does not hold succeeds."""
+    ListEpisodes: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListEpisodesRequest, _memory_pb2.ListEpisodesResponse]  # type: ignore[assignment]
+    """The episodes that pass every filter given, newest first (by timestamp, then id), a page
+    at a time.
+    """
+    SearchEpisodes: _aio.UnaryUnaryMultiCallable[_memory_pb2.SearchEpisodesRequest, _memory_pb2.SearchEpisodesResponse]  # type: ignore[assignment]
+    """The episodes that matter most for a task, best first, with a context string ready for a
+    prompt. The README of the reference implementation documents its ranking.
+    """
+
+class EpisodeServiceServicer(metaclass=_abc_1.ABCMeta):
+    """Keeps the episodes of agents and finds the ones that matter for a new task. Namespaces,
+    errors, the request-size limit and shutdown behave as in MemoryService: every request names
+    a namespace (the same rule), namespaces never see each other's episodes, and every error
+    carries a google.rpc.ErrorInfo of domain "himga.dev". The episodes of a namespace are kept
+    apart from its messages. One more reason:
+      NOT_FOUND           NOT_FOUND            GetEpisode named an id the namespace does not hold.
+
+    GetEpisode and SearchEpisodes count as retrievals: each episode they return has its
+    access_count raised by one and its last_accessed set to the time of the call, in the store
+    and in the copy returned. RecordEpisode(s) and ListEpisodes leave both as they are.
+    """
+
+    @_abc_1.abstractmethod
+    def RecordEpisode(
+        self,
+        request: _memory_pb2.RecordEpisodeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.RecordEpisodeResponse, _abc.Awaitable[_memory_pb2.RecordEpisodeResponse]]:
+        """Stores one episode in a namespace. It must be valid against the schema (INVALID_ARGUMENT
+        with a BadRequest naming each field otherwise, as "episode.context.goal"). Recording an id
+        the namespace holds replaces that episode. Once the call returns the episode is stored.
+        """
+
+    @_abc_1.abstractmethod
+    def RecordEpisodes(
+        self,
+        request: _memory_pb2.RecordEpisodesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.RecordEpisodesResponse, _abc.Awaitable[_memory_pb2.RecordEpisodesResponse]]:
+        """Stores many episodes in one call: all of them or, when any is invalid, none (the
+        violations name the item, as "episodes[3].agent"). A later item with the id of an earlier
+        one replaces it.
+        """
+
+    @_abc_1.abstractmethod
+    def GetEpisode(
+        self,
+        request: _memory_pb2.GetEpisodeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.GetEpisodeResponse, _abc.Awaitable[_memory_pb2.GetEpisodeResponse]]:
+        """The episode with an id; NOT_FOUND when the namespace holds none."""
+
+    @_abc_1.abstractmethod
+    def DeleteEpisode(
+        self,
+        request: _memory_pb2.DeleteEpisodeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.DeleteEpisodeResponse, _abc.Awaitable[_memory_pb2.DeleteEpisodeResponse]]:
+        """Forgets the episode with an id. Deleting an id the namespace does not hold succeeds."""
+
+    @_abc_1.abstractmethod
+    def ListEpisodes(
+        self,
+        request: _memory_pb2.ListEpisodesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ListEpisodesResponse, _abc.Awaitable[_memory_pb2.ListEpisodesResponse]]:
+        """The episodes that pass every filter given, newest first (by timestamp, then id), a page
+        at a time.
+        """
+
+    @_abc_1.abstractmethod
+    def SearchEpisodes(
+        self,
+        request: _memory_pb2.SearchEpisodesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.SearchEpisodesResponse, _abc.Awaitable[_memory_pb2.SearchEpisodesResponse]]:
+        """The episodes that matter most for a task, best first, with a context string ready for a
+        prompt. The README of the reference implementation documents its ranking.
+        """
+
+def add_EpisodeServiceServicer_to_server(servicer: EpisodeServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,171 @@
+"""IndexedStore: what every local episode store shares; each kind only says how it keeps rows.
+
+The shared part checks episodes, works out their features, keeps the EpisodeIndex, ranks,
+builds the context and counts accesses, so the in-process and SQLite stores behave alike down to
+the scores. A kind implements five small methods over its rows (an episode's wire form): write
+some (all or none), read some by id, erase one, count an access, and list in order.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from himga import validation
+from himga.episodes.base import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_SEARCH_LIMIT,
+    TOKEN_CHARS,
+    EpisodeFilter,
+    EpisodeHit,
+    EpisodePage,
+    EpisodeSearch,
+    EpisodeStore,
+    check_limits,
+)
+from himga.episodes.context import build_context
+from himga.episodes.features import Features, features, task_query
+from himga.episodes.index import EpisodeIndex
+from himga.episodes.paging import Position, after, position
+from himga.episodes.paging import page_token as page_token_after
+from himga.errors import NotFoundError
+from himga.records import EpisodeTrace, InvalidRecordError, TaskContext
+from himga.timeutil import to_utc_isoformat
+
+Row = dict[str, Any]
+"""An episode in its wire form (EpisodeTrace.to_dict())."""
+
+
+class IndexedStore(EpisodeStore):
+    """An episode store over rows, with the shared index and ranking. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._index = EpisodeIndex()
+
+    # --- what each kind implements -------------------------------------------------------
+
+    @abstractmethod
+    def _write(self, rows: builtins.list[tuple[Row, Features]]) -> None:
+        """Store the rows (replacing those of the same ids): all, or on any error none."""
+
+    @abstractmethod
+    def _read(self, ids: builtins.list[str]) -> dict[str, Row]:
+        """The rows of those of `ids` that are stored."""
+
+    @abstractmethod
+    def _erase(self, episode_id: str) -> bool:
+        """Forget a row; whether it was stored."""
+
+    @abstractmethod
+    def _touch(self, ids: builtins.list[str], when: datetime) -> None:
+        """Count an access of each of `ids` (stored) at `when`."""
+
+    @abstractmethod
+    def _listed(
+        self, filters: EpisodeFilter, start: Position | None, count: int
+    ) -> builtins.list[Row]:
+        """At most `count` rows passing `filters`, newest first, after `start` if given."""
+
+    @contextmanager
+    def _call(self) -> Iterator[None]:
+        """One call of the store: holds the lock (a kind may also read in others' writes)."""
+        with self._lock:
+            yield
+
+    # --- the interface, on wire forms ---------------------------------------------------
+
+    def record_documents(self, documents: builtins.list[Row]) -> int:
+        """Store wire forms (all, or none when any is invalid against the schema: an
+        InvalidRecordError, a ValueError, names each broken rule by its JSON path)."""
+        problems = [
+            f"episode {i}: {error}"
+            for i, row in enumerate(documents)
+            if not validation.is_valid(row, "EpisodeTrace")
+            for error in validation.validate(row, "EpisodeTrace")
+        ]
+        if problems:
+            raise InvalidRecordError(problems)
+        rows = {row["id"]: (row, features(row)) for row in documents}
+        if not rows:
+            return 0
+        with self._call():
+            self._write(builtins.list(rows.values()))
+            for _, found in rows.values():
+                self._index.add(found)
+        return len(documents)
+
+    def get_document(self, episode_id: str) -> Row:
+        with self._call():
+            row = self._read([episode_id]).get(episode_id)
+            if row is None:
+                raise NotFoundError(f"no episode {episode_id!r} in this namespace")
+            return self._accessed([row])[0]
+
+    def list_documents(
+        self, filters: EpisodeFilter | None = None, page_size: int = 0, page_token: str = ""
+    ) -> tuple[builtins.list[Row], str]:
+        check_limits(page_size=page_size)
+        filters = filters or EpisodeFilter()
+        start = after(page_token, filters)
+        size = page_size or DEFAULT_PAGE_SIZE
+        with self._call():
+            rows = self._listed(filters, start, size + 1)
+        token = page_token_after(position(rows[size - 1]), filters) if len(rows) > size else ""
+        return rows[:size], token
+
+    def search_documents(
+        self, task: TaskContext, query: str = "", limit: int = 0, max_context_tokens: int = 0
+    ) -> tuple[str, builtins.list[tuple[Row, float]]]:
+        check_limits(limit=limit, max_context_tokens=max_context_tokens)
+        wanted = task_query(task.check(), query)
+        budget = (max_context_tokens or DEFAULT_CONTEXT_TOKENS) * TOKEN_CHARS
+        with self._call():
+            best = self._index.best(wanted, limit or DEFAULT_SEARCH_LIMIT)
+            rows = self._read([episode_id for episode_id, _ in best])
+            found = self._accessed([rows[episode_id] for episode_id, _ in best])
+        scored = [(row, score) for row, (_, score) in zip(found, best, strict=True)]
+        return build_context(found, wanted, budget), scored
+
+    def _accessed(self, rows: builtins.list[Row]) -> builtins.list[Row]:
+        """The rows, their access counted now, in the store and in the rows returned."""
+        if rows:
+            when = datetime.now(UTC)
+            self._touch([row["id"] for row in rows], when)
+            for row in rows:
+                row["access_count"] = row.get("access_count", 0) + 1
+                row["last_accessed"] = to_utc_isoformat(when)
+        return rows
+
+    # --- the interface, on records --------------------------------------------------------
+
+    def record_many(self, episodes: Iterable[EpisodeTrace]) -> int:
+        return self.record_documents([episode.check().to_dict() for episode in episodes])
+
+    def get(self, episode_id: str) -> EpisodeTrace:
+        return EpisodeTrace.from_dict(self.get_document(episode_id))
+
+    def delete(self, episode_id: str) -> bool:
+        with self._call():
+            erased = self._erase(episode_id)
+            self._index.remove(episode_id)
+            return erased
+
+    def list(
+        self, filters: EpisodeFilter | None = None, page_size: int = 0, page_token: str = ""
+    ) -> EpisodePage:
+        rows, token = self.list_documents(filters, page_size, page_token)
+        return EpisodePage([EpisodeTrace.from_dict(row) for row in rows], token)
+
+    def search(
+        self, task: TaskContext, query: str = "", limit: int = 0, max_context_tokens: int = 0
+    ) -> EpisodeSearch:
+        context, scored = self.search_documents(task, query, limit, max_context_tokens)
+        hits = [EpisodeHit(EpisodeTrace.from_dict(row), score) for row, score in scored]
+        return EpisodeSearch(context, hits)

@@ -1,0 +1,69 @@
+"""InProcessEpisodes: an episode store in process memory (nothing on disk), for tests, short
+runs and agents that keep their episodes elsewhere.
+
+Each episode is kept as its JSON text, so what a caller holds is always a copy; the listing
+order is kept as a sorted list of positions.
+"""
+
+import bisect
+import json
+from datetime import datetime
+from pathlib import Path
+
+from himga.episodes.base import EpisodeFilter
+from himga.episodes.features import Features
+from himga.episodes.indexed import IndexedStore, Row
+from himga.episodes.paging import Position, passes, position
+from himga.timeutil import to_utc_isoformat
+
+
+class InProcessEpisodes(IndexedStore):
+    """The episodes of one namespace, in this process."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: dict[str, str] = {}
+        self._order: list[Position] = []  # every episode's position, ascending
+
+    @classmethod
+    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "InProcessEpisodes":
+        """The registry's factory: every namespace starts empty, and none is kept."""
+        return cls()
+
+    def _write(self, rows: list[tuple[Row, Features]]) -> None:
+        for row, _ in rows:
+            self._erase(row["id"])
+            self._rows[row["id"]] = json.dumps(row)
+            bisect.insort(self._order, _position(row))
+
+    def _read(self, ids: list[str]) -> dict[str, Row]:
+        return {i: json.loads(self._rows[i]) for i in ids if i in self._rows}
+
+    def _erase(self, episode_id: str) -> bool:
+        text = self._rows.pop(episode_id, None)
+        if text is None:
+            return False
+        del self._order[bisect.bisect_left(self._order, _position(json.loads(text)))]
+        return True
+
+    def _touch(self, ids: list[str], when: datetime) -> None:
+        for episode_id in ids:
+            row = json.loads(self._rows[episode_id])
+            row["access_count"] = row.get("access_count", 0) + 1
+            row["last_accessed"] = to_utc_isoformat(when)
+            self._rows[episode_id] = json.dumps(row)
+
+    def _listed(self, filters: EpisodeFilter, start: Position | None, count: int) -> list[Row]:
+        end = bisect.bisect_left(self._order, start) if start is not None else len(self._order)
+        found: list[Row] = []
+        for at in range(end - 1, -1, -1):  # newest first
+            row = json.loads(self._rows[self._order[at][1]])
+            if passes(row, filters):
+                found.append(row)
+                if len(found) == count:
+                    break
+        return found
+
+
+def _position(row: Row) -> Position:
+    return position(row)

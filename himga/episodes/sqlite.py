@@ -1,0 +1,269 @@
+"""SQLiteEpisodes: the episodes of one namespace in a durable SQLite database.
+
+Tables:
+- `episodes`: each episode's wire form (`document`, as recorded), the columns ListEpisodes
+  filters and orders on (time in microseconds, task_id, agent, phase, outcome), its access
+  statistics (kept apart from the document, which a retrieval does not rewrite), and the
+  features the ranking reads (`features`: JSON with the terms already stemmed).
+- `episode_files`: (path, id) of every file an episode read, modified or names in its context,
+  for ListEpisodes' file filter.
+
+The EpisodeIndex is rebuilt from `features` when the store opens (no text is stemmed again) and
+kept up to date by the store's own writes; a commit by another connection (PRAGMA data_version)
+makes it rebuild before the next call.
+
+Durability: WAL journal, `synchronous=FULL`, one transaction per record_many, so an episode
+recorded is on disk once the call returns (it survives SIGKILL and power loss) and a failed
+call leaves nothing behind. Access statistics are written with `synchronous=NORMAL`: they
+survive the process being killed, but the last few may be lost with the power, which spares
+every search an fsync.
+
+A server's data directory holds one database per namespace:
+`<data_dir>/episodes/<namespace>-<hash>.sqlite3`.
+"""
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from himga.episodes.base import EpisodeFilter
+from himga.episodes.features import Features, normal_path
+from himga.episodes.index import EpisodeIndex
+from himga.episodes.indexed import IndexedStore, Row
+from himga.episodes.paging import Position, listed_files, micros
+from himga.errors import IncompatibleStoreError
+from himga.memory.registry import namespace_file
+from himga.memory.text import STEMMER
+from himga.timeutil import parse_utc_datetime, to_utc_isoformat
+
+FORMAT = f"episodes 1; terms: {STEMMER} stems, stopwords"
+"""Written into each database: one written in another format is refused, not misread."""
+
+_BUSY_TIMEOUT_S = 10.0
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS episodes (
+        id TEXT PRIMARY KEY,
+        micros INTEGER NOT NULL,
+        task_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        phase TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        access_count INTEGER NOT NULL,
+        last_accessed TEXT,
+        document TEXT NOT NULL,
+        features TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS episodes_by_time ON episodes (micros, id)",
+    "CREATE INDEX IF NOT EXISTS episodes_by_task ON episodes (task_id, micros, id)",
+    "CREATE INDEX IF NOT EXISTS episodes_by_agent ON episodes (agent, micros, id)",
+    """CREATE TABLE IF NOT EXISTS episode_files (
+        path TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (path, id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS episode_files_by_id ON episode_files (id)",
+)
+_INSERT = "INSERT OR REPLACE INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_COLUMNS = "id, document, access_count, last_accessed"
+
+
+class SQLiteEpisodes(IndexedStore):
+    """Episodes in SQLite at `path` (created with its folders if missing); in memory if None."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        super().__init__()
+        self.path = Path(path) if path is not None and str(path) != ":memory:" else None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        target = str(self.path) if self.path is not None else ":memory:"
+        self._db = sqlite3.connect(
+            target, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_S
+        )
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    @classmethod
+    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "SQLiteEpisodes":
+        """The registry's factory: the namespace's database in `data_dir`, in memory if None."""
+        if data_dir is None:
+            return cls()
+        return cls(namespace_file(data_dir, "episodes", namespace, ".sqlite3"))
+
+    def _open(self) -> None:
+        db = self._db
+        if self.path is not None:
+            db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        with self._transaction():
+            db.execute(_SCHEMA[0])
+            found = db.execute("SELECT value FROM himga_meta WHERE key = 'format'").fetchone()
+            if found is None:
+                db.execute("INSERT INTO himga_meta VALUES ('format', ?)", (FORMAT,))
+            elif found[0] != FORMAT:
+                name = self.path.name if self.path else "database"
+                raise IncompatibleStoreError(
+                    f"{name}: episodes stored in format {found[0]!r}, this himga reads "
+                    f"{FORMAT!r}; move the file away (or delete it) and record them again"
+                )
+            for statement in _SCHEMA[1:]:
+                db.execute(statement)
+        self._version: int | None = None
+
+    def close(self) -> None:
+        """Close the database; the store is unusable afterwards."""
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._version = None  # read everything again next time
+            raise
+        self._db.execute("COMMIT")
+
+    @contextmanager
+    def _call(self) -> Iterator[None]:
+        with self._lock:
+            (version,) = self._db.execute("PRAGMA data_version").fetchone()
+            if version != self._version:
+                self._rebuild()
+                self._version = version
+            yield
+
+    def _rebuild(self) -> None:
+        """The index of every stored episode, read from the `features` column."""
+        index = EpisodeIndex()
+        for (text,) in self._db.execute("SELECT features FROM episodes ORDER BY rowid"):
+            index.add(_features(json.loads(text)))
+        self._index = index
+
+    def _write(self, rows: list[tuple[Row, Features]]) -> None:
+        db = self._db
+        with self._transaction():
+            ids = [(row["id"],) for row, _ in rows]
+            db.executemany("DELETE FROM episode_files WHERE id = ?", ids)
+            db.executemany(_INSERT, [_values(row, found) for row, found in rows])
+            db.executemany(
+                "INSERT OR IGNORE INTO episode_files VALUES (?, ?)",
+                [(path, row["id"]) for row, _ in rows for path in listed_files(row)],
+            )
+
+    def _read(self, ids: list[str]) -> dict[str, Row]:
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM episodes WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+        return {row[0]: _row(*row[1:]) for row in rows}
+
+    def _erase(self, episode_id: str) -> bool:
+        with self._transaction():
+            self._db.execute("DELETE FROM episode_files WHERE id = ?", (episode_id,))
+            erased = self._db.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))
+        return erased.rowcount > 0
+
+    def _touch(self, ids: list[str], when: datetime) -> None:
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            with self._transaction():
+                self._db.executemany(
+                    "UPDATE episodes SET access_count = access_count + 1, last_accessed = ? "
+                    "WHERE id = ?",
+                    [(to_utc_isoformat(when), episode_id) for episode_id in ids],
+                )
+        finally:
+            self._db.execute("PRAGMA synchronous=FULL")
+
+    def _listed(self, filters: EpisodeFilter, start: Position | None, count: int) -> list[Row]:
+        where: list[str] = []
+        values: list[Any] = []
+        for column in ("task_id", "agent", "phase", "outcome"):
+            wanted = getattr(filters, column)
+            if wanted:
+                where.append(f"{column} = ?")
+                values.append(wanted)
+        if filters.since is not None:
+            where.append("micros >= ?")
+            values.append(micros(filters.since))
+        if filters.until is not None:
+            where.append("micros < ?")
+            values.append(micros(filters.until))
+        if filters.file:
+            where.append("id IN (SELECT id FROM episode_files WHERE path = ?)")
+            values.append(normal_path(filters.file))
+        if start is not None:
+            where.append("(micros, id) < (?, ?)")
+            values.extend(start)
+        condition = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM episodes {condition} ORDER BY micros DESC, id DESC LIMIT ?",
+            (*values, count),
+        )
+        return [_row(*row[1:]) for row in rows]
+
+
+def _values(row: Row, found: Features) -> tuple[Any, ...]:
+    """The `episodes` row of an episode."""
+    features = {
+        "id": found.id,
+        "t": found.timestamp,
+        "i": found.importance,
+        "p": found.phase,
+        "o": found.outcome,
+        "r": found.resolved,
+        "g": " ".join(found.goal),
+        "e": " ".join(found.errors),
+        "a": " ".join(found.actions),
+        "f": found.files,
+    }
+    context = row["context"]
+    return (
+        row["id"],
+        micros_of(row),
+        row["task_id"],
+        row["agent"],
+        context.get("phase", ""),
+        row.get("outcome", "success"),
+        row.get("access_count", 0),
+        row.get("last_accessed"),
+        json.dumps(row, ensure_ascii=False),
+        json.dumps(features, ensure_ascii=False),
+    )
+
+
+def micros_of(row: Row) -> int:
+    """The episode's time, in microseconds since the epoch."""
+    return micros(parse_utc_datetime(row["timestamp"]))
+
+
+def _features(data: dict[str, Any]) -> Features:
+    return Features(
+        id=data["id"],
+        timestamp=data["t"],
+        importance=data["i"],
+        phase=data["p"],
+        outcome=data["o"],
+        resolved=data["r"],
+        goal=data["g"].split(),
+        errors=data["e"].split(),
+        actions=data["a"].split(),
+        files=data["f"],
+    )
+
+
+def _row(document: str, access_count: int, last_accessed: str | None) -> Row:
+    """An episode's wire form with its current access statistics."""
+    row: Row = json.loads(document)
+    row["access_count"] = access_count
+    if last_accessed is not None:
+        row["last_accessed"] = last_accessed
+    return row

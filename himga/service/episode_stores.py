@@ -1,0 +1,37 @@
+"""The episode stores of a server's namespaces: one store per namespace, opened on its first
+call, with the namespace rule MemoryService uses (himga.service.namespaces). Stores are
+thread-safe, so calls to one namespace need no lock of the server's."""
+
+import threading
+from pathlib import Path
+
+from himga.episodes.base import EpisodeStore
+from himga.episodes.registry import store_factory
+
+
+class EpisodeStores:
+    """Opens each namespace's store once, with the server's store kind, and keeps it open."""
+
+    def __init__(self, kind: str, data_dir: Path | None) -> None:
+        self.kind = kind
+        self._factory = store_factory(kind)  # fail now, at start-up, on an unknown kind
+        self.data_dir = data_dir
+        self._open: dict[str, EpisodeStore] = {}
+        self._opening = threading.Lock()
+
+    def open(self, namespace: str) -> EpisodeStore:
+        """The store of a (checked) namespace, opened now if it was not."""
+        store = self._open.get(namespace)
+        if store is None:
+            with self._opening:
+                store = self._open.get(namespace)
+                if store is None:
+                    store = self._open[namespace] = self._factory(namespace, self.data_dir)
+        return store
+
+    def close(self) -> None:
+        """Close every open store, once no call uses them any more."""
+        with self._opening:
+            opened, self._open = list(self._open.values()), {}
+        for store in opened:
+            store.close()

@@ -1,0 +1,156 @@
+"""The EpisodeService servicer: checks a request, converts it, and hands it to its namespace's
+episode store. Every handler runs under the one `rpc` path of himga.service.servicer, so errors
+reach the wire exactly as MemoryService's do."""
+
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any, Literal, TypeVar
+
+import grpc
+from himga_proto.memory.v1 import memory_pb2 as pb
+from himga_proto.memory.v1 import memory_pb2_grpc
+
+from himga.episodes.base import EpisodeFilter, EpisodeStore, limit_problems
+from himga.episodes.paging import after
+from himga.service import convert
+from himga.service.episode_stores import EpisodeStores
+from himga.service.errors import FieldViolation, InvalidRequest
+from himga.service.namespaces import namespace_violations
+from himga.service.servicer import rpc
+
+T = TypeVar("T")
+
+
+class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
+    """Serves EpisodeService over the episode stores of one server."""
+
+    def __init__(self, stores: EpisodeStores) -> None:
+        self.stores = stores
+
+    @rpc
+    def RecordEpisode(
+        self, request: pb.RecordEpisodeRequest, context: grpc.ServicerContext
+    ) -> pb.RecordEpisodeResponse:
+        found: list[FieldViolation] = []
+        episode = _required(request, "episode", found, convert.episode_document)
+        store = self._store(request.namespace, found)
+        assert episode is not None  # no violation found: the episode was read
+        store.record_documents([episode])
+        return pb.RecordEpisodeResponse()
+
+    @rpc
+    def RecordEpisodes(
+        self, request: pb.RecordEpisodesRequest, context: grpc.ServicerContext
+    ) -> pb.RecordEpisodesResponse:
+        found: list[FieldViolation] = []
+        episodes = []
+        for i, episode in enumerate(request.episodes):
+            try:
+                episodes.append(convert.episode_document(episode, f"episodes[{i}]"))
+            except InvalidRequest as error:
+                found.extend(error.violations)
+        store = self._store(request.namespace, found)
+        return pb.RecordEpisodesResponse(recorded=store.record_documents(episodes))
+
+    @rpc
+    def GetEpisode(
+        self, request: pb.GetEpisodeRequest, context: grpc.ServicerContext
+    ) -> pb.GetEpisodeResponse:
+        store = self._store(request.namespace, _id_violations(request.id))
+        episode = store.get_document(request.id)
+        return pb.GetEpisodeResponse(episode=convert.episode_document_to_proto(episode))
+
+    @rpc
+    def DeleteEpisode(
+        self, request: pb.DeleteEpisodeRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteEpisodeResponse:
+        store = self._store(request.namespace, _id_violations(request.id))
+        return pb.DeleteEpisodeResponse(deleted=store.delete(request.id))
+
+    @rpc
+    def ListEpisodes(
+        self, request: pb.ListEpisodesRequest, context: grpc.ServicerContext
+    ) -> pb.ListEpisodesResponse:
+        found = [FieldViolation(*p) for p in limit_problems(page_size=request.page_size)]
+        filters = EpisodeFilter(
+            task_id=request.task_id,
+            agent=request.agent,
+            phase=request.phase,
+            outcome=request.outcome,
+            since=_time(request, "since", found),
+            until=_time(request, "until", found),
+            file=request.file,
+        )
+        try:
+            after(request.page_token, filters)
+        except ValueError as error:
+            found.append(FieldViolation("page_token", str(error).removeprefix("page_token: ")))
+        store = self._store(request.namespace, found)
+        episodes, token = store.list_documents(filters, request.page_size, request.page_token)
+        return pb.ListEpisodesResponse(
+            episodes=[convert.episode_document_to_proto(e) for e in episodes],
+            next_page_token=token,
+        )
+
+    @rpc
+    def SearchEpisodes(
+        self, request: pb.SearchEpisodesRequest, context: grpc.ServicerContext
+    ) -> pb.SearchEpisodesResponse:
+        found = [
+            FieldViolation(*p)
+            for p in limit_problems(
+                limit=request.limit, max_context_tokens=request.max_context_tokens
+            )
+        ]
+        task = _required(request, "task", found, convert.task_from_proto)
+        store = self._store(request.namespace, found)
+        assert task is not None
+        text, hits = store.search_documents(
+            task, request.query, request.limit, request.max_context_tokens
+        )
+        return pb.SearchEpisodesResponse(
+            context=text,
+            hits=[
+                pb.EpisodeHit(episode=convert.episode_document_to_proto(episode), score=score)
+                for episode, score in hits
+            ],
+        )
+
+    def _store(self, namespace: str, found: list[FieldViolation]) -> EpisodeStore:
+        """The namespace's store, once the request is known to be well formed: InvalidRequest
+        with `found` and whatever is wrong with the namespace, before anything is opened."""
+        violations = namespace_violations(namespace) + found
+        if violations:
+            raise InvalidRequest(violations)
+        return self.stores.open(namespace)
+
+
+def _required(
+    request: Any, name: str, found: list[FieldViolation], parse: Callable[[Any, str], T]
+) -> T | None:
+    """The record a request carries in field `name`, or None after adding what is wrong."""
+    if not request.HasField(name):
+        found.append(FieldViolation(name, "required"))
+        return None
+    try:
+        return parse(getattr(request, name), name)
+    except InvalidRequest as error:
+        found.extend(error.violations)
+        return None
+
+
+def _id_violations(episode_id: str) -> list[FieldViolation]:
+    return [] if episode_id else [FieldViolation("id", "required")]
+
+
+def _time(
+    request: pb.ListEpisodesRequest, name: Literal["since", "until"], found: list[FieldViolation]
+) -> Any:
+    """An optional Timestamp of the request as an aware datetime (None when unset)."""
+    if not request.HasField(name):
+        return None
+    try:
+        return getattr(request, name).ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        found.append(FieldViolation(name, "must be a time between years 1 and 9999"))
+        return None

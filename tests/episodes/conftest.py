@@ -1,0 +1,41 @@
+"""Every episode store under one fixture: in-process, SQLite, and remote (over a real server)."""
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from himga.episodes.base import EpisodeStore
+from himga.episodes.registry import store_factory, store_names
+from himga.service import RemoteEpisodes
+
+STORES = [*store_names(), "remote"]
+
+NewStore = Callable[[], EpisodeStore]
+
+
+@pytest.fixture(params=STORES)
+def new_store(
+    request: pytest.FixtureRequest, tmp_path: Path, memory_server: str
+) -> Iterator[NewStore]:
+    """Makes stores of one kind, each in a namespace of its own (as a server's are)."""
+    made: list[EpisodeStore] = []
+
+    def new() -> EpisodeStore:
+        namespace = f"episodes-{uuid.uuid4().hex}"
+        if request.param == "remote":
+            store: EpisodeStore = RemoteEpisodes(memory_server, namespace)
+        else:
+            store = store_factory(request.param)(namespace, tmp_path)
+        made.append(store)
+        return store
+
+    yield new
+    for store in made:
+        store.close()
+
+
+@pytest.fixture
+def store(new_store: NewStore) -> EpisodeStore:
+    return new_store()

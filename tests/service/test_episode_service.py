@@ -1,0 +1,156 @@
+"""EpisodeService on the wire, through the generated stub: what a malformed request gets (and
+that nothing of it is stored), NOT_FOUND with its reason, and the proto's defaults."""
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import grpc
+import pytest
+from google.protobuf import timestamp_pb2
+from himga_proto.memory.v1 import memory_pb2 as pb
+from himga_proto.memory.v1 import memory_pb2_grpc
+
+from himga.service import convert
+from himga.service.errors import field_violations, reason_of
+from tests.episodes.helpers import episode
+
+
+@pytest.fixture(scope="module")
+def stub(memory_server: str) -> Iterator[memory_pb2_grpc.EpisodeServiceStub]:
+    with grpc.insecure_channel(memory_server) as channel:
+        yield memory_pb2_grpc.EpisodeServiceStub(channel)
+
+
+def fresh() -> str:
+    return f"wire-{uuid.uuid4().hex}"
+
+
+def refused(call: Callable[[], object]) -> tuple[grpc.StatusCode, str | None, list[str]]:
+    """The code, ErrorInfo reason and violated fields of a call that must fail."""
+    with pytest.raises(grpc.RpcError) as caught:
+        call()
+    error = caught.value
+    assert isinstance(error, grpc.Call)
+    return error.code(), reason_of(error), [v.field for v in field_violations(error)]
+
+
+def proto_episode(number: int) -> pb.EpisodeTrace:
+    return convert.episode_to_proto(episode(number))
+
+
+def listed(stub: memory_pb2_grpc.EpisodeServiceStub, namespace: str) -> list[str]:
+    answer = stub.ListEpisodes(pb.ListEpisodesRequest(namespace=namespace))
+    return [e.id for e in answer.episodes]
+
+
+def test_an_invalid_episode_names_each_field_and_is_not_stored(
+    stub: memory_pb2_grpc.EpisodeServiceStub,
+) -> None:
+    namespace = fresh()
+    bad = proto_episode(1)
+    bad.context.goal = ""
+    bad.agent = ""
+    bad.duration_seconds = 1.5
+    bad.context.phase = "DREAM"
+    code, reason, fields = refused(
+        lambda: stub.RecordEpisode(pb.RecordEpisodeRequest(namespace=namespace, episode=bad))
+    )
+    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST")
+    assert set(fields) == {
+        "episode.agent",
+        "episode.context.goal",
+        "episode.context.phase",
+        "episode.duration_seconds",
+    }
+    assert listed(stub, namespace) == []
+
+
+def test_a_missing_episode_or_timestamp_is_named(stub: memory_pb2_grpc.EpisodeServiceStub) -> None:
+    no_time = proto_episode(1)
+    no_time.ClearField("timestamp")
+    far = proto_episode(1)
+    far.timestamp.seconds = 10**13  # beyond year 9999: no RFC 3339 form
+    for request, field in (
+        (pb.RecordEpisodeRequest(namespace=fresh(), episode=far), "episode.timestamp"),
+        (pb.RecordEpisodeRequest(namespace=fresh()), "episode"),
+        (pb.RecordEpisodeRequest(namespace=fresh(), episode=no_time), "episode.timestamp"),
+        (pb.RecordEpisodeRequest(namespace="bad namespace", episode=proto_episode(1)), "namespace"),
+    ):
+        assert field in refused(lambda r=request: stub.RecordEpisode(r))[2]
+
+
+def test_a_batch_with_one_bad_episode_stores_none(stub: memory_pb2_grpc.EpisodeServiceStub) -> None:
+    namespace = fresh()
+    episodes = [proto_episode(n) for n in range(3)]
+    episodes[1].task_id = ""
+    request = pb.RecordEpisodesRequest(namespace=namespace, episodes=episodes)
+    assert refused(lambda: stub.RecordEpisodes(request))[2] == ["episodes[1].task_id"]
+    assert listed(stub, namespace) == []
+    del episodes[1]
+    answer = stub.RecordEpisodes(pb.RecordEpisodesRequest(namespace=namespace, episodes=episodes))
+    assert answer.recorded == 2
+    assert listed(stub, namespace) == ["ep-0002", "ep-0000"]
+
+
+def test_get_of_an_absent_id_is_not_found_with_its_reason(
+    stub: memory_pb2_grpc.EpisodeServiceStub,
+) -> None:
+    request = pb.GetEpisodeRequest(namespace=fresh(), id="ep-none")
+    code, reason, _ = refused(lambda: stub.GetEpisode(request))
+    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "NOT_FOUND")
+    assert "id" in refused(lambda: stub.GetEpisode(pb.GetEpisodeRequest(namespace=fresh())))[2]
+
+
+def test_the_round_trip_keeps_every_field(stub: memory_pb2_grpc.EpisodeServiceStub) -> None:
+    namespace = fresh()
+    sent = proto_episode(7)
+    sent.git_commit = "abc123"
+    stub.RecordEpisode(pb.RecordEpisodeRequest(namespace=namespace, episode=sent))
+    got = stub.GetEpisode(pb.GetEpisodeRequest(namespace=namespace, id="ep-0007")).episode
+    assert got.access_count == 1 and got.HasField("last_accessed")
+    got.access_count = 0
+    got.ClearField("last_accessed")
+    assert got == sent
+
+
+@pytest.mark.parametrize(
+    ("request_", "field"),
+    [
+        (pb.ListEpisodesRequest(page_size=1001), "page_size"),
+        (pb.ListEpisodesRequest(page_token="garbage"), "page_token"),
+        (
+            pb.ListEpisodesRequest(since=timestamp_pb2.Timestamp(seconds=10**13)),
+            "since",
+        ),
+        (pb.SearchEpisodesRequest(task=pb.TaskContext(goal="g"), limit=101), "limit"),
+        (pb.SearchEpisodesRequest(), "task"),
+        (pb.SearchEpisodesRequest(task=pb.TaskContext(goal="")), "task.goal"),
+        (pb.SearchEpisodesRequest(task=pb.TaskContext(goal="g", phase="NAP")), "task.phase"),
+    ],
+)
+def test_malformed_list_and_search_requests_name_the_field(
+    stub: memory_pb2_grpc.EpisodeServiceStub, request_: object, field: str
+) -> None:
+    request_.namespace = fresh()  # type: ignore[attr-defined]
+    method = (
+        stub.ListEpisodes if isinstance(request_, pb.ListEpisodesRequest) else stub.SearchEpisodes
+    )
+    code, _, fields = refused(lambda: method(request_))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in fields
+
+
+def test_search_defaults_to_five_hits_and_keeps_its_budget(
+    stub: memory_pb2_grpc.EpisodeServiceStub,
+) -> None:
+    namespace = fresh()
+    episodes = [convert.episode_to_proto(episode(n, f"Tune the cache {n}")) for n in range(7)]
+    stub.RecordEpisodes(pb.RecordEpisodesRequest(namespace=namespace, episodes=episodes))
+    task = pb.TaskContext(goal="tune the cache")
+    answer = stub.SearchEpisodes(pb.SearchEpisodesRequest(namespace=namespace, task=task))
+    assert len(answer.hits) == 5
+    assert 0 < len(answer.context) <= 1000 * 4
+    small = stub.SearchEpisodes(
+        pb.SearchEpisodesRequest(namespace=namespace, task=task, max_context_tokens=10)
+    )
+    assert 0 < len(small.context) <= 40
