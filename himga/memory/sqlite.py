@@ -27,18 +27,21 @@ its own BM25 statistics (a busy neighbour does not shift another's scores), its 
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from himga.data.conversation import Message, Session
 from himga.errors import IncompatibleStoreError
+from himga.memory import commit
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
 from himga.memory.ranking import METHOD, Turns
 from himga.memory.registry import namespace_file
 from himga.memory.text import query_terms
 from himga.memory.windows import Windows
+from himga.storage.files import create_private
 
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
@@ -68,6 +71,13 @@ _SCHEMA = (
     # 5% faster batch ingest at 10k and 100k turns, with no slower searches.
     f"INSERT INTO turns_fts (turns_fts, rank) VALUES ('automerge', {AUTOMERGE})",
 )
+# Receipts of writes made with a request id (himga.memory.commit): written in the write's
+# transaction, so one exists exactly when its write does. Added after the first stores, so
+# created when missing rather than with the schema above.
+_RECEIPTS = """CREATE TABLE himga_receipts (
+    request_id TEXT PRIMARY KEY, digest TEXT NOT NULL, answer INTEGER NOT NULL, at REAL NOT NULL
+)"""
+_RECEIPTS_BY_TIME = "CREATE INDEX himga_receipts_at ON himga_receipts (at)"
 _POSTINGS = "SELECT doc, count(*) FROM turns_vocab WHERE term = ? GROUP BY doc"
 # Each turn's place, for Windows: the rows after the first `?`, in order.
 _PLACES = """
@@ -96,7 +106,8 @@ class SQLiteKeywordMemory(ContextFromHits):
             self.path = Path(path)
             if self.path.is_dir():
                 self.path = self.path / DATABASE_NAME
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Created 0600 before SQLite opens it: its -wal and -shm files take its mode.
+            create_private(self.path)
             target = str(self.path)
         self._db = sqlite3.connect(
             target, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
@@ -124,20 +135,42 @@ class SQLiteKeywordMemory(ContextFromHits):
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._version: int | None = None
         self._generation: str | None = None
+        # A store that has its schema is opened by reading alone (it opens on a full disk).
+        with self._transaction():
+            method, receipts = self._schema()
+            if method is not None and receipts:
+                self._check_method(method)
+                self._refresh()
+                return
         with self._transaction("IMMEDIATE"):
-            db.execute(_SCHEMA[0])
-            found = db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
-            if found is None:
+            method, receipts = self._schema()
+            if method is None:
+                for statement in _SCHEMA:
+                    db.execute(statement)
                 db.execute("INSERT INTO himga_meta VALUES ('method', ?)", (METHOD,))
-            elif found[0] != METHOD:
-                name = self.path.name if self.path else "database"
-                raise IncompatibleStoreError(
-                    f"{name}: indexed with method {found[0]!r}, this himga uses {METHOD!r}; "
-                    "move the file away (or delete it) and ingest the messages again"
-                )
-            for statement in _SCHEMA[1:]:
-                db.execute(statement)
+            self._check_method(method or METHOD)
+            if not receipts:
+                db.execute(_RECEIPTS)
+                db.execute(_RECEIPTS_BY_TIME)
             self._refresh()
+
+    def _schema(self) -> tuple[str | None, bool]:
+        """The method the store was indexed with (None: a new store), and whether it has the
+        receipts table."""
+        tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master")}
+        method = None
+        if "himga_meta" in tables:
+            found = self._db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
+            method = found[0] if found is not None else None
+        return method, "himga_receipts" in tables
+
+    def _check_method(self, method: str) -> None:
+        if method != METHOD:
+            name = self.path.name if self.path else "database"
+            raise IncompatibleStoreError(
+                f"{name}: indexed with method {method!r}, this himga uses {METHOD!r}; "
+                "move the file away (or delete it) and ingest the messages again"
+            )
 
     @contextmanager
     def _transaction(self, mode: str = "DEFERRED") -> Iterator[None]:
@@ -173,6 +206,10 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._windows.add(sessions, lengths, speakers)
         self._version = version
 
+    @property
+    def durable(self) -> bool:
+        return self.path is not None
+
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
         with self._lock:
@@ -193,12 +230,34 @@ class SQLiteKeywordMemory(ContextFromHits):
                 self._ids("speakers", self._speakers, turns.speakers)
                 self._ids("sessions", self._sessions, turns.session_ids)
                 sessions, lengths = self._insert(turns)
+                commit.before_commit(self._keep_receipt, len(turns))
             try:
                 self._windows.add(sessions, lengths, turns.speakers)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
                 raise
         return len(turns)
+
+    def receipt(self, request_id: str) -> commit.Receipt | None:
+        """The receipt of the write made with `request_id` within the receipt window, if any."""
+        since = time.time() - commit.RECEIPT_WINDOW_SECONDS
+        with self._lock, self._transaction():
+            found = self._db.execute(
+                "SELECT digest, answer FROM himga_receipts WHERE request_id = ? AND at >= ?",
+                (request_id, since),
+            ).fetchone()
+        return commit.Receipt(request_id, *found) if found is not None else None
+
+    def _keep_receipt(self, receipt: commit.Receipt) -> None:
+        """Record `receipt` in the write's transaction, forgetting those past the window."""
+        now = time.time()
+        self._db.execute(
+            "DELETE FROM himga_receipts WHERE at < ?", (now - commit.RECEIPT_WINDOW_SECONDS,)
+        )
+        self._db.execute(
+            "INSERT INTO himga_receipts VALUES (?, ?, ?, ?)",
+            (receipt.request_id, receipt.digest, receipt.answer, now),
+        )
 
     def _ids(self, table: str, known: dict[str, int], keys: Iterable[str]) -> None:
         """Put the ids of `keys` in `table` (speakers or sessions) into `known`, adding the

@@ -16,6 +16,7 @@ from himga.data.errors import DatasetError
 from himga.errors import HimgaError, IncompatibleStoreError, SchemaError, UnknownTypeError
 from himga.memory import registry
 from himga.memory.base import BaseMemory
+from himga.memory.commit import CallerGone
 from himga.records.record import InvalidRecordError
 from himga.service import RemoteMemory, create_server
 from himga.service.errors import (
@@ -24,6 +25,11 @@ from himga.service.errors import (
     FieldViolation,
     InvalidRequest,
     MemoryMismatch,
+    PermissionDenied,
+    ResourceExhausted,
+    ServerStopping,
+    StoreUnavailable,
+    Unauthenticated,
     reason_of,
 )
 
@@ -34,6 +40,12 @@ EXAMPLES: dict[type[Exception], Exception] = {
     InvalidRequest: InvalidRequest([FieldViolation("message.role", "required")]),
     MemoryMismatch: MemoryMismatch("namespace 'n' holds memory 'keyword', not 'sqlite'"),
     IncompatibleStoreError: IncompatibleStoreError("store written by a newer himga"),
+    Unauthenticated: Unauthenticated("this server needs a token"),
+    PermissionDenied: PermissionDenied("the token does not grant 'write' on namespace 'n'"),
+    CallerGone: CallerGone("the call ended before it committed"),
+    ServerStopping: ServerStopping("the server is stopping"),
+    ResourceExhausted: ResourceExhausted("the server has no file descriptors left"),
+    StoreUnavailable: StoreUnavailable("the store cannot write (no space left on device)"),
 }
 # Errors raised where no server is involved (validation, loading data, building records).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}

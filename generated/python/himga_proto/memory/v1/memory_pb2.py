@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"himga_proto/memory/v1/memory.proto\x12\x0fhimga.memory.v1\"b\n\x07Message\x12\x12\n\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\x12\x1d\n\x07turn_id\x18\x03 \x01(\tH\x00R\x07turn_id\x88\x01\x01\x42\n\n\x08_turn_id\"\x8d\x01\n\x07Session\x12\x1e\n\nsession_id\x18\x01 \x01(\tR\nsession_id\x12\x34\n\x08messages\x18\x02 \x03(\x0b\x32\x18.himga.memory.v1.MessageR\x08messages\x12\x1f\n\x08\x64\x61te_str\x18\x03 \x01(\tH\x00R\x08\x64\x61te_str\x88\x01\x01\x42\x0b\n\t_date_str\"\x88\x01\n\rIngestRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12)\n\x07message\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x03 \x01(\x0b\x32\x18.himga.memory.v1.Session\x12\x0e\n\x06memory\x18\x04 \x01(\t\"\x10\n\x0eIngestResponse\"b\n\nIngestItem\x12)\n\x07message\x18\x01 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Session\"c\n\x12IngestBatchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12*\n\x05items\x18\x02 \x03(\x0b\x32\x1b.himga.memory.v1.IngestItem\x12\x0e\n\x06memory\x18\x03 \x01(\t\"\'\n\x13IngestBatchResponse\x12\x10\n\x08ingested\x18\x01 \x01(\r\"R\n\x0fRetrieveRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12\x0e\n\x06memory\x18\x04 \x01(\t\"j\n\x03Hit\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12\x10\n\x08\x64\x61te_str\x18\x05 \x01(\t\x12\r\n\x05score\x18\x06 \x01(\x01\"G\n\x10RetrieveResponse\x12\x0f\n\x07\x63ontext\x18\x01 \x01(\t\x12\"\n\x04hits\x18\x02 \x03(\x0b\x32\x14.himga.memory.v1.Hit\"1\n\x0cResetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06memory\x18\x02 \x01(\t\"\x0f\n\rResetResponse2\xcd\x02\n\rMemoryService\x12I\n\x06Ingest\x12\x1e.himga.memory.v1.IngestRequest\x1a\x1f.himga.memory.v1.IngestResponse\x12X\n\x0bIngestBatch\x12#.himga.memory.v1.IngestBatchRequest\x1a$.himga.memory.v1.IngestBatchResponse\x12O\n\x08Retrieve\x12 .himga.memory.v1.RetrieveRequest\x1a!.himga.memory.v1.RetrieveResponse\x12\x46\n\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponseB7Z5himga.dev/himga/generated/go/himga/memory/v1;memoryv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"himga_proto/memory/v1/memory.proto\x12\x0fhimga.memory.v1\"b\n\x07Message\x12\x12\n\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\x12\x1d\n\x07turn_id\x18\x03 \x01(\tH\x00R\x07turn_id\x88\x01\x01\x42\n\n\x08_turn_id\"\x8d\x01\n\x07Session\x12\x1e\n\nsession_id\x18\x01 \x01(\tR\nsession_id\x12\x34\n\x08messages\x18\x02 \x03(\x0b\x32\x18.himga.memory.v1.MessageR\x08messages\x12\x1f\n\x08\x64\x61te_str\x18\x03 \x01(\tH\x00R\x08\x64\x61te_str\x88\x01\x01\x42\x0b\n\t_date_str\"\xa8\x01\n\rIngestRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12)\n\x07message\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x03 \x01(\x0b\x32\x18.himga.memory.v1.Session\x12\x0e\n\x06memory\x18\x04 \x01(\t\x12\x1e\n\nrequest_id\x18\x05 \x01(\tR\nrequest_id\"\x10\n\x0eIngestResponse\"b\n\nIngestItem\x12)\n\x07message\x18\x01 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Session\"\x83\x01\n\x12IngestBatchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12*\n\x05items\x18\x02 \x03(\x0b\x32\x1b.himga.memory.v1.IngestItem\x12\x0e\n\x06memory\x18\x03 \x01(\t\x12\x1e\n\nrequest_id\x18\x04 \x01(\tR\nrequest_id\"\'\n\x13IngestBatchResponse\x12\x10\n\x08ingested\x18\x01 \x01(\r\"R\n\x0fRetrieveRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12\x0e\n\x06memory\x18\x04 \x01(\t\"j\n\x03Hit\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12\x10\n\x08\x64\x61te_str\x18\x05 \x01(\t\x12\r\n\x05score\x18\x06 \x01(\x01\"G\n\x10RetrieveResponse\x12\x0f\n\x07\x63ontext\x18\x01 \x01(\t\x12\"\n\x04hits\x18\x02 \x03(\x0b\x32\x14.himga.memory.v1.Hit\"1\n\x0cResetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06memory\x18\x02 \x01(\t\"\x0f\n\rResetResponse2\xcd\x02\n\rMemoryService\x12I\n\x06Ingest\x12\x1e.himga.memory.v1.IngestRequest\x1a\x1f.himga.memory.v1.IngestResponse\x12X\n\x0bIngestBatch\x12#.himga.memory.v1.IngestBatchRequest\x1a$.himga.memory.v1.IngestBatchResponse\x12O\n\x08Retrieve\x12 .himga.memory.v1.RetrieveRequest\x1a!.himga.memory.v1.RetrieveResponse\x12\x46\n\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponseB7Z5himga.dev/himga/generated/go/himga/memory/v1;memoryv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,25 +37,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SESSION']._serialized_start=156
   _globals['_SESSION']._serialized_end=297
   _globals['_INGESTREQUEST']._serialized_start=300
-  _globals['_INGESTREQUEST']._serialized_end=436
-  _globals['_INGESTRESPONSE']._serialized_start=438
-  _globals['_INGESTRESPONSE']._serialized_end=454
-  _globals['_INGESTITEM']._serialized_start=456
-  _globals['_INGESTITEM']._serialized_end=554
-  _globals['_INGESTBATCHREQUEST']._serialized_start=556
-  _globals['_INGESTBATCHREQUEST']._serialized_end=655
-  _globals['_INGESTBATCHRESPONSE']._serialized_start=657
-  _globals['_INGESTBATCHRESPONSE']._serialized_end=696
-  _globals['_RETRIEVEREQUEST']._serialized_start=698
-  _globals['_RETRIEVEREQUEST']._serialized_end=780
-  _globals['_HIT']._serialized_start=782
-  _globals['_HIT']._serialized_end=888
-  _globals['_RETRIEVERESPONSE']._serialized_start=890
-  _globals['_RETRIEVERESPONSE']._serialized_end=961
-  _globals['_RESETREQUEST']._serialized_start=963
-  _globals['_RESETREQUEST']._serialized_end=1012
-  _globals['_RESETRESPONSE']._serialized_start=1014
-  _globals['_RESETRESPONSE']._serialized_end=1029
-  _globals['_MEMORYSERVICE']._serialized_start=1032
-  _globals['_MEMORYSERVICE']._serialized_end=1365
+  _globals['_INGESTREQUEST']._serialized_end=468
+  _globals['_INGESTRESPONSE']._serialized_start=470
+  _globals['_INGESTRESPONSE']._serialized_end=486
+  _globals['_INGESTITEM']._serialized_start=488
+  _globals['_INGESTITEM']._serialized_end=586
+  _globals['_INGESTBATCHREQUEST']._serialized_start=589
+  _globals['_INGESTBATCHREQUEST']._serialized_end=720
+  _globals['_INGESTBATCHRESPONSE']._serialized_start=722
+  _globals['_INGESTBATCHRESPONSE']._serialized_end=761
+  _globals['_RETRIEVEREQUEST']._serialized_start=763
+  _globals['_RETRIEVEREQUEST']._serialized_end=845
+  _globals['_HIT']._serialized_start=847
+  _globals['_HIT']._serialized_end=953
+  _globals['_RETRIEVERESPONSE']._serialized_start=955
+  _globals['_RETRIEVERESPONSE']._serialized_end=1026
+  _globals['_RESETREQUEST']._serialized_start=1028
+  _globals['_RESETREQUEST']._serialized_end=1077
+  _globals['_RESETRESPONSE']._serialized_start=1079
+  _globals['_RESETRESPONSE']._serialized_end=1094
+  _globals['_MEMORYSERVICE']._serialized_start=1097
+  _globals['_MEMORYSERVICE']._serialized_end=1430
 # @@protoc_insertion_point(module_scope)

@@ -21,7 +21,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file himga_proto/memory/v1/memory.proto.
  */
 export const file_himga_proto_memory_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEiUwoHTWVzc2FnZRIMCgRyb2xlGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSHQoHdHVybl9pZBgDIAEoCUgAUgd0dXJuX2lkiAEBQgoKCF90dXJuX2lkIoMBCgdTZXNzaW9uEh4KCnNlc3Npb25faWQYASABKAlSCnNlc3Npb25faWQSKgoIbWVzc2FnZXMYAiADKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIfCghkYXRlX3N0chgDIAEoCUgAUghkYXRlX3N0cogBAUILCglfZGF0ZV9zdHIiiAEKDUluZ2VzdFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEikKB21lc3NhZ2UYAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAMgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SDgoGbWVtb3J5GAQgASgJIhAKDkluZ2VzdFJlc3BvbnNlImIKCkluZ2VzdEl0ZW0SKQoHbWVzc2FnZRgBIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEikKB3Nlc3Npb24YAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuU2Vzc2lvbiJjChJJbmdlc3RCYXRjaFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBWl0ZW1zGAIgAygLMhsuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEl0ZW0SDgoGbWVtb3J5GAMgASgJIicKE0luZ2VzdEJhdGNoUmVzcG9uc2USEAoIaW5nZXN0ZWQYASABKA0iUgoPUmV0cmlldmVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRINCgVxdWVyeRgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZtZW1vcnkYBCABKAkiagoDSGl0Eg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIMCgRyb2xlGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIZGF0ZV9zdHIYBSABKAkSDQoFc2NvcmUYBiABKAEiRwoQUmV0cmlldmVSZXNwb25zZRIPCgdjb250ZXh0GAEgASgJEiIKBGhpdHMYAiADKAsyFC5oaW1nYS5tZW1vcnkudjEuSGl0IjEKDFJlc2V0UmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGbWVtb3J5GAIgASgJIg8KDVJlc2V0UmVzcG9uc2UyzQIKDU1lbW9yeVNlcnZpY2USSQoGSW5nZXN0Eh4uaGltZ2EubWVtb3J5LnYxLkluZ2VzdFJlcXVlc3QaHy5oaW1nYS5tZW1vcnkudjEuSW5nZXN0UmVzcG9uc2USWAoLSW5nZXN0QmF0Y2gSIy5oaW1nYS5tZW1vcnkudjEuSW5nZXN0QmF0Y2hSZXF1ZXN0GiQuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEJhdGNoUmVzcG9uc2USTwoIUmV0cmlldmUSIC5oaW1nYS5tZW1vcnkudjEuUmV0cmlldmVSZXF1ZXN0GiEuaGltZ2EubWVtb3J5LnYxLlJldHJpZXZlUmVzcG9uc2USRgoFUmVzZXQSHS5oaW1nYS5tZW1vcnkudjEuUmVzZXRSZXF1ZXN0Gh4uaGltZ2EubWVtb3J5LnYxLlJlc2V0UmVzcG9uc2VCN1o1aGltZ2EuZGV2L2hpbWdhL2dlbmVyYXRlZC9nby9oaW1nYS9tZW1vcnkvdjE7bWVtb3J5djFiBnByb3RvMw");
+  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEiUwoHTWVzc2FnZRIMCgRyb2xlGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSHQoHdHVybl9pZBgDIAEoCUgAUgd0dXJuX2lkiAEBQgoKCF90dXJuX2lkIoMBCgdTZXNzaW9uEh4KCnNlc3Npb25faWQYASABKAlSCnNlc3Npb25faWQSKgoIbWVzc2FnZXMYAiADKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIfCghkYXRlX3N0chgDIAEoCUgAUghkYXRlX3N0cogBAUILCglfZGF0ZV9zdHIiqAEKDUluZ2VzdFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEikKB21lc3NhZ2UYAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAMgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SDgoGbWVtb3J5GAQgASgJEh4KCnJlcXVlc3RfaWQYBSABKAlSCnJlcXVlc3RfaWQiEAoOSW5nZXN0UmVzcG9uc2UiYgoKSW5nZXN0SXRlbRIpCgdtZXNzYWdlGAEgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgCIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uIoMBChJJbmdlc3RCYXRjaFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBWl0ZW1zGAIgAygLMhsuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEl0ZW0SDgoGbWVtb3J5GAMgASgJEh4KCnJlcXVlc3RfaWQYBCABKAlSCnJlcXVlc3RfaWQiJwoTSW5nZXN0QmF0Y2hSZXNwb25zZRIQCghpbmdlc3RlZBgBIAEoDSJSCg9SZXRyaWV2ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBm1lbW9yeRgEIAEoCSJqCgNIaXQSDwoHdHVybl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEgwKBHJvbGUYAyABKAkSDwoHY29udGVudBgEIAEoCRIQCghkYXRlX3N0chgFIAEoCRINCgVzY29yZRgGIAEoASJHChBSZXRyaWV2ZVJlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSIgoEaGl0cxgCIAMoCzIULmhpbWdhLm1lbW9yeS52MS5IaXQiMQoMUmVzZXRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZtZW1vcnkYAiABKAkiDwoNUmVzZXRSZXNwb25zZTLNAgoNTWVtb3J5U2VydmljZRJJCgZJbmdlc3QSHi5oaW1nYS5tZW1vcnkudjEuSW5nZXN0UmVxdWVzdBofLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXNwb25zZRJYCgtJbmdlc3RCYXRjaBIjLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlcXVlc3QaJC5oaW1nYS5tZW1vcnkudjEuSW5nZXN0QmF0Y2hSZXNwb25zZRJPCghSZXRyaWV2ZRIgLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlcXVlc3QaIS5oaW1nYS5tZW1vcnkudjEuUmV0cmlldmVSZXNwb25zZRJGCgVSZXNldBIdLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlcXVlc3QaHi5oaW1nYS5tZW1vcnkudjEuUmVzZXRSZXNwb25zZUI3WjVoaW1nYS5kZXYvaGltZ2EvZ2VuZXJhdGVkL2dvL2hpbWdhL21lbW9yeS92MTttZW1vcnl2MWIGcHJvdG8z");
 
 /**
  * One turn of a conversation (schemas/v1/message.json).
@@ -186,6 +186,16 @@ export type IngestRequest = Message$1<"himga.memory.v1.IngestRequest"> & {
    * @generated from field: string memory = 4;
    */
   memory: string;
+
+  /**
+   * An idempotency key, chosen by the client (at most 128 characters; empty: none): the same
+   * request sent again with the same id to the same namespace within 24 hours is stored once and
+   * answered as the first was. The same id with another request is INVALID_ARGUMENT. Give each
+   * write its own id (a UUID) and reuse it only to retry that write.
+   *
+   * @generated from field: string request_id = 5 [json_name = "request_id"];
+   */
+  requestId: string;
 };
 
 /**
@@ -223,6 +233,16 @@ export type IngestRequestJson = {
    * @generated from field: string memory = 4;
    */
   memory?: string;
+
+  /**
+   * An idempotency key, chosen by the client (at most 128 characters; empty: none): the same
+   * request sent again with the same id to the same namespace within 24 hours is stored once and
+   * answered as the first was. The same id with another request is INVALID_ARGUMENT. Give each
+   * write its own id (a UUID) and reuse it only to retry that write.
+   *
+   * @generated from field: string request_id = 5 [json_name = "request_id"];
+   */
+  request_id?: string;
 };
 
 /**
@@ -330,6 +350,14 @@ export type IngestBatchRequest = Message$1<"himga.memory.v1.IngestBatchRequest">
    * @generated from field: string memory = 3;
    */
   memory: string;
+
+  /**
+   * As in IngestRequest: a batch retried with the same id is stored once, answered with the
+   * first one's count.
+   *
+   * @generated from field: string request_id = 4 [json_name = "request_id"];
+   */
+  requestId: string;
 };
 
 /**
@@ -358,6 +386,14 @@ export type IngestBatchRequestJson = {
    * @generated from field: string memory = 3;
    */
   memory?: string;
+
+  /**
+   * As in IngestRequest: a batch retried with the same id is stored once, answered with the
+   * first one's count.
+   *
+   * @generated from field: string request_id = 4 [json_name = "request_id"];
+   */
+  request_id?: string;
 };
 
 /**
@@ -730,9 +766,29 @@ export const ResetResponseSchema: GenMessage<ResetResponse, {jsonType: ResetResp
  *   INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
  *                                            this server does not read; the message says what
  *                                            to do.
+ *   UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
+ *                                            TOKEN" metadata) and got none, or an unknown one.
+ *   PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
+ *                                            Retrieve; write: Ingest, IngestBatch; admin:
+ *                                            Reset) on the request's namespace. Neither auth
+ *                                            reason tells whether the namespace exists.
+ *   CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
+ *                                            write committed: nothing was stored.
+ *   SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
+ *                                            stored; send it again (to another server).
+ *   STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
+ *                                            stored; health is NOT_SERVING until it can.
+ *   RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
+ *                                            for the call: nothing changed; try later or less.
  *   INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
  * Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
  * request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+ *
+ * A write's status is true as far as the server can know: it checks, just before it commits,
+ * that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
+ * as the deadline passes: the client sees DEADLINE_EXCEEDED for a stored write. A `request_id`
+ * makes the retry safe: the same write sent again with the same id within 24 hours is stored
+ * once and answered as the first was.
  *
  * @generated from service himga.memory.v1.MemoryService
  */
@@ -762,7 +818,9 @@ export const MemoryService: GenService<{
   /**
    * Recalls what a namespace holds about a query: the context string an agent puts in its
    * prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
-   * unknown namespace, an empty query or a memory that stores nothing gives an empty answer.
+   * unknown namespace (which this call does not create), an empty query or a memory that stores
+   * nothing gives an empty answer. An answer larger than the server's message limit is cut to
+   * fit: the weakest hits first, then the end of the context.
    *
    * @generated from rpc himga.memory.v1.MemoryService.Retrieve
    */
@@ -773,7 +831,7 @@ export const MemoryService: GenService<{
   },
   /**
    * Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
-   * namespace succeeds.
+   * namespace succeeds and creates nothing.
    *
    * @generated from rpc himga.memory.v1.MemoryService.Reset
    */
