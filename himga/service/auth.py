@@ -5,7 +5,8 @@ Every call but those of `OPEN` services (health, reflection) carries `authorizat
 TOKEN`. No token, or one the file does not hold: UNAUTHENTICATED. A token that does not grant
 the method's right on the request's namespace: PERMISSION_DENIED. Both are decided from the
 token and the request alone, never from what the store holds, so neither tells whether a
-namespace exists. A method the table does not list is refused (PERMISSION_DENIED): a new RPC is
+namespace exists (a namespace that breaks the naming rule, which cannot exist, is left to the
+call to refuse as INVALID_ARGUMENT). A method the table does not list is refused (PERMISSION_DENIED): a new RPC is
 closed until it is given a right here (tests/service/test_auth.py fails until it is).
 
 Rights are separate: `read` does not imply `write`, nor `admin` the others.
@@ -21,6 +22,7 @@ import grpc
 from himga.service import tokens
 from himga.service.errors import PermissionDenied, Unauthenticated
 from himga.service.interceptors import metadata_value, refusing, wrap
+from himga.service.namespaces import namespace_violations
 from himga.service.tokens import Grant, Right, Tokens
 
 _log = logging.getLogger(__name__)
@@ -104,6 +106,8 @@ class AuthInterceptor(grpc.ServerInterceptor):
             namespace = _namespace(request)
             if namespace is _UNREAD or grant.allows(right, namespace):
                 return
+            if namespace is not None and namespace_violations(namespace):
+                return  # no such namespace can exist: the call answers INVALID_ARGUMENT
             where = "every namespace" if namespace is None else f"namespace {namespace!r}"
             raise self._failed(
                 PermissionDenied(f"the token does not grant {right!r} on {where}"), method
