@@ -6,8 +6,9 @@ TOKEN`. No token, or one the file does not hold: UNAUTHENTICATED. A token that d
 the method's right on the request's namespace: PERMISSION_DENIED. Both are decided from the
 token and the request alone, never from what the store holds, so neither tells whether a
 namespace exists (a namespace that breaks the naming rule, which cannot exist, is left to the
-call to refuse as INVALID_ARGUMENT). A method the table does not list is refused (PERMISSION_DENIED): a new RPC is
-closed until it is given a right here (tests/service/test_auth.py fails until it is).
+call to refuse as INVALID_ARGUMENT). A method the table does not list is refused
+(PERMISSION_DENIED): a new RPC is closed until it is given a right here
+(tests/service/test_auth.py fails until it is).
 
 Rights are separate: `read` does not imply `write`, nor `admin` the others.
 """

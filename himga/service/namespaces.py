@@ -27,7 +27,8 @@ from pathlib import Path
 
 from himga.memory.base import BaseMemory
 from himga.memory.registry import MemoryFactory, memory_factory, namespace_file
-from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch
+from himga.service import resources
+from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch, ResourceExhausted
 from himga.storage.files import write_private
 
 NAMESPACE_RULE = "1 to 128 characters of letters, digits, '.', '_', '-' and ':'"
@@ -104,8 +105,9 @@ class Namespaces:
             opened = self._open.get(namespace)
             if opened is None and (create or self._exists(namespace)):
                 _check_memory(namespace, self._recorded(namespace, memory), memory)
-                made = self._factory(memory)(namespace, self.data_dir)
-                opened = self._open[namespace] = OpenNamespace(memory, made)
+                opened = self._open[namespace] = OpenNamespace(
+                    memory, self._make(namespace, memory)
+                )
             if opened is not None:
                 self._open.move_to_end(namespace)
                 opened.users += 1
@@ -120,23 +122,36 @@ class Namespaces:
                 opened.users -= 1
                 self._close_idle()
 
+    def _make(self, namespace: str, memory: str) -> BaseMemory:
+        """The memory of `namespace`; when the process is out of file descriptors, every idle
+        durable namespace is closed and it is tried once more (called under the lock)."""
+        factory = self._factory(memory)
+        try:
+            return factory(namespace, self.data_dir)
+        except Exception as error:
+            if not isinstance(resources.classify(error), ResourceExhausted):
+                raise
+            self._close_idle(keep=0)
+        return factory(namespace, self.data_dir)
+
     def _exists(self, namespace: str) -> bool:
         """Whether a namespace that is not open was ever made (its record is on disk)."""
         if self.data_dir is None:
             return False
         return namespace_file(self.data_dir, "namespaces", namespace, ".memory").exists()
 
-    def _close_idle(self) -> None:
-        """Close least recently used idle durable namespaces while more than `max_open` are
-        open (called under the lock)."""
-        if self.max_open is None or len(self._open) <= self.max_open:
+    def _close_idle(self, keep: int | None = None) -> None:
+        """Close least recently used idle durable namespaces while more than `keep` (by default
+        `max_open`) are open (called under the lock)."""
+        keep = self.max_open if keep is None else keep
+        if keep is None or len(self._open) <= keep:
             return
         idle = [
             name
             for name, opened in self._open.items()
             if opened.users == 0 and opened.memory.durable
         ]
-        for name in idle[: len(self._open) - self.max_open]:
+        for name in idle[: len(self._open) - keep]:
             opened = self._open.pop(name)
             with opened.lock:
                 opened.memory.close()
