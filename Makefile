@@ -17,7 +17,7 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-service bench-memory eval-retrieval clean
+        bench-service bench-memory bench-isolation soak eval-retrieval clean
 
 ## help: list the targets with what each does
 help:
@@ -76,6 +76,10 @@ bench-validate: $(SETUP)
 ## bench-service: the server's calls per second beside a health check's
 bench-service: $(SETUP)
 	$(PY) -m benchmarks.bench_service
+
+## bench-isolation: small calls to one namespace alone and beside another's 100k-message batches
+bench-isolation: $(SETUP)
+	$(PY) -m benchmarks.bench_isolation
 
 ## bench-memory: ingest and retrieve of the keyword memories beside bare SQLite and a scan
 bench-memory: $(SETUP)

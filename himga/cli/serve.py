@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from himga.service import fairness
     from himga.service.auth import AuthFile
     from himga.service.credentials import ServerTls
     from himga.service.metrics import Metrics
@@ -144,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
             mode_of(args.auth_file),
         )
     tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
+    fairness.share_interpreter()
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

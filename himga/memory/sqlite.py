@@ -48,6 +48,8 @@ _BUSY_TIMEOUT_MS = 10_000
 CACHE_KIB = 65_536
 _LOAD_ROWS = 10_000
 AUTOMERGE = 8
+CHUNK_TURNS = 2048
+"""A batch is read and written this many turns at a time (in its one transaction)."""
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -220,23 +222,30 @@ class SQLiteKeywordMemory(ContextFromHits):
 
     def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
         """Store every item in one transaction: all of them are on disk when this returns, or
-        (on any error) none."""
-        turns = Turns.of(items)
-        if not turns:
+        (on any error) none. A large batch is read CHUNK_TURNS at a time, so that no single
+        step holds the interpreter long while other threads wait."""
+        pairs = list(items)
+        if not pairs:
             return 0
+        placed: list[tuple[list[int], list[int], list[str]]] = []
         with self._lock:
             with self._transaction("IMMEDIATE"):
                 self._refresh()  # the write lock is held: numbers cannot change under us
-                self._ids("speakers", self._speakers, turns.speakers)
-                self._ids("sessions", self._sessions, turns.session_ids)
-                sessions, lengths = self._insert(turns)
-                commit.before_commit(self._keep_receipt, len(turns))
+                first = len(self._windows) + 1  # ids are dense: rows are only appended or reset
+                for start in range(0, len(pairs), CHUNK_TURNS):
+                    turns = Turns.of(pairs[start : start + CHUNK_TURNS])
+                    self._ids("speakers", self._speakers, turns.speakers)
+                    self._ids("sessions", self._sessions, turns.session_ids)
+                    sessions, lengths = self._insert(turns, first + start)
+                    placed.append((sessions, lengths, turns.speakers))
+                commit.before_commit(self._keep_receipt, len(pairs))
             try:
-                self._windows.add(sessions, lengths, turns.speakers)
+                for sessions, lengths, speakers in placed:
+                    self._windows.add(sessions, lengths, speakers)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
                 raise
-        return len(turns)
+        return len(pairs)
 
     def receipt(self, request_id: str) -> commit.Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
@@ -273,9 +282,9 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._db.executemany(insert, [(key,) for key in added])
             known.update(self._db.execute(select, (json.dumps(added),)))
 
-    def _insert(self, turns: Turns) -> tuple[list[int], list[int]]:
-        """Write the rows of `turns`; return their session ids and lengths."""
-        first = len(self._windows) + 1  # ids are dense: rows are only appended or all deleted
+    def _insert(self, turns: Turns, first: int) -> tuple[list[int], list[int]]:
+        """Write the rows of `turns`, numbered from `first`; return their session ids and
+        lengths."""
         ids = range(first, first + len(turns))
         sessions = list(map(self._sessions.__getitem__, turns.session_ids))
         speakers = map(self._speakers.__getitem__, turns.speakers)

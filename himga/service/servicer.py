@@ -13,7 +13,7 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory
 from himga.memory.null import NullMemory
-from himga.service import convert, resources
+from himga.service import convert, fairness, resources
 from himga.service.errors import FieldViolation, InvalidRequest, abort
 from himga.service.lifecycle import Calls
 from himga.service.namespaces import Namespaces, namespace_violations
@@ -83,14 +83,14 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> pb.IngestBatchResponse:
         found = request_id_violations(request.request_id)
         sessions = _Sessions()
-        items = [_item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)]
-        with self._memory(request, found) as memory:
-            count = self._write(
-                memory,
-                request,
-                context,
-                lambda: memory.ingest_many(i for i in items if i is not None),
-            )
+        with fairness.large_batch(len(request.items)):
+            items = [
+                _item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)
+            ]
+            with self._memory(request, found) as memory:
+                count = self._write(
+                    memory, request, context, lambda: memory.ingest_many(filter(None, items))
+                )
         return pb.IngestBatchResponse(ingested=count)
 
     @rpc
