@@ -85,6 +85,10 @@ bench-isolation: $(SETUP)
 bench-memory: $(SETUP)
 	$(PY) -m benchmarks.bench_memory
 
+## soak: the fault suite (about 6 min; root, for its tmpfs): SIGKILL rounds, a full disk, fuzzing
+soak: $(SETUP)
+	$(PY) -m tests.soak
+
 ## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
 eval-retrieval: $(SETUP)
 	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --memory $(MEMORY)

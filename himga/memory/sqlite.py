@@ -177,15 +177,17 @@ class SQLiteKeywordMemory(ContextFromHits):
     @contextmanager
     def _transaction(self, mode: str = "DEFERRED") -> Iterator[None]:
         """One transaction: every read in it sees one state of the database; on any error it
-        rolls back, and what this connection caches is read again on its next call."""
+        rolls back, and what this connection caches is read again on its next call. A COMMIT
+        that fails (a full disk) leaves SQLite's transaction open: it is rolled back too."""
         self._db.execute(f"BEGIN {mode}")
         try:
             yield
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
             self._version = None
+            if self._db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     def _refresh(self) -> None:
         """Read in what other connections have committed since this one last looked (called in
