@@ -17,6 +17,11 @@ Queries never reach FTS5's query syntax: a query's terms are looked up as exact 
 Durability: WAL journal, `synchronous=FULL`, one transaction per `ingest_many` call, so an
 ingest that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
 leaves nothing behind. One lock serialises the connection's use, so threads may share it.
+Just before COMMIT a write asks `himga.memory.commit.before_commit` whether it is still wanted
+(a server's caller may have gone: it then rolls back) and writes the receipt of its request id
+in `himga_receipts`, in the same transaction. A store that has its schema opens by reading
+alone, so it can be read on a full disk. The file is created 0600 (himga.storage.files), and
+SQLite gives its -wal and -shm files the same mode.
 
 Layout of a server's data directory: `<data_dir>/sqlite/<namespace>-<hash>.sqlite3`, one
 database per namespace (named by himga.memory.registry.namespace_file). Each namespace then has
