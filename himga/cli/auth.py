@@ -67,9 +67,8 @@ def run_new(args: argparse.Namespace) -> int:
 
     try:
         rights = tokens.parse_rights(args.rights)
-        held = tokens.load(args.auth_file) if args.auth_file.exists() else tokens.Tokens()
-        token, grant = held.new(args.namespace, rights)
-        tokens.save(args.auth_file, held)
+        with tokens.editing(args.auth_file, create=True) as held:
+            token, grant = held.new(args.namespace, rights)
     except (ValueError, OSError) as error:
         return _fail(error)
     print(token)
@@ -99,9 +98,8 @@ def run_revoke(args: argparse.Namespace) -> int:
     from himga.service import tokens
 
     try:
-        held = tokens.load(args.auth_file)
-        held.revoke(args.id)
-        tokens.save(args.auth_file, held)
+        with tokens.editing(args.auth_file) as held:
+            held.revoke(args.id)
     except KeyError:
         return _fail(f"no token {args.id!r} in {args.auth_file} (`himga auth list` shows them)")
     except (ValueError, OSError) as error:

@@ -17,18 +17,21 @@ A namespace pattern is a namespace, or a prefix ending in `*` (`*` alone: every 
 """
 
 import base64
+import fcntl
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-from himga.storage.files import write_private
+from himga.storage.files import make_private_dir, write_private
 from himga.timeutil import to_utc_isoformat
 
 Right = Literal["read", "write", "admin"]
@@ -181,6 +184,22 @@ def _grant(entry: dict[str, Any]) -> Grant:
         raise ValueError(problem)
     rights = parse_rights(",".join(entry["rights"]))
     return Grant(token_id, digest, patterns, rights, str(entry.get("created", "")))
+
+
+@contextmanager
+def editing(path: Path, *, create: bool = False) -> Iterator[Tokens]:
+    """The tokens of the auth file at `path` (none yet, with `create`, if it does not exist),
+    saved when the block ends without an error. Edits of one file wait for each other (a lock
+    on its directory), so two `himga auth` commands never lose one another's change."""
+    make_private_dir(path.parent)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(directory, fcntl.LOCK_EX)
+        held = load(path) if (path.exists() or not create) else Tokens()
+        yield held
+        save(path, held)
+    finally:
+        os.close(directory)  # releases the lock
 
 
 def save(path: Path, tokens: Tokens) -> None:

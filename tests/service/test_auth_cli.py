@@ -15,6 +15,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.cli import main
+from himga.service import tokens
 from tests.server_process import start_listening
 from tests.service.test_serve import HANG_SECONDS, wait_for_log
 
@@ -44,6 +45,25 @@ def test_new_token_list_and_revoke(tmp_path: Path, capsys: pytest.CaptureFixture
     listed = capsys.readouterr().out
     assert first_id not in listed and second_id in listed
     assert main(["auth", "revoke", "--auth-file", str(auth_file), first_id]) == 2
+
+
+def test_concurrent_new_tokens_are_all_kept(tmp_path: Path) -> None:
+    auth_file = tmp_path / "auth.json"
+    command = [sys.executable, "-m", "himga", "auth", "new-token", "--auth-file", str(auth_file)]
+    started = [
+        subprocess.Popen(
+            [*command, "--namespace", f"n{number}", "--rights", "read"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for number in range(6)
+    ]
+    made = [process.communicate(timeout=HANG_SECONDS)[0].strip() for process in started]
+    assert all(process.returncode == 0 for process in started)
+    held = tokens.load(auth_file)
+    assert {token.split(".")[1] for token in made} == set(held.grants)
+    assert all(held.find(token) is not None for token in made)
 
 
 @pytest.mark.parametrize(
