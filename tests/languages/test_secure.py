@@ -37,6 +37,7 @@ def secure_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
             "HIMGA_TOKEN": writer,
             "HIMGA_READ_TOKEN": reader,
             "HIMGA_TLS_CA": str(made.ca),
+            "HIMGA_TLS_OTHER_CA": str(made.other_ca),
             "HIMGA_TLS_CERT": str(made.client.cert),
             "HIMGA_TLS_KEY": str(made.client.key),
             "HIMGA_TLS_EXPIRED_CERT": str(made.client_expired.cert),
@@ -50,7 +51,7 @@ def secure_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
 
 
 def test_go_client_with_a_token_and_mutual_tls(secure_env: dict[str, str]) -> None:
-    go_test("./tests/go/secure", 4, secure_env)
+    go_test("./tests/go/secure", 5, secure_env)
 
 
 def test_typescript_client_with_a_token_and_mutual_tls(
@@ -58,4 +59,4 @@ def test_typescript_client_with_a_token_and_mutual_tls(
     build: Path,  # noqa: F811
 ) -> None:
     counts = _node_test(build / "tests" / "typescript" / "secure.test.js", secure_env)
-    assert counts["pass"] == 5
+    assert counts["pass"] == 6

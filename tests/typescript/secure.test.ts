@@ -77,3 +77,10 @@ for (const kind of ["EXPIRED", "OTHER"]) {
     assert.equal(errorReason(error), undefined, "the server's code answered");
   });
 }
+
+test("refuses a server whose certificate comes from another CA", async () => {
+  const error = await refusal({ ...good, ca: required("HIMGA_TLS_OTHER_CA") });
+  // Node's TLS refuses it before any call: connect-node reports its error as INTERNAL.
+  assert.match(error.message, /unable to verify the first certificate/);
+  assert.equal(errorReason(error), undefined, "the server's code answered");
+});

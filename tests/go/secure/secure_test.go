@@ -1,7 +1,8 @@
 // Package secure checks a Go client against a himga server with an auth file and mutual TLS:
 // served with a token and a certificate of the server's CA; refused without a token
 // (UNAUTHENTICATED), beyond its token's rights (PERMISSION_DENIED), and at the handshake with an
-// expired client certificate or one from another CA. tests/languages/test_secure.py starts the
+// expired client certificate or one from another CA; and it refuses a server whose certificate
+// comes from another CA. tests/languages/test_secure.py starts the
 // server, makes the certificates and tokens, and passes them in the environment.
 package secure
 
@@ -99,5 +100,13 @@ func TestRefusedAtTheHandshake(t *testing.T) {
 				t.Fatalf("want UNAVAILABLE (the handshake fails), got %v", err)
 			}
 		})
+	}
+}
+
+func TestRefusesAServerCertificateFromAnotherCA(t *testing.T) {
+	o := options(t)
+	o.CA = env(t, "HIMGA_TLS_OTHER_CA")
+	if err := ingest(t, client(t, o), "go-secure"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("want UNAVAILABLE (the server's certificate is not trusted), got %v", err)
 	}
 }
