@@ -17,8 +17,8 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-validate-cli bench-service bench-memory bench-episodes eval-retrieval \
-        eval-episodes eval-qa clean
+        bench-validate-cli bench-service bench-memory bench-episodes bench-isolation soak \
+        eval-retrieval eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -82,6 +82,10 @@ bench-validate-cli: $(SETUP)
 bench-service: $(SETUP)
 	$(PY) -m benchmarks.bench_service
 
+## bench-isolation: small calls to one namespace alone and beside another's 100k-message batches
+bench-isolation: $(SETUP)
+	$(PY) -m benchmarks.bench_isolation
+
 ## bench-memory: ingest and retrieve of the keyword memories beside bare SQLite and a scan
 bench-memory: $(SETUP)
 	$(PY) -m benchmarks.bench_memory
@@ -93,6 +97,10 @@ bench-episodes: $(SETUP)
 ## eval-episodes: recall@k and MRR of the episode ranking beside BM25 and Loki Mode's rules
 eval-episodes: $(SETUP)
 	$(BIN)/himga eval-episodes
+
+## soak: the fault suite (about 6 min; root, for its tmpfs): SIGKILL rounds, a full disk, fuzzing
+soak: $(SETUP)
+	$(PY) -m tests.soak
 
 ## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
 eval-retrieval: $(SETUP)

@@ -29,7 +29,14 @@ const problems = schemas.violations("session", session);
 if (problems.length > 0) throw new Error(`invalid session: ${JSON.stringify(problems)}`);
 console.log("bad message:", schemas.violations("message", { role: "", text: "hi" }));
 
-const memory = connectMemory(target);
+// HIMGA_TOKEN for a server with an auth file; HIMGA_TLS_CA (and HIMGA_TLS_CERT, HIMGA_TLS_KEY for
+// mutual TLS) for a server that speaks TLS.
+const memory = connectMemory(target, {
+  token: process.env.HIMGA_TOKEN,
+  ca: process.env.HIMGA_TLS_CA,
+  cert: process.env.HIMGA_TLS_CERT,
+  key: process.env.HIMGA_TLS_KEY,
+});
 const items = (session.messages ?? []).map((message) => ingestItem(message, session));
 const { ingested } = await memory.ingestBatch({ namespace, items });
 console.log(`stored ${ingested} messages in ${namespace}`);

@@ -1,7 +1,15 @@
 // Keeping memory in a himga server from Node.js: a gRPC client of the generated MemoryService,
 // documents built from the schema types and turned into proto messages by their JSON form.
 import { create, fromJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { readFileSync } from "node:fs";
+
+import {
+  Code,
+  ConnectError,
+  createClient,
+  type Client,
+  type Interceptor,
+} from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 
 import {
@@ -19,10 +27,45 @@ import {
 } from "../../generated/typescript/himga_proto/memory/v1/memory_pb.js";
 import type { Message, Session } from "../../generated/typescript/schema/v1.js";
 
-/** A MemoryService client of the himga server at `target` ("host:port", plaintext gRPC). Its
- * HTTP/2 connection opens on the first call and does not keep the process alive when idle. */
-export function connectMemory(target: string): Client<typeof MemoryService> {
-  return createClient(MemoryService, createGrpcTransport({ baseUrl: `http://${target}` }));
+/** How to reach a server: a bearer token (for a server with an auth file) and TLS files. */
+export interface ConnectOptions {
+  /** Sent as "authorization: Bearer TOKEN" with every call. */
+  token?: string | undefined;
+  /** TLS: the PEM file of the CA the server's certificate must come from. */
+  ca?: string | undefined;
+  /** Mutual TLS: the client's certificate and key, PEM files. */
+  cert?: string | undefined;
+  key?: string | undefined;
+}
+
+/** A MemoryService client of the himga server at `target` ("host:port"): plaintext gRPC, or TLS
+ * when `options.ca` is given. Its HTTP/2 connection opens on the first call and does not keep the
+ * process alive when idle. */
+export function connectMemory(
+  target: string,
+  options: ConnectOptions = {},
+): Client<typeof MemoryService> {
+  const { token, ca, cert, key } = options;
+  const interceptors: Interceptor[] = [];
+  if (token) {
+    interceptors.push((next) => async (request) => {
+      request.header.set("authorization", `Bearer ${token}`);
+      return await next(request);
+    });
+  }
+  const tls = ca
+    ? {
+        ca: readFileSync(ca),
+        ...(cert ? { cert: readFileSync(cert) } : {}),
+        ...(key ? { key: readFileSync(key) } : {}),
+      }
+    : undefined;
+  const transport = createGrpcTransport({
+    baseUrl: `${tls ? "https" : "http"}://${target}`,
+    interceptors,
+    ...(tls ? { nodeOptions: tls } : {}),
+  });
+  return createClient(MemoryService, transport);
 }
 
 /**
@@ -74,6 +117,18 @@ export const Reason = {
   IncompatibleStore: "INCOMPATIBLE_STORE",
   /** NOT_FOUND: GetEpisode named an id the namespace does not hold. */
   NotFound: "NOT_FOUND",
+  /** UNAUTHENTICATED: the server needs a bearer token and got none, or an unknown one. */
+  Unauthenticated: "UNAUTHENTICATED",
+  /** PERMISSION_DENIED: the token does not grant the call's right on its namespace. */
+  PermissionDenied: "PERMISSION_DENIED",
+  /** CANCELLED: the call ended before its write committed; nothing was stored. */
+  CallerGone: "CALLER_GONE",
+  /** UNAVAILABLE: the server is stopping; nothing was stored, send it again. */
+  ServerStopping: "SERVER_STOPPING",
+  /** UNAVAILABLE: the store cannot write (a full disk); nothing was stored. */
+  StoreUnavailable: "STORE_UNAVAILABLE",
+  /** RESOURCE_EXHAUSTED: out of file descriptors or memory for the call; nothing changed. */
+  ResourceExhausted: "RESOURCE_EXHAUSTED",
   /** INTERNAL: the server failed unexpectedly (it logs why). */
   Internal: "INTERNAL",
 } as const;

@@ -2,6 +2,7 @@
 
 import argparse
 import math
+import os
 import sys
 from typing import Any
 
@@ -23,6 +24,12 @@ def add_parser(subparsers: Any) -> None:
         default=10.0,
         help="seconds to wait for the server and for each call (default: %(default)s)",
     )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("HIMGA_TOKEN"),
+        help="a bearer token for a server with an auth file (default: $HIMGA_TOKEN); it needs "
+        "read, write and admin on the namespaces 'conformance.*'",
+    )
     parser.set_defaults(run=run)
 
 
@@ -31,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from himga.conformance.report import passed_required, render
 
     try:
-        results = run_checks(args.target, timeout=args.timeout)
+        results = run_checks(args.target, timeout=args.timeout, token=args.token)
     except ConnectionError as error:
         print(f"himga conformance: {error}", file=sys.stderr)
         return 2

@@ -1,6 +1,11 @@
-"""`himga serve`: run the memory server until SIGTERM or SIGINT, then stop gracefully."""
+"""`himga serve`: run the memory server until SIGTERM or SIGINT, then stop gracefully; SIGHUP
+reads the auth file again.
+
+Secure by default: without `--auth-file` the server serves loopback addresses only, unless told
+`--insecure`; the data directory is made 0700 (one that others can read is reported)."""
 
 import argparse
+import ipaddress
 import logging
 import signal
 import sys
@@ -14,6 +19,8 @@ from himga.memory.registry import DEFAULT_MEMORY, memory_names
 
 GRACE_SECONDS = 5.0
 """How long in-flight calls may run on after a stop signal."""
+MAX_OPEN_NAMESPACES = 256
+"""The default bound on open namespaces: about 3 file descriptors each for SQLite."""
 
 _log = logging.getLogger("himga.serve")
 
@@ -52,7 +59,67 @@ def add_parser(subparsers: Any) -> None:
         default=None,
         help="directory where durable memories keep their files (default: none, keep nothing)",
     )
+    parser.add_argument(
+        "--auth-file",
+        type=Path,
+        metavar="FILE",
+        help="require a token from FILE on every call but health and reflection (`himga auth "
+        "new-token` makes one); SIGHUP reads FILE again",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve a non-loopback --host without --auth-file: anyone who reaches the port "
+        "may read and reset every namespace",
+    )
+    parser.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve TLS: certificate chain")
+    parser.add_argument("--tls-key", type=Path, metavar="PEM", help="serve TLS: its private key")
+    parser.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        metavar="PEM",
+        help="mutual TLS: accept only clients with a certificate from this CA",
+    )
+    parser.add_argument(
+        "--max-open-namespaces",
+        type=_positive,
+        default=MAX_OPEN_NAMESPACES,
+        metavar="N",
+        help="close the least recently used idle namespaces beyond N (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=_port,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://--metrics-host:PORT/metrics (default: off)",
+    )
+    parser.add_argument(
+        "--metrics-host", default="127.0.0.1", help="address of the metrics (default: %(default)s)"
+    )
     parser.set_defaults(run=run)
+
+
+def _problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the combination of options, or None."""
+    if (args.tls_cert is None) != (args.tls_key is None):
+        return "--tls-cert and --tls-key go together"
+    if args.tls_client_ca is not None and args.tls_cert is None:
+        return "--tls-client-ca needs --tls-cert and --tls-key"
+    if args.auth_file is None and not args.insecure and not _loopback(args.host):
+        return (
+            f"--host {args.host} is reachable from other machines: pass --auth-file FILE "
+            "(`himga auth new-token` makes one), or --insecure to serve it without auth"
+        )
+    return None
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,8 +128,31 @@ def run(args: argparse.Namespace) -> int:
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from himga.service import fairness
+    from himga.service.auth import AuthFile
+    from himga.service.credentials import ServerTls
+    from himga.service.metrics import Metrics
     from himga.service.server import create_server
+    from himga.service.tokens import AuthFileError
+    from himga.storage.files import exposed_to_others, make_private_dir, mode_of
 
+    problem = _problem(args)
+    if problem is not None:
+        _log.error("%s", problem)
+        return 2
+    try:
+        auth = AuthFile(args.auth_file) if args.auth_file is not None else None
+    except AuthFileError as error:
+        _log.error("%s", error)
+        return 2
+    if args.auth_file is not None and exposed_to_others(args.auth_file):
+        _log.warning(
+            "%s is readable by others (mode %s): chmod 600 it",
+            args.auth_file,
+            mode_of(args.auth_file),
+        )
+    tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
+    fairness.share_interpreter()
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -74,32 +164,75 @@ def run(args: argparse.Namespace) -> int:
 
     data_dir: Path | None = args.data_dir
     if data_dir is not None:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(data_dir)
+        if exposed_to_others(data_dir):
+            _log.warning(
+                "data dir %s can be read by other users (mode %s): chmod 700 it",
+                data_dir,
+                mode_of(data_dir),
+            )
     host = f"[{args.host}]" if ":" in args.host else args.host
+    metrics = Metrics() if args.metrics_port is not None else None
     try:
         server, port = create_server(
-            f"{host}:{args.port}", memory=args.memory, episodes=args.episodes, data_dir=data_dir
+            f"{host}:{args.port}",
+            memory=args.memory,
+            episodes=args.episodes,
+            data_dir=data_dir,
+            auth=auth,
+            tls=tls,
+            max_open_namespaces=args.max_open_namespaces,
+            metrics=metrics,
         )
+    except ValueError as error:  # an unreadable TLS file
+        _log.error("%s", error)
+        return 2
     except RuntimeError as error:  # grpc cannot bind the address
         _log.error("cannot listen on %s:%s: %s", host, args.port, error)
         return 1
+    if auth is not None:
+        signal.signal(signal.SIGHUP, lambda signum, frame: auth.reload())
+        _log.info(
+            "auth: %d tokens from %s (SIGHUP reloads it)", len(auth.tokens.grants), args.auth_file
+        )
+    elif _loopback(args.host):
+        _log.warning(
+            "no --auth-file: every local process may call this server; serving loopback only"
+        )
+    else:
+        _log.warning("--insecure: no --auth-file, and %s is reachable by others", args.host)
+    if tls is None and not _loopback(args.host):
+        _log.warning("no --tls-cert: calls (and tokens) travel in plaintext")
+    if metrics is not None:
+        metrics_port = metrics.serve(args.metrics_host, args.metrics_port)
+        _log.info("metrics on http://%s:%d/metrics", args.metrics_host, metrics_port)
     if data_dir is None:
         _log.warning("no --data-dir: memories keep nothing on disk and forget all at exit")
     _log.info(
-        "listening on %s:%d (memory %s, episodes %s, data dir %s)",
+        "listening on %s:%d (memory %s, episodes %s, data dir %s, %s)",
         host,
         port,
         args.memory,
         args.episodes,
         data_dir or "none",
+        "TLS" if tls is not None else "plaintext",
     )
     while not stop.wait(0.5):
         pass
     stopped = server.stop(GRACE_SECONDS)
     _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
     stopped.wait()
+    if metrics is not None:
+        metrics.stop()
     _log.info("stopped")
     return 0
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
 
 
 def _port(text: str) -> int:

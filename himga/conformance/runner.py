@@ -23,10 +23,11 @@ def run_check(wire: Wire, check: Check) -> CheckResult:
     return CheckResult(check, True, "")
 
 
-def run_checks(target: str, timeout: float = 10.0) -> list[CheckResult]:
-    """Every check against the MemoryService at `target` (HOST:PORT), in order.
-    ConnectionError when nothing answers there within `timeout` seconds."""
-    with connect(target, timeout) as wire:
+def run_checks(target: str, timeout: float = 10.0, token: str | None = None) -> list[CheckResult]:
+    """Every check against the MemoryService at `target` (HOST:PORT), in order, sending `token`
+    as a bearer token when given. ConnectionError when nothing answers there within `timeout`
+    seconds."""
+    with connect(target, timeout, token) as wire:
         offered = offers_episodes(wire)
         return [
             run_check(wire, check)

@@ -52,12 +52,29 @@ class Wire:
         self.memory.Reset(pb.ResetRequest(namespace=namespace), timeout=self.timeout)
 
 
+class _Bearer(grpc.UnaryUnaryClientInterceptor):
+    """Sends `authorization: Bearer TOKEN` with every unary call."""
+
+    def __init__(self, token: str) -> None:
+        self._metadata = ("authorization", f"Bearer {token}")
+
+    def intercept_unary_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        details = client_call_details._replace(
+            metadata=[*(client_call_details.metadata or ()), self._metadata]
+        )
+        return continuation(details, request)
+
+
 @contextmanager
-def connect(target: str, timeout: float) -> Iterator[Wire]:
+def connect(target: str, timeout: float, token: str | None = None) -> Iterator[Wire]:
     """A Wire on an insecure channel to `target`, once the channel is ready (ConnectionError
-    when it is not within `timeout` seconds). Sends requests of any size: the server's limit is
-    what the kit checks."""
+    when it is not within `timeout` seconds), sending `token` as a bearer token with every call
+    when given. Sends requests of any size: the server's limit is what the kit checks."""
     channel = grpc.insecure_channel(target, options=[("grpc.max_send_message_length", -1)])
+    if token is not None:
+        channel = grpc.intercept_channel(channel, _Bearer(token))
     try:
         try:
             grpc.channel_ready_future(channel).result(timeout=timeout)

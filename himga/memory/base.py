@@ -64,6 +64,12 @@ class BaseMemory(ABC):
         Memories whose context is built from their hits override this to search only once."""
         return self.retrieve(query), self.search(query, limit)
 
+    @property
+    def durable(self) -> bool:
+        """Whether what it stored outlives `close`: the memory made again for its namespace
+        holds it (a server may then close it while idle and open it again when called)."""
+        return False
+
     def close(self) -> None:
         """Release what the memory holds open (a database, a connection); it is not used after.
 

@@ -17,6 +17,11 @@ Queries never reach FTS5's query syntax: a query's terms are looked up as exact 
 Durability: WAL journal, `synchronous=FULL`, one transaction per `ingest_many` call, so an
 ingest that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
 leaves nothing behind. One lock serialises the connection's use, so threads may share it.
+Just before COMMIT a write asks `himga.memory.commit.before_commit` whether it is still wanted
+(a server's caller may have gone: it then rolls back) and writes the receipt of its request id
+in `himga_receipts`, in the same transaction. A store that has its schema opens by reading
+alone, so it can be read on a full disk. The file is created 0600 (himga.storage.files), and
+SQLite gives its -wal and -shm files the same mode.
 
 Layout of a server's data directory: `<data_dir>/sqlite/<namespace>-<hash>.sqlite3`, one
 database per namespace (named by himga.memory.registry.namespace_file). Each namespace then has
@@ -27,24 +32,29 @@ its own BM25 statistics (a busy neighbour does not shift another's scores), its 
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from himga.data.conversation import Message, Session
 from himga.errors import IncompatibleStoreError
+from himga.memory import commit
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
 from himga.memory.ranking import METHOD, Turns
 from himga.memory.registry import namespace_file
 from himga.memory.text import query_terms
 from himga.memory.windows import Windows
+from himga.storage.files import create_private
 
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
 CACHE_KIB = 65_536
 _LOAD_ROWS = 10_000
 AUTOMERGE = 8
+CHUNK_TURNS = 2048
+"""A batch is read and written this many turns at a time (in its one transaction)."""
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -68,6 +78,13 @@ _SCHEMA = (
     # 5% faster batch ingest at 10k and 100k turns, with no slower searches.
     f"INSERT INTO turns_fts (turns_fts, rank) VALUES ('automerge', {AUTOMERGE})",
 )
+# Receipts of writes made with a request id (himga.memory.commit): written in the write's
+# transaction, so one exists exactly when its write does. Added after the first stores, so
+# created when missing rather than with the schema above.
+_RECEIPTS = """CREATE TABLE himga_receipts (
+    request_id TEXT PRIMARY KEY, digest TEXT NOT NULL, answer INTEGER NOT NULL, at REAL NOT NULL
+)"""
+_RECEIPTS_BY_TIME = "CREATE INDEX himga_receipts_at ON himga_receipts (at)"
 _POSTINGS = "SELECT doc, count(*) FROM turns_vocab WHERE term = ? GROUP BY doc"
 # Each turn's place, for Windows: the rows after the first `?`, in order.
 _PLACES = """
@@ -96,7 +113,8 @@ class SQLiteKeywordMemory(ContextFromHits):
             self.path = Path(path)
             if self.path.is_dir():
                 self.path = self.path / DATABASE_NAME
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Created 0600 before SQLite opens it: its -wal and -shm files take its mode.
+            create_private(self.path)
             target = str(self.path)
         self._db = sqlite3.connect(
             target, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
@@ -124,33 +142,57 @@ class SQLiteKeywordMemory(ContextFromHits):
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._version: int | None = None
         self._generation: str | None = None
+        # A store that has its schema is opened by reading alone (it opens on a full disk).
+        with self._transaction():
+            method, receipts = self._schema()
+            if method is not None and receipts:
+                self._check_method(method)
+                self._refresh()
+                return
         with self._transaction("IMMEDIATE"):
-            db.execute(_SCHEMA[0])
-            found = db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
-            if found is None:
+            method, receipts = self._schema()
+            if method is None:
+                for statement in _SCHEMA:
+                    db.execute(statement)
                 db.execute("INSERT INTO himga_meta VALUES ('method', ?)", (METHOD,))
-            elif found[0] != METHOD:
-                name = self.path.name if self.path else "database"
-                raise IncompatibleStoreError(
-                    f"{name}: indexed with method {found[0]!r}, this himga uses {METHOD!r}; "
-                    "move the file away (or delete it) and ingest the messages again"
-                )
-            for statement in _SCHEMA[1:]:
-                db.execute(statement)
+            self._check_method(method or METHOD)
+            if not receipts:
+                db.execute(_RECEIPTS)
+                db.execute(_RECEIPTS_BY_TIME)
             self._refresh()
+
+    def _schema(self) -> tuple[str | None, bool]:
+        """The method the store was indexed with (None: a new store), and whether it has the
+        receipts table."""
+        tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master")}
+        method = None
+        if "himga_meta" in tables:
+            found = self._db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
+            method = found[0] if found is not None else None
+        return method, "himga_receipts" in tables
+
+    def _check_method(self, method: str) -> None:
+        if method != METHOD:
+            name = self.path.name if self.path else "database"
+            raise IncompatibleStoreError(
+                f"{name}: indexed with method {method!r}, this himga uses {METHOD!r}; "
+                "move the file away (or delete it) and ingest the messages again"
+            )
 
     @contextmanager
     def _transaction(self, mode: str = "DEFERRED") -> Iterator[None]:
         """One transaction: every read in it sees one state of the database; on any error it
-        rolls back, and what this connection caches is read again on its next call."""
+        rolls back, and what this connection caches is read again on its next call. A COMMIT
+        that fails (a full disk) leaves SQLite's transaction open: it is rolled back too."""
         self._db.execute(f"BEGIN {mode}")
         try:
             yield
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
             self._version = None
+            if self._db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     def _refresh(self) -> None:
         """Read in what other connections have committed since this one last looked (called in
@@ -173,6 +215,10 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._windows.add(sessions, lengths, speakers)
         self._version = version
 
+    @property
+    def durable(self) -> bool:
+        return self.path is not None
+
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
         with self._lock:
@@ -183,22 +229,51 @@ class SQLiteKeywordMemory(ContextFromHits):
 
     def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
         """Store every item in one transaction: all of them are on disk when this returns, or
-        (on any error) none."""
-        turns = Turns.of(items)
-        if not turns:
+        (on any error) none. A large batch is read CHUNK_TURNS at a time, so that no single
+        step holds the interpreter long while other threads wait."""
+        pairs = list(items)
+        if not pairs:
             return 0
+        placed: list[tuple[list[int], list[int], list[str]]] = []
         with self._lock:
             with self._transaction("IMMEDIATE"):
                 self._refresh()  # the write lock is held: numbers cannot change under us
-                self._ids("speakers", self._speakers, turns.speakers)
-                self._ids("sessions", self._sessions, turns.session_ids)
-                sessions, lengths = self._insert(turns)
+                first = len(self._windows) + 1  # ids are dense: rows are only appended or reset
+                for start in range(0, len(pairs), CHUNK_TURNS):
+                    turns = Turns.of(pairs[start : start + CHUNK_TURNS])
+                    self._ids("speakers", self._speakers, turns.speakers)
+                    self._ids("sessions", self._sessions, turns.session_ids)
+                    sessions, lengths = self._insert(turns, first + start)
+                    placed.append((sessions, lengths, turns.speakers))
+                commit.before_commit(self._keep_receipt, len(pairs))
             try:
-                self._windows.add(sessions, lengths, turns.speakers)
+                for sessions, lengths, speakers in placed:
+                    self._windows.add(sessions, lengths, speakers)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
                 raise
-        return len(turns)
+        return len(pairs)
+
+    def receipt(self, request_id: str) -> commit.Receipt | None:
+        """The receipt of the write made with `request_id` within the receipt window, if any."""
+        since = time.time() - commit.RECEIPT_WINDOW_SECONDS
+        with self._lock, self._transaction():
+            found = self._db.execute(
+                "SELECT digest, answer FROM himga_receipts WHERE request_id = ? AND at >= ?",
+                (request_id, since),
+            ).fetchone()
+        return commit.Receipt(request_id, *found) if found is not None else None
+
+    def _keep_receipt(self, receipt: commit.Receipt) -> None:
+        """Record `receipt` in the write's transaction, forgetting those past the window."""
+        now = time.time()
+        self._db.execute(
+            "DELETE FROM himga_receipts WHERE at < ?", (now - commit.RECEIPT_WINDOW_SECONDS,)
+        )
+        self._db.execute(
+            "INSERT INTO himga_receipts VALUES (?, ?, ?, ?)",
+            (receipt.request_id, receipt.digest, receipt.answer, now),
+        )
 
     def _ids(self, table: str, known: dict[str, int], keys: Iterable[str]) -> None:
         """Put the ids of `keys` in `table` (speakers or sessions) into `known`, adding the
@@ -214,9 +289,9 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._db.executemany(insert, [(key,) for key in added])
             known.update(self._db.execute(select, (json.dumps(added),)))
 
-    def _insert(self, turns: Turns) -> tuple[list[int], list[int]]:
-        """Write the rows of `turns`; return their session ids and lengths."""
-        first = len(self._windows) + 1  # ids are dense: rows are only appended or all deleted
+    def _insert(self, turns: Turns, first: int) -> tuple[list[int], list[int]]:
+        """Write the rows of `turns`, numbered from `first`; return their session ids and
+        lengths."""
         ids = range(first, first + len(turns))
         sessions = list(map(self._sessions.__getitem__, turns.session_ids))
         speakers = map(self._speakers.__getitem__, turns.speakers)

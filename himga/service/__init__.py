@@ -3,16 +3,19 @@
 EpisodeStore). The only part of himga that imports grpc."""
 
 from himga.service.client import RemoteMemory
+from himga.service.credentials import ClientTls, ServerTls
 from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch
 from himga.service.remote_episodes import RemoteEpisodes
 from himga.service.server import MemoryServer, create_server
 
 __all__ = [
+    "ClientTls",
     "FieldViolation",
     "InvalidRequest",
     "MemoryMismatch",
     "MemoryServer",
     "RemoteEpisodes",
     "RemoteMemory",
+    "ServerTls",
     "create_server",
 ]

@@ -11,6 +11,7 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
 from himga.service import convert
+from himga.service.credentials import ClientTls, channel
 from himga.service.errors import InvalidRequest, from_rpc_error
 from himga.service.namespaces import namespace_violations
 from himga.service.server import MAX_MESSAGE_BYTES
@@ -25,6 +26,9 @@ class RemoteMemory(BaseMemory):
     default). A bad request raises InvalidRequest (a ValueError) naming the field, as the
     server's field violations say; an unreachable server raises grpc.RpcError (UNAVAILABLE).
     Close it (or use it as a context manager) to release the connection.
+
+    `token` is sent as `authorization: Bearer TOKEN` with every call, for a server with an auth
+    file; `tls` makes the connection TLS (with a client certificate for mutual TLS).
     """
 
     def __init__(
@@ -35,6 +39,8 @@ class RemoteMemory(BaseMemory):
         memory: str = "",
         timeout: float | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        token: str | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         problems = namespace_violations(namespace)
         if problems:
@@ -43,8 +49,10 @@ class RemoteMemory(BaseMemory):
         self.namespace = namespace
         self.memory = memory
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(
+        self._metadata = [("authorization", f"Bearer {token}")] if token is not None else None
+        self._channel = channel(
             target,
+            tls,
             options=[
                 ("grpc.max_receive_message_length", max_message_bytes),
                 ("grpc.max_send_message_length", max_message_bytes),
@@ -63,11 +71,13 @@ class RemoteMemory(BaseMemory):
             ),
         )
 
-    def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
-        """Store all of `items` in one IngestBatch call: all of them, or none on an error."""
+    def ingest_many(self, items: Iterable[tuple[Message, Session]], *, request_id: str = "") -> int:
+        """Store all of `items` in one IngestBatch call: all of them, or none on an error. With a
+        `request_id`, the same batch sent again with it is stored once (a safe retry)."""
         request = pb.IngestBatchRequest(
             namespace=self.namespace,
             memory=self.memory,
+            request_id=request_id,
             items=[
                 pb.IngestItem(
                     message=convert.message_to_proto(message),
@@ -111,7 +121,7 @@ class RemoteMemory(BaseMemory):
 
     def _call(self, method: Callable[..., R], request: Any) -> R:
         try:
-            return method(request, timeout=self.timeout)
+            return method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as error:
             translated = from_rpc_error(error)
             if translated is error:

@@ -19,6 +19,7 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from himga.errors import HimgaError, IncompatibleStoreError, NotFoundError
+from himga.memory.commit import CallerGone
 from himga.status import ERROR_DOMAIN, FieldViolation, field_violations, reason_of
 
 _log = logging.getLogger(__name__)
@@ -36,6 +37,28 @@ class MemoryMismatch(HimgaError, RuntimeError):
     """A call names another memory than the one its namespace was opened with."""
 
 
+class Unauthenticated(HimgaError, PermissionError):
+    """A call to a server that needs a token carries none, or one it does not know."""
+
+
+class PermissionDenied(HimgaError, PermissionError):
+    """A call's token does not grant the right the call needs on its namespace."""
+
+
+class ServerStopping(HimgaError, RuntimeError):
+    """The server is stopping: the call was refused, or rolled back, and stored nothing."""
+
+
+class ResourceExhausted(HimgaError, RuntimeError):
+    """The server ran out of something a call needs (file descriptors, memory); the call
+    changed nothing and may succeed later."""
+
+
+class StoreUnavailable(HimgaError, RuntimeError):
+    """The store cannot write (a full disk, a read-only or failing file system): the write
+    stored nothing; health says NOT_SERVING until the store can write again."""
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorKind:
     """How one kind of error travels: its status code and its ErrorInfo reason."""
@@ -51,6 +74,12 @@ ERROR_KINDS: dict[type[Exception], ErrorKind] = {
     MemoryMismatch: ErrorKind(grpc.StatusCode.FAILED_PRECONDITION, "MEMORY_MISMATCH"),
     IncompatibleStoreError: ErrorKind(grpc.StatusCode.FAILED_PRECONDITION, "INCOMPATIBLE_STORE"),
     NotFoundError: ErrorKind(grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
+    Unauthenticated: ErrorKind(grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+    PermissionDenied: ErrorKind(grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
+    CallerGone: ErrorKind(grpc.StatusCode.CANCELLED, "CALLER_GONE"),
+    ServerStopping: ErrorKind(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING"),
+    ResourceExhausted: ErrorKind(grpc.StatusCode.RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED"),
+    StoreUnavailable: ErrorKind(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
 }
 INTERNAL = ErrorKind(grpc.StatusCode.INTERNAL, "INTERNAL")
 """An error the server did not expect: a bug, or a failure of what lies under it."""

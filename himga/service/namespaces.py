@@ -7,18 +7,29 @@ different namespaces run side by side.
 A server with a data directory records the memory each namespace was opened with, in
 `<data_dir>/namespaces/<namespace>-<hash>.memory` (written once, atomically), so a namespace keeps
 its memory across restarts too: a durable memory's data is never shadowed by another memory of
-the same name after a restart.
+the same name after a restart. That record is also what makes a namespace exist: a call that
+only reads or resets (`using(..., create=False)`) opens nothing and creates nothing for a
+namespace that does not exist.
+
+With `max_open`, at most that many namespaces stay open: when another is opened, the least
+recently used idle namespace whose memory is durable is closed (its files released), and opened
+again, transparently, by its next call. In-process memories are never closed so (they would
+lose what they hold).
 """
 
-import os
 import re
 import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from himga.memory.base import BaseMemory
 from himga.memory.registry import MemoryFactory, memory_factory, namespace_file
-from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch
+from himga.service import resources
+from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch, ResourceExhausted
+from himga.storage.files import write_private
 
 NAMESPACE_RULE = "1 to 128 characters of letters, digits, '.', '_', '-' and ':'"
 _NAMESPACE = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
@@ -40,18 +51,28 @@ class OpenNamespace:
     memory_name: str
     memory: BaseMemory
     lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
+    """Calls holding it now (counted under Namespaces' lock); only an unused one is closed."""
 
 
 class Namespaces:
-    """Opens each namespace once, with the memory its first call names, and keeps it open."""
+    """Opens each namespace on demand, with the memory its first call names, and keeps at most
+    `max_open` open (None: all)."""
 
-    def __init__(self, default_memory: str, data_dir: Path | None) -> None:
+    def __init__(
+        self, default_memory: str, data_dir: Path | None, max_open: int | None = None
+    ) -> None:
         self._factories: dict[str, MemoryFactory] = {}
         self.default_memory = default_memory
         self.data_dir = data_dir
+        self.max_open = max_open
         self._factory(default_memory)  # fail now, at start-up, on an unknown default
-        self._open: dict[str, OpenNamespace] = {}
+        self._open: OrderedDict[str, OpenNamespace] = OrderedDict()
         self._opening = threading.Lock()
+
+    def __len__(self) -> int:
+        """How many namespaces are open now."""
+        return len(self._open)
 
     def memory_violations(self, memory: str) -> list[FieldViolation]:
         """What is wrong with `memory` as a memory name ("" is the default)."""
@@ -64,20 +85,76 @@ class Namespaces:
 
     def open(self, namespace: str, memory: str) -> OpenNamespace:
         """The namespace, opened now with `memory` ("" for the default) if it was not open.
+        With `max_open` it may be closed as soon as this returns: a call uses `using`."""
+        with self.using(namespace, memory) as opened:
+            assert opened is not None
+            return opened
+
+    @contextmanager
+    def using(
+        self, namespace: str, memory: str, *, create: bool = True
+    ) -> Iterator[OpenNamespace | None]:
+        """The namespace, opened with `memory` ("" for the default) if it was not open, and
+        kept open while the block runs. None, with nothing opened or created, when it does not
+        exist and `create` is False.
 
         The name and the memory must have been checked (`namespace_violations`,
-        `memory_violations`); a memory other than the open namespace's is MemoryMismatch."""
+        `memory_violations`); a memory other than the namespace's is MemoryMismatch."""
         memory = memory or self.default_memory
-        opened = self._open.get(namespace)
+        with self._opening:
+            opened = self._open.get(namespace)
+            if opened is None and (create or self._exists(namespace)):
+                _check_memory(namespace, self._recorded(namespace, memory), memory)
+                opened = self._open[namespace] = OpenNamespace(
+                    memory, self._make(namespace, memory)
+                )
+            if opened is not None:
+                self._open.move_to_end(namespace)
+                opened.users += 1
         if opened is None:
+            yield None
+            return
+        try:
+            _check_memory(namespace, opened.memory_name, memory)
+            yield opened
+        finally:
             with self._opening:
-                opened = self._open.get(namespace)
-                if opened is None:
-                    _check_memory(namespace, self._recorded(namespace, memory), memory)
-                    made = self._factory(memory)(namespace, self.data_dir)
-                    opened = self._open[namespace] = OpenNamespace(memory, made)
-        _check_memory(namespace, opened.memory_name, memory)
-        return opened
+                opened.users -= 1
+                self._close_idle()
+
+    def _make(self, namespace: str, memory: str) -> BaseMemory:
+        """The memory of `namespace`; when the process is out of file descriptors, every idle
+        durable namespace is closed and it is tried once more (called under the lock)."""
+        factory = self._factory(memory)
+        try:
+            return factory(namespace, self.data_dir)
+        except Exception as error:
+            if not isinstance(resources.classify(error), ResourceExhausted):
+                raise
+            self._close_idle(keep=0)
+        return factory(namespace, self.data_dir)
+
+    def _exists(self, namespace: str) -> bool:
+        """Whether a namespace that is not open was ever made (its record is on disk)."""
+        if self.data_dir is None:
+            return False
+        return namespace_file(self.data_dir, "namespaces", namespace, ".memory").exists()
+
+    def _close_idle(self, keep: int | None = None) -> None:
+        """Close least recently used idle durable namespaces while more than `keep` (by default
+        `max_open`) are open (called under the lock)."""
+        keep = self.max_open if keep is None else keep
+        if keep is None or len(self._open) <= keep:
+            return
+        idle = [
+            name
+            for name, opened in self._open.items()
+            if opened.users == 0 and opened.memory.durable
+        ]
+        for name in idle[: len(self._open) - keep]:
+            opened = self._open.pop(name)
+            with opened.lock:
+                opened.memory.close()
 
     def _recorded(self, namespace: str, memory: str) -> str:
         """The memory the data directory records for `namespace`; `memory`, recorded now, if it
@@ -89,19 +166,13 @@ class Namespaces:
             return record.read_text(encoding="utf-8")
         except FileNotFoundError:
             pass
-        record.parent.mkdir(parents=True, exist_ok=True)
-        scratch = record.with_name(record.name + ".tmp")
-        with scratch.open("w", encoding="utf-8") as file:
-            file.write(memory)
-            file.flush()
-            os.fsync(file.fileno())
-        scratch.replace(record)
+        write_private(record, memory.encode("utf-8"))
         return memory
 
     def close(self) -> None:
         """Close every open namespace's memory (its files), once no call uses them any more."""
         with self._opening:
-            opened, self._open = list(self._open.values()), {}
+            opened, self._open = list(self._open.values()), OrderedDict()
         for namespace in opened:
             with namespace.lock:
                 namespace.memory.close()

@@ -1,4 +1,5 @@
-"""`create_server`: a started gRPC server with MemoryService, health checking and reflection."""
+"""`create_server`: a started gRPC server with MemoryService, health checking and reflection,
+and, when asked, token auth, TLS, a bound on open namespaces and Prometheus metrics."""
 
 import logging
 import threading
@@ -7,20 +8,31 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from himga_proto.memory.v1 import memory_pb2, memory_pb2_grpc
 
 from himga.episodes.registry import DEFAULT_STORE
 from himga.memory.registry import DEFAULT_MEMORY
+from himga.service import reflection
+from himga.service.auth import AuthFile, AuthInterceptor
+from himga.service.credentials import ServerTls
+from himga.service.decoding import DecodingInterceptor
 from himga.service.episode_stores import EpisodeStores
 from himga.service.episodes import EpisodeServicer
+from himga.service.lifecycle import Calls
+from himga.service.metrics import Metrics
 from himga.service.namespaces import Namespaces
+from himga.service.resources import StoreHealth
 from himga.service.servicer import MemoryServicer
 
 SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
 EPISODE_SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["EpisodeService"].full_name
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """The largest request or response, either way; a larger request gets RESOURCE_EXHAUSTED."""
+ABANDON_SECONDS = 5.0
+"""After the grace period, how long a stopping server waits for abandoned calls to roll back
+(or to finish committing) before gRPC ends whatever is left."""
+FLUSH_SECONDS = 1.0
+"""How long gRPC is given to send the answers of calls that have finished."""
 
 _log = logging.getLogger(__name__)
 
@@ -28,34 +40,53 @@ _log = logging.getLogger(__name__)
 class MemoryServer:
     """A running memory server: `stop(grace)` stops it as grpc.Server.stop does, after first
     telling health checkers it is going away (NOT_SERVING), so balancers drain it, and closes
-    the namespaces' memories once the last call has ended."""
+    the namespaces' memories once the last call has ended (himga.service.lifecycle says how a
+    call in flight is ended truthfully)."""
 
     def __init__(
         self,
         server: grpc.Server,
         health_servicer: health.HealthServicer,
         namespaces: Namespaces,
-        episodes: EpisodeStores,
+        calls: Calls | None = None,
+        store: StoreHealth | None = None,
+        auth: AuthFile | None = None,
+        episodes: EpisodeStores | None = None,
     ) -> None:
         self.grpc_server = server
         self._health = health_servicer
         self._namespaces = namespaces
         self._episodes = episodes
+        self.calls = calls or Calls()
+        self._store = store
+        self.auth = auth
+
+    @property
+    def namespaces(self) -> Namespaces:
+        return self._namespaces
 
     def stop(self, grace: float | None) -> threading.Event:
-        """Refuse new calls, let in-flight calls finish for up to `grace` seconds, then stop and
-        close the memories. The event returned is set when all of that is done."""
+        """Refuse new calls, let in-flight calls finish for up to `grace` seconds (None: none),
+        abandon the writes of any left (they roll back), then stop and close the memories. The
+        event returned is set when all of that is done."""
         self._health.enter_graceful_shutdown()
-        grpc_stopped: threading.Event = self.grpc_server.stop(grace)
+        self.calls.close()
+        if self._store is not None:
+            self._store.stop()
         done = threading.Event()
 
-        def close_when_stopped() -> None:
-            grpc_stopped.wait()
+        def drain_and_stop() -> None:
+            if not self.calls.drain(grace or 0.0):
+                self.calls.abandon()
+                if not self.calls.drain(ABANDON_SECONDS):
+                    _log.warning("%d calls still running at stop", self.calls.in_flight)
+            self.grpc_server.stop(FLUSH_SECONDS).wait()
             self._namespaces.close()
-            self._episodes.close()
+            if self._episodes is not None:
+                self._episodes.close()
             done.set()
 
-        threading.Thread(target=close_when_stopped, name="himga-close").start()
+        threading.Thread(target=drain_and_stop, name="himga-stop").start()
         return done
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:
@@ -71,17 +102,34 @@ def create_server(
     data_dir: Path | str | None = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     max_workers: int = 8,
+    auth: AuthFile | None = None,
+    tls: ServerTls | None = None,
+    max_open_namespaces: int | None = None,
+    metrics: Metrics | None = None,
 ) -> tuple[MemoryServer, int]:
     """Start a memory server on `address` ("127.0.0.1:0" picks a free port) and return it with
     its port. It serves MemoryService and EpisodeService. New namespaces get `memory` unless a
     call names another, and keep their episodes in stores of kind `episodes`; durable ones keep
-    their files under `data_dir` (None: nothing on disk). ValueError on an unknown memory or
-    episode store."""
-    folder = Path(data_dir) if data_dir is not None else None
-    namespaces = Namespaces(memory, folder)
-    episode_stores = EpisodeStores(episodes, folder)
+    their files under `data_dir` (None: nothing on disk). With `auth`, every call but health and
+    reflection needs a token of its file; with `tls`, the port speaks TLS only. At most
+    `max_open_namespaces` durable namespaces stay open. `metrics` sees every call (serving them
+    over HTTP is the caller's choice: `Metrics.serve`). ValueError on an unknown memory or
+    episode store, or an unreadable TLS file."""
+    directory = Path(data_dir) if data_dir is not None else None
+    namespaces = Namespaces(memory, directory, max_open_namespaces)
+    episode_stores = EpisodeStores(episodes, directory)
+    credentials = tls.credentials() if tls is not None else None
+    calls = Calls()
+    chain: list[grpc.ServerInterceptor] = [calls]
+    if metrics is not None:
+        metrics.watch(lambda: len(namespaces), directory)
+        chain.insert(0, metrics)
+    if auth is not None:
+        chain.append(AuthInterceptor(auth, metrics.auth_failed if metrics is not None else None))
+    chain.append(DecodingInterceptor())
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="himga-rpc"),
+        interceptors=chain,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -89,17 +137,30 @@ def create_server(
             ("grpc.so_reuseport", 0),
         ],
     )
-    memory_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(namespaces), server)
+    store = StoreHealth(directory)
+    servicer = MemoryServicer(namespaces, calls, max_message_bytes, store)
+    memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
     memory_pb2_grpc.add_EpisodeServiceServicer_to_server(EpisodeServicer(episode_stores), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, EPISODE_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME),
-        server,
-    )
-    port = server.add_insecure_port(address)
+    reflection.enable((SERVICE_NAME, EPISODE_SERVICE_NAME, health.SERVICE_NAME), server)
+    if credentials is not None:
+        port = server.add_secure_port(address, credentials)
+    else:
+        port = server.add_insecure_port(address)
     server.start()
-    for name in ("", SERVICE_NAME, EPISODE_SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    def serving(writable: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if writable
+            else (health_pb2.HealthCheckResponse.NOT_SERVING)
+        )
+        for name in ("", SERVICE_NAME, EPISODE_SERVICE_NAME):
+            health_servicer.set(name, status)
+
+    store.listener = serving
+    serving(True)
     _log.debug("memory server on port %d with memory %r", port, memory)
-    return MemoryServer(server, health_servicer, namespaces, episode_stores), port
+    running = MemoryServer(server, health_servicer, namespaces, calls, store, auth, episode_stores)
+    return running, port

@@ -12,9 +12,12 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory
-from himga.service import convert
+from himga.memory.null import NullMemory
+from himga.service import convert, fairness, resources
 from himga.service.errors import FieldViolation, InvalidRequest, abort
+from himga.service.lifecycle import Calls
 from himga.service.namespaces import Namespaces, namespace_violations
+from himga.service.receipts import InProcessReceipts, request_id_violations, write_once
 
 MAX_LIMIT = 1000
 """The most hits one Retrieve may ask for (the proto documents it)."""
@@ -44,7 +47,7 @@ def rpc(handler: Callable[[S, Req, grpc.ServicerContext], Resp]) -> Callable[...
         try:
             return handler(self, request, context)
         except Exception as error:
-            abort(context, error)
+            abort(context, resources.classify(error, getattr(self, "store", None)))
 
     return serve
 
@@ -52,27 +55,42 @@ def rpc(handler: Callable[[S, Req, grpc.ServicerContext], Resp]) -> Callable[...
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     """Serves MemoryService over the namespaces of one server."""
 
-    def __init__(self, namespaces: Namespaces) -> None:
+    def __init__(
+        self,
+        namespaces: Namespaces,
+        calls: Calls | None = None,
+        max_response_bytes: int | None = None,
+        store: resources.StoreHealth | None = None,
+    ) -> None:
         self.namespaces = namespaces
+        self.calls = calls or Calls()
+        self.max_response_bytes = max_response_bytes
+        self.store = store
+        self._receipts = InProcessReceipts()
 
     @rpc
     def Ingest(self, request: pb.IngestRequest, context: grpc.ServicerContext) -> pb.IngestResponse:
-        found: list[FieldViolation] = []
+        found = request_id_violations(request.request_id)
         item = _item(request, "", found, _Sessions())
         with self._memory(request, found) as memory:
             assert item is not None  # no violation found: the message and session were read
-            memory.ingest(*item)
+            self._write(memory, request, context, lambda: _ingest_one(memory, item))
         return _INGESTED
 
     @rpc
     def IngestBatch(
         self, request: pb.IngestBatchRequest, context: grpc.ServicerContext
     ) -> pb.IngestBatchResponse:
-        found: list[FieldViolation] = []
+        found = request_id_violations(request.request_id)
         sessions = _Sessions()
-        items = [_item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)]
-        with self._memory(request, found) as memory:
-            count = memory.ingest_many(it for it in items if it is not None)
+        with fairness.large_batch(len(request.items)):
+            items = [
+                _item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)
+            ]
+            with self._memory(request, found) as memory:
+                count = self._write(
+                    memory, request, context, lambda: memory.ingest_many(filter(None, items))
+                )
         return pb.IngestBatchResponse(ingested=count)
 
     @rpc
@@ -83,25 +101,32 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         if request.limit > MAX_LIMIT:
             found.append(FieldViolation("limit", f"must be at most {MAX_LIMIT}"))
         limit = request.limit or DEFAULT_LIMIT
-        with self._memory(request, found) as memory:
+        with self._memory(request, found, create=False) as memory:
             text, hits = memory.recall(request.query, limit)
-        return pb.RetrieveResponse(
+        response = pb.RetrieveResponse(
             context=text, hits=[convert.hit_to_proto(h) for h in hits[:limit]]
         )
+        return resources.cut_to_fit(response, self.max_response_bytes)
 
     @rpc
     def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetResponse:
-        with self._memory(request) as memory:
+        with self._memory(request, create=False) as memory:
             memory.reset()
         return _RESET
 
     @contextmanager
     def _memory(
-        self, request: NamespacedRequest, found: list[FieldViolation] | None = None
+        self,
+        request: NamespacedRequest,
+        found: list[FieldViolation] | None = None,
+        *,
+        create: bool = True,
     ) -> Iterator[BaseMemory]:
         """The memory of the request's namespace, held for this call alone, once the request is
         known to be well formed: InvalidRequest with `found` (what the handler found wrong) and
-        whatever is wrong with the namespace and memory names, before anything is opened."""
+        whatever is wrong with the namespace and memory names, before anything is opened.
+        Without `create`, a namespace that does not exist is an empty memory, and nothing of it
+        is opened or made (for calls that only read or forget)."""
         violations = (
             namespace_violations(request.namespace)
             + self.namespaces.memory_violations(request.memory)
@@ -109,9 +134,29 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         )
         if violations:
             raise InvalidRequest(violations)
-        opened = self.namespaces.open(request.namespace, request.memory)
-        with opened.lock:
-            yield opened.memory
+        with self.namespaces.using(request.namespace, request.memory, create=create) as opened:
+            if opened is None:
+                yield NullMemory()
+                return
+            with opened.lock:
+                yield opened.memory
+
+    def _write(
+        self,
+        memory: BaseMemory,
+        request: Any,
+        context: grpc.ServicerContext,
+        write: Callable[[], int],
+    ) -> int:
+        """Run `write` so that it commits only while its caller still waits, and at most once
+        per request id (himga.service.receipts)."""
+        wanted = functools.partial(self.calls.still_wanted, context)
+        return write_once(memory, request.namespace, request, wanted, self._receipts, write)
+
+
+def _ingest_one(memory: BaseMemory, item: tuple[Message, Session]) -> int:
+    memory.ingest(*item)
+    return 1
 
 
 _INGESTED = pb.IngestResponse()

@@ -200,9 +200,9 @@ def listening(command: list[str]) -> Iterator[str]:
         process.wait()
 
 
-def conformance(target: str) -> tuple[int, str]:
+def conformance(target: str, *options: str) -> tuple[int, str]:
     """`himga conformance --target TARGET` as a user runs it: the exit code and the table."""
-    command = [sys.executable, "-m", "himga", "conformance", "--target", target]
+    command = [sys.executable, "-m", "himga", "conformance", "--target", target, *options]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     return completed.returncode, completed.stdout + completed.stderr
 
@@ -216,6 +216,26 @@ def test_himga_serve_conforms(tmp_path: Path) -> None:
     assert {name for name, _, result in _ROW.findall(table) if result == "PASS"} == {
         c.name for c in CHECKS
     }
+
+
+def test_a_server_with_an_auth_file_conforms_with_a_token_and_only_with_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    auth_file = tmp_path / "auth.json"
+    new_token = ["auth", "new-token", "--auth-file", str(auth_file), "--namespace"]
+    assert main([*new_token, "conformance.*", "--rights", "read,write,admin"]) == 0
+    token = capsys.readouterr().out.strip()
+    serve = [sys.executable, "-m", "himga", "serve", "--port", "0", "--data-dir", str(tmp_path)]
+    with listening([*serve, "--auth-file", str(auth_file)]) as target:
+        code, table = conformance(target, "--token", token)
+        assert code == 0, table
+        code, table = conformance(target)
+        assert code == 1, table
+    rows = {name: result for name, _, result in _ROW.findall(table)}
+    # Only what needs no token passes: health, and the size limit gRPC applies before any check.
+    passed = {n for n, result in rows.items() if result == "PASS"}
+    assert passed == {"health", "oversized-request"} | SIZE_LIMIT, table
+    assert "UNAUTHENTICATED" in table
 
 
 @pytest.fixture

@@ -199,3 +199,26 @@ while True:
     print(b, flush=True)
     b += 1
 """
+
+
+def test_a_batch_larger_than_a_chunk_is_one_transaction_in_order(tmp_path: Path) -> None:
+    from himga.memory.sqlite import CHUNK_TURNS
+
+    count = 2 * CHUNK_TURNS + 7
+    items = [
+        (
+            Message(role="Caroline", content=f"word{i} said", turn_id=f"D1:{i}"),
+            Session(session_id=f"s{i // 50}"),
+        )
+        for i in range(count)
+    ]
+    with SQLiteKeywordMemory(tmp_path / "m.sqlite3") as memory:
+        assert memory.ingest_many(items) == count
+        found = memory.search(f"word{count - 1}", limit=1)
+    with SQLiteKeywordMemory(tmp_path / "m.sqlite3") as reopened:
+        again = reopened.search(f"word{count - 1}", limit=1)
+        assert [h.turn_id for h in reopened.search(f"word{CHUNK_TURNS}", limit=1)] == [
+            f"D1:{CHUNK_TURNS}"
+        ]
+    assert [h.turn_id for h in found] == [h.turn_id for h in again] == [f"D1:{count - 1}"]
+    assert found[0].score == again[0].score

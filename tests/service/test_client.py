@@ -83,7 +83,7 @@ def test_server_errors_become_himga_exceptions(listing_server: str) -> None:
         RemoteMemory(listing_server, namespace) as default,
         RemoteMemory(listing_server, namespace, memory="null") as other,
     ):
-        default.reset()
+        default.ingest(Message(role="u", content="plum"), Session(session_id="s"))
         with pytest.raises(MemoryMismatch, match=LISTING):
             other.retrieve("x")
 

@@ -23,6 +23,7 @@ from himga.errors import (
 from himga.llm.errors import LLMCallError, LLMConfigError, LLMError, TransientLLMError
 from himga.memory import registry
 from himga.memory.base import BaseMemory
+from himga.memory.commit import CallerGone
 from himga.records.record import InvalidRecordError
 from himga.service import RemoteMemory, create_server
 from himga.service.errors import (
@@ -31,6 +32,11 @@ from himga.service.errors import (
     FieldViolation,
     InvalidRequest,
     MemoryMismatch,
+    PermissionDenied,
+    ResourceExhausted,
+    ServerStopping,
+    StoreUnavailable,
+    Unauthenticated,
     reason_of,
 )
 
@@ -42,6 +48,12 @@ EXAMPLES: dict[type[Exception], Exception] = {
     MemoryMismatch: MemoryMismatch("namespace 'n' holds memory 'keyword', not 'sqlite'"),
     IncompatibleStoreError: IncompatibleStoreError("store written by a newer himga"),
     NotFoundError: NotFoundError("no episode 'ep-1' in this namespace"),
+    Unauthenticated: Unauthenticated("this server needs a token"),
+    PermissionDenied: PermissionDenied("the token does not grant 'write' on namespace 'n'"),
+    CallerGone: CallerGone("the call ended before it committed"),
+    ServerStopping: ServerStopping("the server is stopping"),
+    ResourceExhausted: ResourceExhausted("the server has no file descriptors left"),
+    StoreUnavailable: StoreUnavailable("the store cannot write (no space left on device)"),
 }
 # Errors raised where no server is involved (validation, loading data, building records,
 # calling a language model).

@@ -187,7 +187,7 @@ def test_a_namespace_stored_by_another_method_is_failed_precondition(tmp_path: P
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             with pytest.raises(grpc.RpcError) as caught:
-                stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="anything"))
+                stub.Ingest(ingest_request(namespace, "anything"))
             assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
             assert "indexed with method 'an older method'" in caught.value.details()
             assert str(tmp_path) not in caught.value.details()  # no server paths sent

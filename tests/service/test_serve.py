@@ -68,6 +68,13 @@ def test_sigterm_lets_the_call_in_flight_finish(
     processes.append(process)
     with grpc.insecure_channel(target) as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        stub.Ingest(  # a Retrieve reads only a namespace that exists
+            pb.IngestRequest(
+                namespace="n",
+                message=pb.Message(role="u", content="x"),
+                session=pb.Session(session_id="s"),
+            )
+        )
         call = stub.Retrieve.future(pb.RetrieveRequest(namespace="n", query=str(tmp_path)))
         deadline = time.monotonic() + HANG_SECONDS
         while not (tmp_path / "started").exists():

@@ -5,6 +5,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
@@ -48,6 +49,28 @@ def test_reflection_lists_and_describes_both_services(listing_server: str) -> No
 def test_unknown_episode_store_is_refused_at_start() -> None:
     with pytest.raises(ValueError, match="unknown episode store 'no-such-store'"):
         create_server("127.0.0.1:0", episodes="no-such-store")
+
+
+def test_reflection_v1_lists_itself_and_resolves_every_method(listing_server: str) -> None:
+    """v1 speaks v1alpha's messages under another name (himga.service.reflection)."""
+    method = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+    with grpc.insecure_channel(listing_server) as channel:
+        call = channel.stream_stream(
+            method,
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
+        names = [f"{SERVICE_NAME}.{m}" for m in ("Ingest", "IngestBatch", "Retrieve", "Reset")]
+        names += ["grpc.reflection.v1.ServerReflection", "grpc.health.v1.Health.Check"]
+        requests = [reflection_pb2.ServerReflectionRequest(list_services="")]
+        requests += [
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol=n) for n in names
+        ]
+        answers = list(call(iter(requests), timeout=30))
+    listed = {service.name for service in answers[0].list_services_response.service}
+    assert {SERVICE_NAME, "grpc.reflection.v1.ServerReflection"} <= listed
+    for name, answer in zip(names, answers[1:], strict=True):
+        assert answer.WhichOneof("message_response") == "file_descriptor_response", name
 
 
 def test_unknown_default_memory_is_refused_at_start() -> None:

@@ -15,9 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
+	"himga.dev/himga/examples/go/dial"
 	"himga.dev/himga/examples/go/locomo"
 	"himga.dev/himga/examples/go/memoryerr"
 	memoryv1 "himga.dev/himga/generated/go/himga/memory/v1"
@@ -29,17 +27,23 @@ func main() {
 	namespace := flag.String("namespace", "go-example", "the namespace to keep the conversation in")
 	memoryName := flag.String("memory", "", "the memory to open the namespace with (empty: the server's)")
 	questions := flag.Int("questions", 3, "how many of its questions to ask")
+	var reach dial.Options
+	flag.StringVar(&reach.Token, "token", os.Getenv("HIMGA_TOKEN"),
+		"a bearer token, for a server with an auth file (default: $HIMGA_TOKEN)")
+	flag.StringVar(&reach.CA, "tls-ca", "", "connect with TLS, trusting this CA (PEM)")
+	flag.StringVar(&reach.Cert, "tls-cert", "", "mutual TLS: the client's certificate (PEM)")
+	flag.StringVar(&reach.Key, "tls-key", "", "mutual TLS: the client's key (PEM)")
 	flag.Parse()
 	if *path == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*target, *path, *namespace, *memoryName, *questions); err != nil {
+	if err := run(*target, reach, *path, *namespace, *memoryName, *questions); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(target, path, namespace, memoryName string, questions int) error {
+func run(target string, reach dial.Options, path, namespace, memoryName string, questions int) error {
 	samples, err := locomo.Load(path)
 	if err != nil {
 		return err
@@ -53,7 +57,7 @@ func run(target, path, namespace, memoryName string, questions int) error {
 		return err
 	}
 
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := reach.Connect(target)
 	if err != nil {
 		return err
 	}
@@ -76,6 +80,9 @@ func run(target, path, namespace, memoryName string, questions int) error {
 					fields = append(fields, v.GetField()+": "+v.GetDescription())
 				}
 				return fmt.Errorf("messages %d.. refused, none stored: %s", start, strings.Join(fields, "; "))
+			case memoryerr.Unauthenticated, memoryerr.PermissionDenied:
+				return fmt.Errorf("the server refused the token (pass -token, or ask for a token "+
+					"granting write on %q): %w", namespace, err)
 			case memoryerr.MemoryMismatch:
 				return fmt.Errorf("namespace %q holds another memory: pass its memory with -memory, "+
 					"or pick another -namespace (%w)", namespace, err)

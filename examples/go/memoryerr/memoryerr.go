@@ -26,6 +26,21 @@ const (
 	IncompatibleStore = "INCOMPATIBLE_STORE"
 	// NotFound (NOT_FOUND): GetEpisode named an id the namespace does not hold.
 	NotFound = "NOT_FOUND"
+	// Unauthenticated (UNAUTHENTICATED): the server needs a bearer token and got none, or one
+	// it does not know.
+	Unauthenticated = "UNAUTHENTICATED"
+	// PermissionDenied (PERMISSION_DENIED): the token does not grant the call's right on the
+	// request's namespace.
+	PermissionDenied = "PERMISSION_DENIED"
+	// CallerGone (CANCELLED): the call ended before its write committed; nothing was stored.
+	CallerGone = "CALLER_GONE"
+	// ServerStopping (UNAVAILABLE): the server is stopping; nothing was stored, send it again.
+	ServerStopping = "SERVER_STOPPING"
+	// StoreUnavailable (UNAVAILABLE): the store cannot write (a full disk); nothing was stored.
+	StoreUnavailable = "STORE_UNAVAILABLE"
+	// ResourceExhausted (RESOURCE_EXHAUSTED): the server ran out of file descriptors or memory
+	// for the call; nothing changed.
+	ResourceExhausted = "RESOURCE_EXHAUSTED"
 	// Internal (INTERNAL): the server failed unexpectedly (it logs why).
 	Internal = "INTERNAL"
 )

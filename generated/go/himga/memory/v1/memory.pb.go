@@ -181,7 +181,12 @@ type IngestRequest struct {
 	// The memory implementation the namespace is opened with, by a name the server knows
 	// (`himga serve --help` lists them); empty means the server's default. An unknown name is
 	// INVALID_ARGUMENT; a name other than the open namespace's is FAILED_PRECONDITION.
-	Memory        string `protobuf:"bytes,4,opt,name=memory,proto3" json:"memory,omitempty"`
+	Memory string `protobuf:"bytes,4,opt,name=memory,proto3" json:"memory,omitempty"`
+	// An idempotency key, chosen by the client (at most 128 characters; empty: none): the same
+	// request sent again with the same id to the same namespace within 24 hours is stored once and
+	// answered as the first was. The same id with another request is INVALID_ARGUMENT. Give each
+	// write its own id (a UUID) and reuse it only to retry that write.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -240,6 +245,13 @@ func (x *IngestRequest) GetSession() *Session {
 func (x *IngestRequest) GetMemory() string {
 	if x != nil {
 		return x.Memory
+	}
+	return ""
+}
+
+func (x *IngestRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
 	}
 	return ""
 }
@@ -344,7 +356,10 @@ type IngestBatchRequest struct {
 	// The messages to store, in order. Stored all together or not at all.
 	Items []*IngestItem `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
 	// As in IngestRequest.
-	Memory        string `protobuf:"bytes,3,opt,name=memory,proto3" json:"memory,omitempty"`
+	Memory string `protobuf:"bytes,3,opt,name=memory,proto3" json:"memory,omitempty"`
+	// As in IngestRequest: a batch retried with the same id is stored once, answered with the
+	// first one's count.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -396,6 +411,13 @@ func (x *IngestBatchRequest) GetItems() []*IngestItem {
 func (x *IngestBatchRequest) GetMemory() string {
 	if x != nil {
 		return x.Memory
+	}
+	return ""
+}
+
+func (x *IngestBatchRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
 	}
 	return ""
 }
@@ -2015,21 +2037,27 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"session_id\x124\n" +
 	"\bmessages\x18\x02 \x03(\v2\x18.himga.memory.v1.MessageR\bmessages\x12\x1f\n" +
 	"\bdate_str\x18\x03 \x01(\tH\x00R\bdate_str\x88\x01\x01B\v\n" +
-	"\t_date_str\"\xad\x01\n" +
+	"\t_date_str\"\xcd\x01\n" +
 	"\rIngestRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x122\n" +
 	"\amessage\x18\x02 \x01(\v2\x18.himga.memory.v1.MessageR\amessage\x122\n" +
 	"\asession\x18\x03 \x01(\v2\x18.himga.memory.v1.SessionR\asession\x12\x16\n" +
-	"\x06memory\x18\x04 \x01(\tR\x06memory\"\x10\n" +
+	"\x06memory\x18\x04 \x01(\tR\x06memory\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\n" +
+	"request_id\"\x10\n" +
 	"\x0eIngestResponse\"t\n" +
 	"\n" +
 	"IngestItem\x122\n" +
 	"\amessage\x18\x01 \x01(\v2\x18.himga.memory.v1.MessageR\amessage\x122\n" +
-	"\asession\x18\x02 \x01(\v2\x18.himga.memory.v1.SessionR\asession\"}\n" +
+	"\asession\x18\x02 \x01(\v2\x18.himga.memory.v1.SessionR\asession\"\x9d\x01\n" +
 	"\x12IngestBatchRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x121\n" +
 	"\x05items\x18\x02 \x03(\v2\x1b.himga.memory.v1.IngestItemR\x05items\x12\x16\n" +
-	"\x06memory\x18\x03 \x01(\tR\x06memory\"1\n" +
+	"\x06memory\x18\x03 \x01(\tR\x06memory\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\n" +
+	"request_id\"1\n" +
 	"\x13IngestBatchResponse\x12\x1a\n" +
 	"\bingested\x18\x01 \x01(\rR\bingested\"s\n" +
 	"\x0fRetrieveRequest\x12\x1c\n" +

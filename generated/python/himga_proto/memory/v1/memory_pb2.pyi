@@ -100,12 +100,19 @@ class IngestRequest(_message.Message):
     MESSAGE_FIELD_NUMBER: _builtins.int
     SESSION_FIELD_NUMBER: _builtins.int
     MEMORY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to store into. Required."""
     memory: _builtins.str
     """The memory implementation the namespace is opened with, by a name the server knows
     (`himga serve --help` lists them); empty means the server's default. An unknown name is
     INVALID_ARGUMENT; a name other than the open namespace's is FAILED_PRECONDITION.
+    """
+    request_id: _builtins.str
+    """An idempotency key, chosen by the client (at most 128 characters; empty: none): the same
+    request sent again with the same id to the same namespace within 24 hours is stored once and
+    answered as the first was. The same id with another request is INVALID_ARGUMENT. Give each
+    write its own id (a UUID) and reuse it only to retry that write.
     """
     @_builtins.property
     def message(self) -> Global___Message:
@@ -122,10 +129,11 @@ class IngestRequest(_message.Message):
         message: Global___Message | None = ...,
         session: Global___Session | None = ...,
         memory: _builtins.str = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "session", b"session"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "message", b"message", "namespace", b"namespace", "session", b"session"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "message", b"message", "namespace", b"namespace", "request_id", b"request_id", "session", b"session"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -187,10 +195,15 @@ class IngestBatchRequest(_message.Message):
     NAMESPACE_FIELD_NUMBER: _builtins.int
     ITEMS_FIELD_NUMBER: _builtins.int
     MEMORY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to store into. Required."""
     memory: _builtins.str
     """As in IngestRequest."""
+    request_id: _builtins.str
+    """As in IngestRequest: a batch retried with the same id is stored once, answered with the
+    first one's count.
+    """
     @_builtins.property
     def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___IngestItem]:
         """The messages to store, in order. Stored all together or not at all."""
@@ -201,10 +214,11 @@ class IngestBatchRequest(_message.Message):
         namespace: _builtins.str = ...,
         items: _abc.Iterable[Global___IngestItem] | None = ...,
         memory: _builtins.str = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "memory", b"memory", "namespace", b"namespace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "memory", b"memory", "namespace", b"namespace", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

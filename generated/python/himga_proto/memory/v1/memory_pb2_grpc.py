@@ -50,9 +50,29 @@ class MemoryServiceStub:
     INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
     this server does not read; the message says what
     to do.
+    UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
+    TOKEN" metadata) and got none, or an unknown one.
+    PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
+    Retrieve; write: Ingest, IngestBatch; admin:
+    Reset) on the request's namespace. Neither auth
+    reason tells whether the namespace exists.
+    CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
+    write committed: nothing was stored.
+    SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
+    stored; send it again (to another server).
+    STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
+    stored; health is NOT_SERVING until it can.
+    RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
+    for the call: nothing changed; try later or less.
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    A write's status is true as far as the server can know: it checks, just before it commits,
+    that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
+    as the deadline passes: the client sees DEADLINE_EXCEEDED for a stored write. A `request_id`
+    makes the retry safe: the same write sent again with the same id within 24 hours is stored
+    once and answered as the first was.
     """
 
     def __init__(self, channel):
@@ -108,9 +128,29 @@ class MemoryServiceServicer:
     INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
     this server does not read; the message says what
     to do.
+    UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
+    TOKEN" metadata) and got none, or an unknown one.
+    PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
+    Retrieve; write: Ingest, IngestBatch; admin:
+    Reset) on the request's namespace. Neither auth
+    reason tells whether the namespace exists.
+    CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
+    write committed: nothing was stored.
+    SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
+    stored; send it again (to another server).
+    STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
+    stored; health is NOT_SERVING until it can.
+    RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
+    for the call: nothing changed; try later or less.
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    A write's status is true as far as the server can know: it checks, just before it commits,
+    that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
+    as the deadline passes: the client sees DEADLINE_EXCEEDED for a stored write. A `request_id`
+    makes the retry safe: the same write sent again with the same id within 24 hours is stored
+    once and answered as the first was.
     """
 
     def Ingest(self, request, context):
@@ -132,7 +172,9 @@ class MemoryServiceServicer:
     def Retrieve(self, request, context):
         """Recalls what a namespace holds about a query: the context string an agent puts in its
         prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
-        unknown namespace, an empty query or a memory that stores nothing gives an empty answer.
+        unknown namespace (which this call does not create), an empty query or a memory that stores
+        nothing gives an empty answer. An answer larger than the server's message limit is cut to
+        fit: the weakest hits first, then the end of the context.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -140,7 +182,7 @@ class MemoryServiceServicer:
 
     def Reset(self, request, context):
         """Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
-        namespace succeeds.
+        namespace succeeds and creates nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -202,9 +244,29 @@ class MemoryService:
     INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
     this server does not read; the message says what
     to do.
+    UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
+    TOKEN" metadata) and got none, or an unknown one.
+    PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
+    Retrieve; write: Ingest, IngestBatch; admin:
+    Reset) on the request's namespace. Neither auth
+    reason tells whether the namespace exists.
+    CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
+    write committed: nothing was stored.
+    SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
+    stored; send it again (to another server).
+    STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
+    stored; health is NOT_SERVING until it can.
+    RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
+    for the call: nothing changed; try later or less.
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    A write's status is true as far as the server can know: it checks, just before it commits,
+    that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
+    as the deadline passes: the client sees DEADLINE_EXCEEDED for a stored write. A `request_id`
+    makes the retry safe: the same write sent again with the same id within 24 hours is stored
+    once and answered as the first was.
     """
 
     @staticmethod

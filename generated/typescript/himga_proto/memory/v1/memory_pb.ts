@@ -30,7 +30,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file himga_proto/memory/v1/memory.proto.
  */
 export const file_himga_proto_memory_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEiUwoHTWVzc2FnZRIMCgRyb2xlGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSHQoHdHVybl9pZBgDIAEoCUgAUgd0dXJuX2lkiAEBQgoKCF90dXJuX2lkIoMBCgdTZXNzaW9uEh4KCnNlc3Npb25faWQYASABKAlSCnNlc3Npb25faWQSKgoIbWVzc2FnZXMYAiADKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIfCghkYXRlX3N0chgDIAEoCUgAUghkYXRlX3N0cogBAUILCglfZGF0ZV9zdHIiiAEKDUluZ2VzdFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEikKB21lc3NhZ2UYAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAMgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SDgoGbWVtb3J5GAQgASgJIhAKDkluZ2VzdFJlc3BvbnNlImIKCkluZ2VzdEl0ZW0SKQoHbWVzc2FnZRgBIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEikKB3Nlc3Npb24YAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuU2Vzc2lvbiJjChJJbmdlc3RCYXRjaFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBWl0ZW1zGAIgAygLMhsuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEl0ZW0SDgoGbWVtb3J5GAMgASgJIicKE0luZ2VzdEJhdGNoUmVzcG9uc2USEAoIaW5nZXN0ZWQYASABKA0iUgoPUmV0cmlldmVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRINCgVxdWVyeRgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZtZW1vcnkYBCABKAkiagoDSGl0Eg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIMCgRyb2xlGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIZGF0ZV9zdHIYBSABKAkSDQoFc2NvcmUYBiABKAEiRwoQUmV0cmlldmVSZXNwb25zZRIPCgdjb250ZXh0GAEgASgJEiIKBGhpdHMYAiADKAsyFC5oaW1nYS5tZW1vcnkudjEuSGl0IjEKDFJlc2V0UmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGbWVtb3J5GAIgASgJIg8KDVJlc2V0UmVzcG9uc2UiSAoLQWN0aW9uRW50cnkSCQoBdBgBIAEoARIOCgZhY3Rpb24YAiABKAkSDgoGdGFyZ2V0GAMgASgJEg4KBnJlc3VsdBgEIAEoCSI/CgpFcnJvckVudHJ5EgwKBHR5cGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRISCgpyZXNvbHV0aW9uGAMgASgJIlUKDkVwaXNvZGVDb250ZXh0EgwKBGdvYWwYASABKAkSDQoFcGhhc2UYAiABKAkSJgoOZmlsZXNfaW52b2x2ZWQYAyADKAlSDmZpbGVzX2ludm9sdmVkItkFCgxFcGlzb2RlVHJhY2USCgoCaWQYASABKAkSGAoHdGFza19pZBgCIAEoCVIHdGFza19pZBItCgl0aW1lc3RhbXAYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKEGR1cmF0aW9uX3NlY29uZHMYBCABKAFSEGR1cmF0aW9uX3NlY29uZHMSDQoFYWdlbnQYBSABKAkSMAoHY29udGV4dBgGIAEoCzIfLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlQ29udGV4dBI8CgphY3Rpb25fbG9nGAcgAygLMhwuaGltZ2EubWVtb3J5LnYxLkFjdGlvbkVudHJ5UgphY3Rpb25fbG9nEhQKB291dGNvbWUYCCABKAlIAIgBARJLChJlcnJvcnNfZW5jb3VudGVyZWQYCSADKAsyGy5oaW1nYS5tZW1vcnkudjEuRXJyb3JFbnRyeVISZXJyb3JzX2VuY291bnRlcmVkEi4KEmFydGlmYWN0c19wcm9kdWNlZBgKIAMoCVISYXJ0aWZhY3RzX3Byb2R1Y2VkEiMKCmdpdF9jb21taXQYCyABKAlIAVIKZ2l0X2NvbW1pdIgBARIgCgt0b2tlbnNfdXNlZBgMIAEoAVILdG9rZW5zX3VzZWQSHgoKZmlsZXNfcmVhZBgNIAMoCVIKZmlsZXNfcmVhZBImCg5maWxlc19tb2RpZmllZBgOIAMoCVIOZmlsZXNfbW9kaWZpZWQSFwoKaW1wb3J0YW5jZRgPIAEoAUgCiAEBEiIKDGFjY2Vzc19jb3VudBgQIAEoAVIMYWNjZXNzX2NvdW50EkAKDWxhc3RfYWNjZXNzZWQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUg1sYXN0X2FjY2Vzc2VkQgoKCF9vdXRjb21lQg0KC19naXRfY29tbWl0Qg0KC19pbXBvcnRhbmNlImcKC1Rhc2tDb250ZXh0EgwKBGdvYWwYASABKAkSDQoFcGhhc2UYAiABKAkSJgoOZmlsZXNfaW52b2x2ZWQYAyADKAlSDmZpbGVzX2ludm9sdmVkEhMKC2NvbnN0cmFpbnRzGAQgAygJIlkKFFJlY29yZEVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIuCgdlcGlzb2RlGAIgASgLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZSIXChVSZWNvcmRFcGlzb2RlUmVzcG9uc2UiWwoVUmVjb3JkRXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIvCghlcGlzb2RlcxgCIAMoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2UiKgoWUmVjb3JkRXBpc29kZXNSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoDSIyChFHZXRFcGlzb2RlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCgoCaWQYAiABKAkiRAoSR2V0RXBpc29kZVJlc3BvbnNlEi4KB2VwaXNvZGUYASABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlIjUKFERlbGV0ZUVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIKCgJpZBgCIAEoCSIoChVEZWxldGVFcGlzb2RlUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCCKTAgoTTGlzdEVwaXNvZGVzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSGAoHdGFza19pZBgCIAEoCVIHdGFza19pZBINCgVhZ2VudBgDIAEoCRINCgVwaGFzZRgEIAEoCRIPCgdvdXRjb21lGAUgASgJEikKBXNpbmNlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEZmlsZRgIIAEoCRIcCglwYWdlX3NpemUYCSABKA1SCXBhZ2Vfc2l6ZRIeCgpwYWdlX3Rva2VuGAogASgJUgpwYWdlX3Rva2VuInEKFExpc3RFcGlzb2Rlc1Jlc3BvbnNlEi8KCGVwaXNvZGVzGAEgAygLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRIoCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlSD25leHRfcGFnZV90b2tlbiKkAQoVU2VhcmNoRXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgR0YXNrGAIgASgLMhwuaGltZ2EubWVtb3J5LnYxLlRhc2tDb250ZXh0Eg0KBXF1ZXJ5GAMgASgJEg0KBWxpbWl0GAQgASgNEi4KEm1heF9jb250ZXh0X3Rva2VucxgFIAEoDVISbWF4X2NvbnRleHRfdG9rZW5zIksKCkVwaXNvZGVIaXQSLgoHZXBpc29kZRgBIAEoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2USDQoFc2NvcmUYAiABKAEiVAoWU2VhcmNoRXBpc29kZXNSZXNwb25zZRIPCgdjb250ZXh0GAEgASgJEikKBGhpdHMYAiADKAsyGy5oaW1nYS5tZW1vcnkudjEuRXBpc29kZUhpdDLNAgoNTWVtb3J5U2VydmljZRJJCgZJbmdlc3QSHi5oaW1nYS5tZW1vcnkudjEuSW5nZXN0UmVxdWVzdBofLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXNwb25zZRJYCgtJbmdlc3RCYXRjaBIjLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlcXVlc3QaJC5oaW1nYS5tZW1vcnkudjEuSW5nZXN0QmF0Y2hSZXNwb25zZRJPCghSZXRyaWV2ZRIgLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlcXVlc3QaIS5oaW1nYS5tZW1vcnkudjEuUmV0cmlldmVSZXNwb25zZRJGCgVSZXNldBIdLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlcXVlc3QaHi5oaW1nYS5tZW1vcnkudjEuUmVzZXRSZXNwb25zZTLKBAoORXBpc29kZVNlcnZpY2USXgoNUmVjb3JkRXBpc29kZRIlLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2RlUmVxdWVzdBomLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2RlUmVzcG9uc2USYQoOUmVjb3JkRXBpc29kZXMSJi5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZXNSZXF1ZXN0GicuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVzUmVzcG9uc2USVQoKR2V0RXBpc29kZRIiLmhpbWdhLm1lbW9yeS52MS5HZXRFcGlzb2RlUmVxdWVzdBojLmhpbWdhLm1lbW9yeS52MS5HZXRFcGlzb2RlUmVzcG9uc2USXgoNRGVsZXRlRXBpc29kZRIlLmhpbWdhLm1lbW9yeS52MS5EZWxldGVFcGlzb2RlUmVxdWVzdBomLmhpbWdhLm1lbW9yeS52MS5EZWxldGVFcGlzb2RlUmVzcG9uc2USWwoMTGlzdEVwaXNvZGVzEiQuaGltZ2EubWVtb3J5LnYxLkxpc3RFcGlzb2Rlc1JlcXVlc3QaJS5oaW1nYS5tZW1vcnkudjEuTGlzdEVwaXNvZGVzUmVzcG9uc2USYQoOU2VhcmNoRXBpc29kZXMSJi5oaW1nYS5tZW1vcnkudjEuU2VhcmNoRXBpc29kZXNSZXF1ZXN0GicuaGltZ2EubWVtb3J5LnYxLlNlYXJjaEVwaXNvZGVzUmVzcG9uc2VCN1o1aGltZ2EuZGV2L2hpbWdhL2dlbmVyYXRlZC9nby9oaW1nYS9tZW1vcnkvdjE7bWVtb3J5djFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEiUwoHTWVzc2FnZRIMCgRyb2xlGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSHQoHdHVybl9pZBgDIAEoCUgAUgd0dXJuX2lkiAEBQgoKCF90dXJuX2lkIoMBCgdTZXNzaW9uEh4KCnNlc3Npb25faWQYASABKAlSCnNlc3Npb25faWQSKgoIbWVzc2FnZXMYAiADKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIfCghkYXRlX3N0chgDIAEoCUgAUghkYXRlX3N0cogBAUILCglfZGF0ZV9zdHIiqAEKDUluZ2VzdFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEikKB21lc3NhZ2UYAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAMgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SDgoGbWVtb3J5GAQgASgJEh4KCnJlcXVlc3RfaWQYBSABKAlSCnJlcXVlc3RfaWQiEAoOSW5nZXN0UmVzcG9uc2UiYgoKSW5nZXN0SXRlbRIpCgdtZXNzYWdlGAEgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgCIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uIoMBChJJbmdlc3RCYXRjaFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBWl0ZW1zGAIgAygLMhsuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEl0ZW0SDgoGbWVtb3J5GAMgASgJEh4KCnJlcXVlc3RfaWQYBCABKAlSCnJlcXVlc3RfaWQiJwoTSW5nZXN0QmF0Y2hSZXNwb25zZRIQCghpbmdlc3RlZBgBIAEoDSJSCg9SZXRyaWV2ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBm1lbW9yeRgEIAEoCSJqCgNIaXQSDwoHdHVybl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEgwKBHJvbGUYAyABKAkSDwoHY29udGVudBgEIAEoCRIQCghkYXRlX3N0chgFIAEoCRINCgVzY29yZRgGIAEoASJHChBSZXRyaWV2ZVJlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSIgoEaGl0cxgCIAMoCzIULmhpbWdhLm1lbW9yeS52MS5IaXQiMQoMUmVzZXRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZtZW1vcnkYAiABKAkiDwoNUmVzZXRSZXNwb25zZSJICgtBY3Rpb25FbnRyeRIJCgF0GAEgASgBEg4KBmFjdGlvbhgCIAEoCRIOCgZ0YXJnZXQYAyABKAkSDgoGcmVzdWx0GAQgASgJIj8KCkVycm9yRW50cnkSDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhIKCnJlc29sdXRpb24YAyABKAkiVQoORXBpc29kZUNvbnRleHQSDAoEZ29hbBgBIAEoCRINCgVwaGFzZRgCIAEoCRImCg5maWxlc19pbnZvbHZlZBgDIAMoCVIOZmlsZXNfaW52b2x2ZWQi2QUKDEVwaXNvZGVUcmFjZRIKCgJpZBgBIAEoCRIYCgd0YXNrX2lkGAIgASgJUgd0YXNrX2lkEi0KCXRpbWVzdGFtcBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoQZHVyYXRpb25fc2Vjb25kcxgEIAEoAVIQZHVyYXRpb25fc2Vjb25kcxINCgVhZ2VudBgFIAEoCRIwCgdjb250ZXh0GAYgASgLMh8uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVDb250ZXh0EjwKCmFjdGlvbl9sb2cYByADKAsyHC5oaW1nYS5tZW1vcnkudjEuQWN0aW9uRW50cnlSCmFjdGlvbl9sb2cSFAoHb3V0Y29tZRgIIAEoCUgAiAEBEksKEmVycm9yc19lbmNvdW50ZXJlZBgJIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5FcnJvckVudHJ5UhJlcnJvcnNfZW5jb3VudGVyZWQSLgoSYXJ0aWZhY3RzX3Byb2R1Y2VkGAogAygJUhJhcnRpZmFjdHNfcHJvZHVjZWQSIwoKZ2l0X2NvbW1pdBgLIAEoCUgBUgpnaXRfY29tbWl0iAEBEiAKC3Rva2Vuc191c2VkGAwgASgBUgt0b2tlbnNfdXNlZBIeCgpmaWxlc19yZWFkGA0gAygJUgpmaWxlc19yZWFkEiYKDmZpbGVzX21vZGlmaWVkGA4gAygJUg5maWxlc19tb2RpZmllZBIXCgppbXBvcnRhbmNlGA8gASgBSAKIAQESIgoMYWNjZXNzX2NvdW50GBAgASgBUgxhY2Nlc3NfY291bnQSQAoNbGFzdF9hY2Nlc3NlZBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSDWxhc3RfYWNjZXNzZWRCCgoIX291dGNvbWVCDQoLX2dpdF9jb21taXRCDQoLX2ltcG9ydGFuY2UiZwoLVGFza0NvbnRleHQSDAoEZ29hbBgBIAEoCRINCgVwaGFzZRgCIAEoCRImCg5maWxlc19pbnZvbHZlZBgDIAMoCVIOZmlsZXNfaW52b2x2ZWQSEwoLY29uc3RyYWludHMYBCADKAkiWQoUUmVjb3JkRXBpc29kZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi4KB2VwaXNvZGUYAiABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlIhcKFVJlY29yZEVwaXNvZGVSZXNwb25zZSJbChVSZWNvcmRFcGlzb2Rlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi8KCGVwaXNvZGVzGAIgAygLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZSIqChZSZWNvcmRFcGlzb2Rlc1Jlc3BvbnNlEhAKCHJlY29yZGVkGAEgASgNIjIKEUdldEVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIKCgJpZBgCIAEoCSJEChJHZXRFcGlzb2RlUmVzcG9uc2USLgoHZXBpc29kZRgBIAEoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2UiNQoURGVsZXRlRXBpc29kZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgoKAmlkGAIgASgJIigKFURlbGV0ZUVwaXNvZGVSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIIpMCChNMaXN0RXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIYCgd0YXNrX2lkGAIgASgJUgd0YXNrX2lkEg0KBWFnZW50GAMgASgJEg0KBXBoYXNlGAQgASgJEg8KB291dGNvbWUYBSABKAkSKQoFc2luY2UYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRmaWxlGAggASgJEhwKCXBhZ2Vfc2l6ZRgJIAEoDVIJcGFnZV9zaXplEh4KCnBhZ2VfdG9rZW4YCiABKAlSCnBhZ2VfdG9rZW4icQoUTGlzdEVwaXNvZGVzUmVzcG9uc2USLwoIZXBpc29kZXMYASADKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEigKD25leHRfcGFnZV90b2tlbhgCIAEoCVIPbmV4dF9wYWdlX3Rva2VuIqQBChVTZWFyY2hFcGlzb2Rlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBHRhc2sYAiABKAsyHC5oaW1nYS5tZW1vcnkudjEuVGFza0NvbnRleHQSDQoFcXVlcnkYAyABKAkSDQoFbGltaXQYBCABKA0SLgoSbWF4X2NvbnRleHRfdG9rZW5zGAUgASgNUhJtYXhfY29udGV4dF90b2tlbnMiSwoKRXBpc29kZUhpdBIuCgdlcGlzb2RlGAEgASgLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRINCgVzY29yZRgCIAEoASJUChZTZWFyY2hFcGlzb2Rlc1Jlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSKQoEaGl0cxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlSGl0Ms0CCg1NZW1vcnlTZXJ2aWNlEkkKBkluZ2VzdBIeLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXF1ZXN0Gh8uaGltZ2EubWVtb3J5LnYxLkluZ2VzdFJlc3BvbnNlElgKC0luZ2VzdEJhdGNoEiMuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEJhdGNoUmVxdWVzdBokLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlc3BvbnNlEk8KCFJldHJpZXZlEiAuaGltZ2EubWVtb3J5LnYxLlJldHJpZXZlUmVxdWVzdBohLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlc3BvbnNlEkYKBVJlc2V0Eh0uaGltZ2EubWVtb3J5LnYxLlJlc2V0UmVxdWVzdBoeLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlc3BvbnNlMsoECg5FcGlzb2RlU2VydmljZRJeCg1SZWNvcmRFcGlzb2RlEiUuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVSZXF1ZXN0GiYuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVSZXNwb25zZRJhCg5SZWNvcmRFcGlzb2RlcxImLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2Rlc1JlcXVlc3QaJy5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZXNSZXNwb25zZRJVCgpHZXRFcGlzb2RlEiIuaGltZ2EubWVtb3J5LnYxLkdldEVwaXNvZGVSZXF1ZXN0GiMuaGltZ2EubWVtb3J5LnYxLkdldEVwaXNvZGVSZXNwb25zZRJeCg1EZWxldGVFcGlzb2RlEiUuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZUVwaXNvZGVSZXF1ZXN0GiYuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZUVwaXNvZGVSZXNwb25zZRJbCgxMaXN0RXBpc29kZXMSJC5oaW1nYS5tZW1vcnkudjEuTGlzdEVwaXNvZGVzUmVxdWVzdBolLmhpbWdhLm1lbW9yeS52MS5MaXN0RXBpc29kZXNSZXNwb25zZRJhCg5TZWFyY2hFcGlzb2RlcxImLmhpbWdhLm1lbW9yeS52MS5TZWFyY2hFcGlzb2Rlc1JlcXVlc3QaJy5oaW1nYS5tZW1vcnkudjEuU2VhcmNoRXBpc29kZXNSZXNwb25zZUI3WjVoaW1nYS5kZXYvaGltZ2EvZ2VuZXJhdGVkL2dvL2hpbWdhL21lbW9yeS92MTttZW1vcnl2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * One turn of a conversation (schemas/v1/message.json).
@@ -195,6 +195,16 @@ export type IngestRequest = Message$1<"himga.memory.v1.IngestRequest"> & {
    * @generated from field: string memory = 4;
    */
   memory: string;
+
+  /**
+   * An idempotency key, chosen by the client (at most 128 characters; empty: none): the same
+   * request sent again with the same id to the same namespace within 24 hours is stored once and
+   * answered as the first was. The same id with another request is INVALID_ARGUMENT. Give each
+   * write its own id (a UUID) and reuse it only to retry that write.
+   *
+   * @generated from field: string request_id = 5 [json_name = "request_id"];
+   */
+  requestId: string;
 };
 
 /**
@@ -232,6 +242,16 @@ export type IngestRequestJson = {
    * @generated from field: string memory = 4;
    */
   memory?: string;
+
+  /**
+   * An idempotency key, chosen by the client (at most 128 characters; empty: none): the same
+   * request sent again with the same id to the same namespace within 24 hours is stored once and
+   * answered as the first was. The same id with another request is INVALID_ARGUMENT. Give each
+   * write its own id (a UUID) and reuse it only to retry that write.
+   *
+   * @generated from field: string request_id = 5 [json_name = "request_id"];
+   */
+  request_id?: string;
 };
 
 /**
@@ -339,6 +359,14 @@ export type IngestBatchRequest = Message$1<"himga.memory.v1.IngestBatchRequest">
    * @generated from field: string memory = 3;
    */
   memory: string;
+
+  /**
+   * As in IngestRequest: a batch retried with the same id is stored once, answered with the
+   * first one's count.
+   *
+   * @generated from field: string request_id = 4 [json_name = "request_id"];
+   */
+  requestId: string;
 };
 
 /**
@@ -367,6 +395,14 @@ export type IngestBatchRequestJson = {
    * @generated from field: string memory = 3;
    */
   memory?: string;
+
+  /**
+   * As in IngestRequest: a batch retried with the same id is stored once, answered with the
+   * first one's count.
+   *
+   * @generated from field: string request_id = 4 [json_name = "request_id"];
+   */
+  request_id?: string;
 };
 
 /**
@@ -2017,9 +2053,29 @@ export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {j
  *   INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
  *                                            this server does not read; the message says what
  *                                            to do.
+ *   UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
+ *                                            TOKEN" metadata) and got none, or an unknown one.
+ *   PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
+ *                                            Retrieve; write: Ingest, IngestBatch; admin:
+ *                                            Reset) on the request's namespace. Neither auth
+ *                                            reason tells whether the namespace exists.
+ *   CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
+ *                                            write committed: nothing was stored.
+ *   SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
+ *                                            stored; send it again (to another server).
+ *   STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
+ *                                            stored; health is NOT_SERVING until it can.
+ *   RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
+ *                                            for the call: nothing changed; try later or less.
  *   INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
  * Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
  * request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+ *
+ * A write's status is true as far as the server can know: it checks, just before it commits,
+ * that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
+ * as the deadline passes: the client sees DEADLINE_EXCEEDED for a stored write. A `request_id`
+ * makes the retry safe: the same write sent again with the same id within 24 hours is stored
+ * once and answered as the first was.
  *
  * @generated from service himga.memory.v1.MemoryService
  */
@@ -2049,7 +2105,9 @@ export const MemoryService: GenService<{
   /**
    * Recalls what a namespace holds about a query: the context string an agent puts in its
    * prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
-   * unknown namespace, an empty query or a memory that stores nothing gives an empty answer.
+   * unknown namespace (which this call does not create), an empty query or a memory that stores
+   * nothing gives an empty answer. An answer larger than the server's message limit is cut to
+   * fit: the weakest hits first, then the end of the context.
    *
    * @generated from rpc himga.memory.v1.MemoryService.Retrieve
    */
@@ -2060,7 +2118,7 @@ export const MemoryService: GenService<{
   },
   /**
    * Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
-   * namespace succeeds.
+   * namespace succeeds and creates nothing.
    *
    * @generated from rpc himga.memory.v1.MemoryService.Reset
    */

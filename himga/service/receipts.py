@@ -1,0 +1,112 @@
+"""Safe retries: a write sent again with the same `request_id` is stored once.
+
+A write carrying a request id leaves a receipt (himga.memory.commit.Receipt): the id, a digest
+of the request, and its answer. A durable memory keeps receipts in its own store, written in the
+write's transaction, so a receipt exists exactly when its write does, across crashes too. Other
+memories (in process) get `InProcessReceipts`, which live exactly as long as their data.
+
+Within `RECEIPT_WINDOW_SECONDS` (24 h) of the first write, the same request with the same id is
+answered as the first was, without storing anything; the same id with another request is
+INVALID_ARGUMENT (field `request_id`).
+"""
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from google.protobuf.message import Message as ProtoMessage
+
+from himga.memory.base import BaseMemory
+from himga.memory.commit import RECEIPT_WINDOW_SECONDS, Receipt, Terms, committing
+from himga.service.errors import FieldViolation, InvalidRequest
+
+MAX_REQUEST_ID = 128
+"""The longest request id, in characters."""
+IN_PROCESS_RECEIPTS = 100_000
+"""At most this many receipts are kept for in-process memories (the oldest go first)."""
+
+
+@runtime_checkable
+class KeepsReceipts(Protocol):
+    """A memory that writes receipts with its writes (`himga.memory.commit.before_commit`)."""
+
+    def receipt(self, request_id: str) -> Receipt | None: ...
+
+
+class InProcessReceipts:
+    """Receipts of the writes to memories that keep none, per namespace, in process memory."""
+
+    def __init__(self, limit: int = IN_PROCESS_RECEIPTS) -> None:
+        self._limit = limit
+        self._kept: OrderedDict[tuple[str, str], tuple[float, Receipt]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def find(self, namespace: str, request_id: str) -> Receipt | None:
+        with self._lock:
+            kept = self._kept.get((namespace, request_id))
+        if kept is None or kept[0] < time.time() - RECEIPT_WINDOW_SECONDS:
+            return None
+        return kept[1]
+
+    def keep(self, namespace: str, receipt: Receipt) -> None:
+        with self._lock:
+            self._kept[(namespace, receipt.request_id)] = (time.time(), receipt)
+            self._kept.move_to_end((namespace, receipt.request_id))
+            while len(self._kept) > self._limit:
+                self._kept.popitem(last=False)
+
+
+def request_id_violations(request_id: str) -> list[FieldViolation]:
+    if len(request_id) > MAX_REQUEST_ID:
+        return [FieldViolation("request_id", f"must be at most {MAX_REQUEST_ID} characters")]
+    return []
+
+
+def digest(request: ProtoMessage) -> str:
+    """A digest of `request` without its request id: equal for the same write sent again."""
+    copy = type(request)()
+    copy.CopyFrom(request)
+    copy.ClearField("request_id")
+    return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
+
+
+def write_once(
+    memory: BaseMemory,
+    namespace: str,
+    request: Any,
+    still_wanted: Callable[[], None],
+    in_process: InProcessReceipts,
+    write: Callable[[], int],
+) -> int:
+    """Run `write` (returning how many messages it stored) committing only while
+    `still_wanted` does not raise; with a request id, at most once per request: a repeated
+    request gets the first one's answer."""
+    request_id: str = request.request_id
+    if not request_id:
+        with committing(Terms(still_wanted)):
+            return write()
+    wanted = Receipt(request_id, digest(request))
+    keeper = memory if isinstance(memory, KeepsReceipts) else None
+    found = (
+        keeper.receipt(request_id) if keeper is not None else in_process.find(namespace, request_id)
+    )
+    if found is not None:
+        if found.digest != wanted.digest:
+            raise InvalidRequest(
+                [
+                    FieldViolation(
+                        "request_id",
+                        "was used for another request to this namespace within "
+                        f"{RECEIPT_WINDOW_SECONDS // 3600} h: give each write an id of its own",
+                    )
+                ]
+            )
+        return found.answer
+    with committing(Terms(still_wanted, wanted)):
+        answer = write()
+    if keeper is None:
+        in_process.keep(namespace, Receipt(request_id, wanted.digest, answer))
+    return answer

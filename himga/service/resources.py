@@ -1,0 +1,169 @@
+"""Running out: of file descriptors, memory, disk, or room in an answer.
+
+`classify` gives what ran out the status it is documented to have (the proto lists them):
+  no file descriptors, no memory      RESOURCE_EXHAUSTED  (reason RESOURCE_EXHAUSTED)
+  the store cannot write (disk full,  UNAVAILABLE         (reason STORE_UNAVAILABLE)
+  read-only or failing file system)
+Both changed nothing: the write rolled back. While the store cannot write, `StoreHealth` says
+so (the server's health is NOT_SERVING) and probes the data directory each second; the first
+probe that can write a `PROBE_BYTES` file turns it back to SERVING. Reading never needs a
+write, so reads go on answering meanwhile.
+
+`cut_to_fit` keeps a Retrieve answer under the message limit: hits are dropped from the end
+(the weakest first), then the context's end, until it fits.
+"""
+
+import errno
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from himga_proto.memory.v1 import memory_pb2 as pb
+
+from himga.errors import HimgaError
+from himga.service.errors import ResourceExhausted, StoreUnavailable
+
+_log = logging.getLogger(__name__)
+
+PROBE_BYTES = 256 * 1024
+PROBE_SECONDS = 1.0
+ANSWER_MARGIN_BYTES = 1024
+"""Room left in the message limit for gRPC's framing of an answer."""
+
+_NO_DESCRIPTORS = {errno.EMFILE, errno.ENFILE}
+_CANNOT_WRITE = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
+# SQLite's primary result codes (the low byte of an extended code).
+_SQLITE_NOMEM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN = 7, 8, 10, 13, 14
+
+_OUT_OF_DESCRIPTORS = "the server has no file descriptors left; nothing changed, call again later"
+_OUT_OF_MEMORY = "the server ran out of memory for this call; nothing changed: send less at once"
+_STORE = "the store cannot write ({}); nothing of this call was stored, call again later"
+
+
+def classify(error: Exception, store: "StoreHealth | None" = None) -> Exception:
+    """The error a call answers for `error`: a himga kind for what ran out, else `error`.
+    A store that cannot write is reported to `store`."""
+    if isinstance(error, HimgaError):
+        return error
+    found = _classify(error)
+    if isinstance(found, StoreUnavailable) and store is not None:
+        store.failed(str(error))
+    return found
+
+
+def _classify(error: Exception) -> Exception:
+    if isinstance(error, MemoryError):
+        return ResourceExhausted(_OUT_OF_MEMORY)
+    if isinstance(error, OSError) and error.errno in _NO_DESCRIPTORS:
+        return ResourceExhausted(_OUT_OF_DESCRIPTORS)
+    if isinstance(error, OSError) and error.errno in _CANNOT_WRITE:
+        return StoreUnavailable(_STORE.format(os.strerror(error.errno or 0).lower()))
+    if isinstance(error, sqlite3.Error):
+        code = (getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code == _SQLITE_NOMEM:
+            return ResourceExhausted(_OUT_OF_MEMORY)
+        if code == _SQLITE_CANTOPEN and _out_of_descriptors():
+            return ResourceExhausted(_OUT_OF_DESCRIPTORS)
+        if code in (_SQLITE_FULL, _SQLITE_IOERR, _SQLITE_READONLY, _SQLITE_CANTOPEN):
+            return StoreUnavailable(_STORE.format(str(error)))
+    return error
+
+
+def _out_of_descriptors() -> bool:
+    try:
+        descriptor = os.open(os.devnull, os.O_RDONLY)
+    except OSError as error:
+        return error.errno in _NO_DESCRIPTORS
+    os.close(descriptor)
+    return False
+
+
+class StoreHealth:
+    """Whether the store can write. `failed` (a call found it cannot) tells the listener
+    False and probes until a write succeeds, then tells it True."""
+
+    def __init__(self, data_dir: Path | None) -> None:
+        self.data_dir = data_dir
+        self.writable = True
+        self.listener: Callable[[bool], None] | None = None
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+
+    def failed(self, why: str) -> None:
+        with self._lock:
+            if not self.writable or self.data_dir is None:
+                return
+            self.writable = False
+        _log.error("the store cannot write (%s): health NOT_SERVING until it can", why)
+        self._tell(False)
+        threading.Thread(target=self._probe_until_writable, name="himga-probe").start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _probe_until_writable(self) -> None:
+        while not self._stopped.wait(PROBE_SECONDS):
+            if self.can_write():
+                with self._lock:
+                    self.writable = True
+                _log.info("the store can write again: health SERVING")
+                self._tell(True)
+                return
+
+    def can_write(self) -> bool:
+        """Whether a PROBE_BYTES file can be written, synced and removed in the data dir."""
+        assert self.data_dir is not None
+        probe = self.data_dir / ".himga-write-probe"
+        try:
+            descriptor = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(descriptor, bytes(PROBE_BYTES))
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+                probe.unlink(missing_ok=True)
+        except OSError:
+            return False
+        return True
+
+    def _tell(self, writable: bool) -> None:
+        if self.listener is not None:
+            self.listener(writable)
+
+
+def cut_to_fit(response: pb.RetrieveResponse, max_bytes: int | None) -> pb.RetrieveResponse:
+    """`response`, its weakest hits and then the end of its context dropped until it is at
+    most `max_bytes` less ANSWER_MARGIN_BYTES (unchanged when it fits, or with no limit)."""
+    if max_bytes is None:
+        return response
+    room = max_bytes - ANSWER_MARGIN_BYTES
+    size = response.ByteSize()
+    if size <= room:
+        return response
+    while response.hits and size > room:
+        size -= _field_size(response.hits[-1].ByteSize())
+        response.hits.pop()
+    if size > room:
+        over = size - room
+        encoded = response.context.encode("utf-8")
+        keep = max(0, len(encoded) - over - 8)  # 8: the length prefix may shrink by a few bytes
+        response.context = encoded[:keep].decode("utf-8", errors="ignore")
+    _log.info("a Retrieve answer was cut to fit the %d-byte message limit", max_bytes)
+    return response
+
+
+def _field_size(length: int) -> int:
+    """The bytes a length-delimited field of `length` bytes takes (tag, length, content)."""
+    return 1 + len(_varint(length)) + length
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)

@@ -1,0 +1,67 @@
+"""What ran out gets the status the proto documents: descriptors and memory are
+RESOURCE_EXHAUSTED, a store that cannot write is STORE_UNAVAILABLE (and the store's health
+hears of it); anything else keeps its own kind."""
+
+import errno
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from himga.service.errors import ResourceExhausted, StoreUnavailable
+from himga.service.resources import StoreHealth, classify
+
+HANG_SECONDS = 60  # protection against a hang only
+
+
+def sqlite_error(code: int, message: str) -> sqlite3.OperationalError:
+    error = sqlite3.OperationalError(message)
+    error.sqlite_errorcode = code  # type: ignore[attr-defined]
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (MemoryError(), ResourceExhausted),
+        (OSError(errno.EMFILE, "Too many open files"), ResourceExhausted),
+        (OSError(errno.ENFILE, "Too many open files in system"), ResourceExhausted),
+        (OSError(errno.ENOSPC, "No space left on device"), StoreUnavailable),
+        (OSError(errno.EROFS, "Read-only file system"), StoreUnavailable),
+        (sqlite_error(13, "database or disk is full"), StoreUnavailable),
+        (sqlite_error(10 | (4 << 8), "disk I/O error"), StoreUnavailable),
+        (sqlite_error(8, "attempt to write a readonly database"), StoreUnavailable),
+        (sqlite_error(7, "out of memory"), ResourceExhausted),
+    ],
+)
+def test_what_ran_out_gets_its_kind(error: Exception, kind: type[Exception]) -> None:
+    assert isinstance(classify(error), kind)
+
+
+def test_other_errors_keep_their_kind() -> None:
+    error = KeyError("a bug")
+    assert classify(error) is error
+    constraint = sqlite_error(19, "UNIQUE constraint failed")
+    assert classify(constraint) is constraint
+
+
+def test_a_store_that_cannot_write_is_reported_once_then_probed_back(tmp_path: Path) -> None:
+    heard: list[bool] = []
+    back = threading.Event()
+    store = StoreHealth(tmp_path)
+
+    def listen(writable: bool) -> None:
+        heard.append(writable)
+        if writable:
+            back.set()
+
+    store.listener = listen
+    try:
+        classify(OSError(errno.ENOSPC, "No space left on device"), store)
+        classify(sqlite_error(13, "database or disk is full"), store)
+        assert back.wait(HANG_SECONDS)  # the directory is writable: the probe says so
+    finally:
+        store.stop()
+    assert heard == [False, True]
+    assert list(tmp_path.iterdir()) == []  # the probe leaves nothing behind

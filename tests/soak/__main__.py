@@ -1,0 +1,91 @@
+"""`make soak`: the fault suite, bounded in time, with its report.
+
+    python -m tests.soak [--rounds N] [--fuzz-seconds S] [--seed N]
+
+1. Kill rounds (tests/soak/kill_rounds.py): clients write, reset and read across many
+   namespaces while the server is SIGKILLed at random moments; retries carry request ids.
+2. A disk that fills mid-run (tests/soak/full_disk.py, a tmpfs: needs root).
+3. Random and mutated request bytes against every method (tests/soak/fuzz.py).
+
+Exits 0 only when nothing acknowledged was lost, duplicated or reset back to life, the full
+disk behaved as documented, and no input crashed the server or got INTERNAL.
+"""
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.soak import full_disk, fuzz, kill_rounds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.soak", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=60, help="kill rounds (default: 60)")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--namespaces", type=int, default=25, help="per client (default: 25)")
+    parser.add_argument(
+        "--fuzz-inputs", type=int, default=200_000, help="at most this many (default: 200000)"
+    )
+    parser.add_argument(
+        "--fuzz-seconds", type=float, default=180.0, help="fuzz for at most this long"
+    )
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    args = parser.parse_args(argv)
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="himga-soak-") as scratch:
+        root = Path(scratch)
+        start = time.monotonic()
+        tally = kill_rounds.run(
+            root / "kill", args.rounds, args.clients, args.namespaces, seed=args.seed
+        )
+        print(f"kill rounds (seed {args.seed}), {time.monotonic() - start:.0f} s")
+        print(f"  rounds                  {tally.rounds}")
+        print(
+            f"  writes acknowledged     {tally.calls_acknowledged} calls, "
+            f"{tally.messages_acknowledged} messages, {tally.resets_acknowledged} resets"
+        )
+        print(
+            f"  retried with request_id {tally.retried} "
+            f"({tally.stored_before_retry} had been stored, unacknowledged)"
+        )
+        print(f"  reads answered          {tally.reads}")
+        print(f"  lost                    {tally.lost}")
+        print(f"  duplicated              {tally.duplicated}")
+        print(f"  present after a reset   {tally.resurrected}")
+        print(f"  statuses seen           {dict(tally.statuses.most_common())}")
+        if tally.lost or tally.duplicated or tally.resurrected or tally.unexpected:
+            failures.append(f"kill rounds: {tally.unexpected[:5]}")
+
+        start = time.monotonic()
+        disk = full_disk.run(root / "disk", seed=args.seed)
+        print(f"full disk, {time.monotonic() - start:.0f} s")
+        print(f"  writes acknowledged     {disk.tally.messages_acknowledged} messages")
+        print(
+            f"  refused, store full     {disk.refused} (health NOT_SERVING: "
+            f"{disk.not_serving_seen}; SERVING again: {disk.serving_again})"
+        )
+        print(f"  reads while full        {disk.reads_while_full}")
+        print(f"  lost / duplicated       {disk.tally.lost} / {disk.tally.duplicated}")
+        if not (disk.refused and disk.not_serving_seen and disk.serving_again) or (
+            disk.tally.lost or disk.tally.duplicated or disk.tally.resurrected
+        ):
+            failures.append("full disk")
+
+        start = time.monotonic()
+        report = fuzz.run(root / "fuzz", args.fuzz_inputs, args.seed, args.fuzz_seconds)
+        print(f"fuzz, {time.monotonic() - start:.0f} s")
+        print(f"  inputs tried            {report.inputs}")
+        print(f"  good calls between      {report.good_calls}")
+        print(f"  statuses seen           {dict(report.statuses.most_common())}")
+        if report.failures:
+            failures.append(f"fuzz: {report.failures[:5]}")
+    for failure in failures:
+        print(f"FAILED: {failure}")
+    print("soak: " + ("FAILED" if failures else "passed"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

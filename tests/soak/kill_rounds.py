@@ -1,0 +1,285 @@
+"""Kill rounds: clients write and read across many namespaces while `himga serve` is SIGKILLed
+at random moments; every write carries a request_id and a write whose outcome the client never
+learned is sent again, with the same id, in the next round. At the end the store must hold
+exactly what was acknowledged since each namespace's last acknowledged Reset: nothing lost,
+nothing twice, nothing reset back to life.
+
+Each client owns its namespaces, so the calls to one namespace are in a known order.
+"""
+
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import grpc
+from himga_proto.memory.v1 import memory_pb2 as pb
+from himga_proto.memory.v1 import memory_pb2_grpc
+
+from himga.memory.sqlite import namespace_path
+from tests.server_process import start_listening
+
+CALL_SECONDS = 10.0
+"""The deadline of each call (protection against a hang; a killed server fails them at once)."""
+
+
+@dataclass
+class Namespace:
+    """What the store must hold for one namespace, and the write not yet known to be done."""
+
+    name: str
+    expected: list[str] = field(default_factory=list)
+    pending: tuple[str, object] | None = None  # ("ingest", request) or ("reset", request)
+
+
+@dataclass
+class Tally:
+    """What a run saw."""
+
+    rounds: int = 0
+    calls_acknowledged: int = 0
+    messages_acknowledged: int = 0
+    resets_acknowledged: int = 0
+    retried: int = 0
+    stored_before_retry: int = 0
+    """Retried writes that the killed server had stored without the client learning it: the
+    retries that request_id keeps from being stored twice."""
+    reads: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    unexpected: list[str] = field(default_factory=list)
+    lost: int = 0
+    duplicated: int = 0
+    resurrected: int = 0
+
+
+class Client:
+    """One client: its namespaces, its random choices, and its calls."""
+
+    def __init__(self, number: int, namespaces: int, seed: int, tally: Tally) -> None:
+        self.random = random.Random(seed + number)
+        self.namespaces = [Namespace(f"soak-{number}-{n}") for n in range(namespaces)]
+        self.number = number
+        self.sequence = 0
+        self.tally = tally
+        self.lock = threading.Lock()
+
+    def message(self) -> str:
+        self.sequence += 1
+        filler = " ".join(self.random.choices(["plum", "fig", "pear", "tea", "walk"], k=6))
+        return f"m{self.number}x{self.sequence} {filler}"
+
+    def work(self, stub: memory_pb2_grpc.MemoryServiceStub, stop: threading.Event) -> None:
+        """Resolve pending writes first, then write, reset and read until the server dies."""
+        try:
+            self.resolve(stub)
+            while not stop.is_set():
+                self.step(stub)
+        except grpc.RpcError:
+            return  # the server is gone: the round is over for this client
+
+    def step(self, stub: memory_pb2_grpc.MemoryServiceStub, resets: float = 0.03) -> None:
+        """One call to a namespace with no write pending: a Reset, a Retrieve or a batch."""
+        namespace = self.random.choice([n for n in self.namespaces if n.pending is None])
+        roll = self.random.random()
+        if roll < resets:
+            request: object = pb.ResetRequest(namespace=namespace.name)
+            self.send(stub, namespace, "reset", request)
+        elif roll < 0.25:
+            self.read(stub, namespace)
+        else:
+            size = self.random.choice([1, 1, 3, 10, 50])
+            request = pb.IngestBatchRequest(
+                namespace=namespace.name,
+                request_id=uuid.uuid4().hex,
+                items=[
+                    pb.IngestItem(
+                        message=pb.Message(role="agent", content=self.message()),
+                        session=pb.Session(session_id=f"s{self.sequence // 40}"),
+                    )
+                    for _ in range(size)
+                ],
+            )
+            self.send(stub, namespace, "ingest", request)
+
+    def send(
+        self,
+        stub: memory_pb2_grpc.MemoryServiceStub,
+        namespace: Namespace,
+        kind: str,
+        request: object,
+    ) -> None:
+        namespace.pending = (kind, request)
+        try:
+            if kind == "reset":
+                stub.Reset(request, timeout=CALL_SECONDS)
+            else:
+                response = stub.IngestBatch(request, timeout=CALL_SECONDS)
+                assert isinstance(request, pb.IngestBatchRequest)
+                if response.ingested != len(request.items):
+                    self.tally.unexpected.append(
+                        f"{namespace.name}: ingested {response.ingested} of {len(request.items)}"
+                    )
+        except grpc.RpcError as error:
+            self.seen(error)
+            raise
+        self.tally.statuses["OK"] += 1
+        namespace.pending = None
+        self.tally.calls_acknowledged += 1
+        if kind == "reset":
+            namespace.expected.clear()
+            self.tally.resets_acknowledged += 1
+        else:
+            assert isinstance(request, pb.IngestBatchRequest)
+            namespace.expected.extend(item.message.content for item in request.items)
+            self.tally.messages_acknowledged += len(request.items)
+
+    def read(self, stub: memory_pb2_grpc.MemoryServiceStub, namespace: Namespace) -> None:
+        try:
+            stub.Retrieve(
+                pb.RetrieveRequest(namespace=namespace.name, query="plum fig", limit=5),
+                timeout=CALL_SECONDS,
+            )
+        except grpc.RpcError as error:
+            self.seen(error)
+            raise
+        self.tally.statuses["OK"] += 1
+        self.tally.reads += 1
+
+    def resolve(self, stub: memory_pb2_grpc.MemoryServiceStub) -> None:
+        """Send every pending write again, with its request id (RpcError if one fails)."""
+        for namespace in self.namespaces:
+            if namespace.pending is not None:
+                self.tally.retried += 1
+                self.send(stub, namespace, *namespace.pending)
+
+    def seen(self, error: grpc.RpcError) -> None:
+        code = error.code() if isinstance(error, grpc.Call) else None
+        name = code.name if code is not None else type(error).__name__
+        self.tally.statuses[name] += 1
+        # A killed server fails calls with UNAVAILABLE (or, mid-call, CANCELLED / a deadline).
+        if name not in ("UNAVAILABLE", "CANCELLED", "DEADLINE_EXCEEDED"):
+            details = error.details() if isinstance(error, grpc.Call) else str(error)
+            self.tally.unexpected.append(f"{name}: {details}")
+
+
+def serve(
+    data_dir: Path, *options: str, log: Path | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """`himga serve` on `data_dir`, its log drained (into `log`, by default `server.log`
+    beside `data_dir`) so that a full pipe never blocks it."""
+    process, target = start_listening(
+        [
+            sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "sqlite",
+            "--data-dir", str(data_dir), "--max-open-namespaces", "16", *options,
+        ]
+    )  # fmt: skip
+    assert process.stderr is not None
+    threading.Thread(
+        target=_drain, args=(process.stderr, log or data_dir.parent / "server.log"), daemon=True
+    ).start()
+    return process, target
+
+
+def _drain(stream: IO[str], log: Path) -> None:
+    with log.open("a", encoding="utf-8") as file:
+        for line in stream:
+            file.write(line)
+            file.flush()
+
+
+def run(
+    data_dir: Path,
+    rounds: int,
+    clients: int = 4,
+    namespaces: int = 10,
+    round_seconds: tuple[float, float] = (0.3, 2.0),
+    seed: int = 0,
+) -> Tally:
+    """`rounds` rounds of writes and reads, each ended by SIGKILL after a random time within
+    `round_seconds`; then a check of the store against what was acknowledged."""
+    tally = Tally()
+    chooser = random.Random(seed)
+    team = [Client(n, namespaces, seed, tally) for n in range(clients)]
+    for _ in range(rounds):
+        count_stored_pending(data_dir, team, tally)
+        process, target = serve(data_dir)
+        stop = threading.Event()
+        try:
+            with grpc.insecure_channel(target) as channel:
+                stub = memory_pb2_grpc.MemoryServiceStub(channel)
+                threads = [
+                    threading.Thread(target=client.work, args=(stub, stop)) for client in team
+                ]
+                for thread in threads:
+                    thread.start()
+                time.sleep(chooser.uniform(*round_seconds))
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+                stop.set()
+                for thread in threads:
+                    thread.join()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        tally.rounds += 1
+    # A last round resolves every write still pending, then the server stops cleanly.
+    count_stored_pending(data_dir, team, tally)
+    process, target = serve(data_dir)
+    try:
+        with grpc.insecure_channel(target) as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            stopped = threading.Event()
+            stopped.set()
+            for client in team:
+                client.work(stub, stopped)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait()
+    for client in team:
+        for namespace in client.namespaces:
+            if namespace.pending is not None:
+                tally.unexpected.append(f"{namespace.name}: a write is still pending")
+            check(data_dir, namespace, tally)
+    return tally
+
+
+def count_stored_pending(data_dir: Path, team: list[Client], tally: Tally) -> None:
+    """Count the pending batches already in the store (read while no server runs)."""
+    for client in team:
+        for namespace in client.namespaces:
+            if namespace.pending is None or namespace.pending[0] != "ingest":
+                continue
+            request = namespace.pending[1]
+            assert isinstance(request, pb.IngestBatchRequest)
+            if request.items[0].message.content in stored_contents(data_dir, namespace.name):
+                tally.stored_before_retry += 1
+
+
+def stored_contents(data_dir: Path, namespace: str) -> Counter[str]:
+    """The content of every message the namespace's store holds, with how often."""
+    path = namespace_path(data_dir, namespace)
+    stored: Counter[str] = Counter()
+    if path.exists():
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+            if "messages" in tables:  # a server killed as it made the file left it empty
+                stored.update(c for (c,) in db.execute("SELECT content FROM messages"))
+    return stored
+
+
+def check(data_dir: Path, namespace: Namespace, tally: Tally) -> None:
+    """Compare the namespace's store with what was acknowledged."""
+    stored = stored_contents(data_dir, namespace.name)
+    expected = Counter(namespace.expected)
+    tally.lost += sum((expected - stored).values())
+    tally.duplicated += sum(max(0, stored[c] - 1) for c in expected)
+    tally.resurrected += sum(n for c, n in stored.items() if c not in expected)
