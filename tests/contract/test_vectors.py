@@ -26,7 +26,17 @@ SOURCE_DIR = Path(__file__).resolve().parents[2] / "schemas" / "v1"
 VECTOR_FILES = sorted(p for p in VECTOR_DIR.glob("*.json") if p != SHAPE_FILE)
 
 # Keywords whose every occurrence in a schema is a rule that needs an invalid vector.
-RULE_KEYWORDS = ("type", "minLength", "minimum", "maximum", "enum", "format", "pattern")
+RULE_KEYWORDS = (
+    "type",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "maxProperties",
+    "enum",
+    "format",
+    "pattern",
+)
 
 
 def _load(path: Path) -> Any:
@@ -127,8 +137,9 @@ def _rules(schema: dict[str, Any], uri: str, pointer: str = "") -> Iterator[str]
         yield f"{uri}#{pointer}/additionalProperties"
     for name, subschema in schema.get("properties", {}).items():
         yield from _rules(subschema, uri, f"{pointer}/properties/{name.replace('/', '~1')}")
-    if isinstance(schema.get("items"), dict):
-        yield from _rules(schema["items"], uri, f"{pointer}/items")
+    for keyword in ("items", "additionalProperties", "propertyNames"):
+        if isinstance(schema.get(keyword), dict):
+            yield from _rules(schema[keyword], uri, f"{pointer}/{keyword}")
     for name, subschema in schema.get("$defs", {}).items():
         yield from _rules(subschema, uri, f"{pointer}/$defs/{name}")
 

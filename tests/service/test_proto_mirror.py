@@ -36,6 +36,9 @@ COMPATIBLE: dict[str, set[int]] = {
     "number": {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT},
     "boolean": {FieldDescriptor.TYPE_BOOL},
 }
+# The proto message each JSON Schema format is carried as: a well-known type whose ProtoJSON
+# form is that format (a Timestamp prints as an RFC 3339 string in UTC with `Z`).
+FORMATS = {"date-time": "google.protobuf.Timestamp"}
 
 MIRRORED = sorted(set(memory_pb2.DESCRIPTOR.message_types_by_name) & set(validation.type_names()))
 
@@ -65,6 +68,13 @@ def mirror_problems(descriptor: Descriptor, schema: dict[str, Any]) -> list[str]
             if not field.is_repeated:
                 problems.append(f"{name}.{key}: an array in the schema, not repeated in the proto")
             prop = prop.get("items", {})
+        elif prop.get("type") == "object" and isinstance(prop.get("additionalProperties"), dict):
+            if not is_map(field):
+                problems.append(f"{name}.{key}: a map in the schema, not a map in the proto")
+                continue
+            # A map's keys are strings in both; its values must agree like any field's.
+            field = field.message_type.fields_by_name["value"]
+            prop = prop["additionalProperties"]
         elif field.is_repeated:
             problems.append(f"{name}.{key}: repeated in the proto, not an array in the schema")
         elif field.has_presence == (key in required):
@@ -76,11 +86,21 @@ def mirror_problems(descriptor: Descriptor, schema: dict[str, Any]) -> list[str]
     return sorted(problems)
 
 
+def is_map(field: FieldDescriptor) -> bool:
+    return field.message_type is not None and field.message_type.GetOptions().map_entry
+
+
 def type_problems(where: str, field: FieldDescriptor, prop: dict[str, Any], base: str) -> list[str]:
+    held = field.message_type.full_name if field.message_type is not None else None
     if "$ref" in prop:
         wanted = validation.type_for_id(urljoin(base, prop["$ref"]))
         held = field.message_type.name if field.message_type is not None else None
         return [] if held == wanted else [f"{where}: {wanted} in the schema, {held} in the proto"]
+    if prop.get("format") in FORMATS or held in FORMATS.values():
+        wanted = FORMATS.get(prop.get("format", ""))
+        return [] if held == wanted else [f"{where}: {wanted} in the schema, {held} in the proto"]
+    if is_map(field):
+        return [f"{where}: {prop.get('type')} in the schema, a map in the proto"]
     json_type = prop.get("type")
     if field.type not in COMPATIBLE.get(json_type, set()):
         return [f"{where}: {json_type} in the schema, proto type {field.type} is not compatible"]
@@ -112,6 +132,16 @@ def _changed(type_name: str, change: str) -> dict[str, Any]:
         properties["messages"]["items"] = {"$ref": "session.json"}
     elif change == "not an array":
         properties["messages"] = {"type": "string"}
+    elif change == "date-time as a plain string":
+        properties["timestamp"] = {"type": "string"}
+    elif change == "a string as a date-time":
+        properties["turn_id"] = {"type": "string", "format": "date-time"}
+    elif change == "map values":
+        properties["metadata"]["additionalProperties"] = {"type": "integer"}
+    elif change == "not a map":
+        properties["metadata"] = {"type": "string"}
+    elif change == "a string as a map":
+        properties["turn_id"] = {"type": "object", "additionalProperties": {"type": "string"}}
     return schema
 
 
@@ -128,6 +158,11 @@ def _changed(type_name: str, change: str) -> dict[str, Any]:
             "Session.messages: Session in the schema, Message in the proto",
         ),
         ("Session", "not an array", "Session.messages: repeated in the proto"),
+        ("Message", "date-time as a plain string", "Message.timestamp: None in the schema"),
+        ("Message", "a string as a date-time", "Message.turn_id: google.protobuf.Timestamp in"),
+        ("Message", "map values", "Message.metadata: integer in the schema"),
+        ("Message", "not a map", "Message.metadata: string in the schema, a map in the proto"),
+        ("Message", "a string as a map", "Message.turn_id: a map in the schema, not a map"),
     ],
 )
 def test_the_check_finds_each_kind_of_difference(type_name: str, change: str, problem: str) -> None:

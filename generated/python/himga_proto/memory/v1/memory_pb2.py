@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"himga_proto/memory/v1/memory.proto\x12\x0fhimga.memory.v1\"b\n\x07Message\x12\x12\n\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\x12\x1d\n\x07turn_id\x18\x03 \x01(\tH\x00R\x07turn_id\x88\x01\x01\x42\n\n\x08_turn_id\"\x8d\x01\n\x07Session\x12\x1e\n\nsession_id\x18\x01 \x01(\tR\nsession_id\x12\x34\n\x08messages\x18\x02 \x03(\x0b\x32\x18.himga.memory.v1.MessageR\x08messages\x12\x1f\n\x08\x64\x61te_str\x18\x03 \x01(\tH\x00R\x08\x64\x61te_str\x88\x01\x01\x42\x0b\n\t_date_str\"\x88\x01\n\rIngestRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12)\n\x07message\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x03 \x01(\x0b\x32\x18.himga.memory.v1.Session\x12\x0e\n\x06memory\x18\x04 \x01(\t\"\x10\n\x0eIngestResponse\"b\n\nIngestItem\x12)\n\x07message\x18\x01 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Session\"c\n\x12IngestBatchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12*\n\x05items\x18\x02 \x03(\x0b\x32\x1b.himga.memory.v1.IngestItem\x12\x0e\n\x06memory\x18\x03 \x01(\t\"\'\n\x13IngestBatchResponse\x12\x10\n\x08ingested\x18\x01 \x01(\r\"R\n\x0fRetrieveRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12\x0e\n\x06memory\x18\x04 \x01(\t\"j\n\x03Hit\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12\x10\n\x08\x64\x61te_str\x18\x05 \x01(\t\x12\r\n\x05score\x18\x06 \x01(\x01\"G\n\x10RetrieveResponse\x12\x0f\n\x07\x63ontext\x18\x01 \x01(\t\x12\"\n\x04hits\x18\x02 \x03(\x0b\x32\x14.himga.memory.v1.Hit\"1\n\x0cResetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06memory\x18\x02 \x01(\t\"\x0f\n\rResetResponse2\xcd\x02\n\rMemoryService\x12I\n\x06Ingest\x12\x1e.himga.memory.v1.IngestRequest\x1a\x1f.himga.memory.v1.IngestResponse\x12X\n\x0bIngestBatch\x12#.himga.memory.v1.IngestBatchRequest\x1a$.himga.memory.v1.IngestBatchResponse\x12O\n\x08Retrieve\x12 .himga.memory.v1.RetrieveRequest\x1a!.himga.memory.v1.RetrieveResponse\x12\x46\n\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponseB7Z5himga.dev/himga/generated/go/himga/memory/v1;memoryv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"himga_proto/memory/v1/memory.proto\x12\x0fhimga.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\x02\n\x07Message\x12\x12\n\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n\x07\x63ontent\x18\x02 \x01(\tR\x07\x63ontent\x12\x1d\n\x07turn_id\x18\x03 \x01(\tH\x00R\x07turn_id\x88\x01\x01\x12\x38\n\ttimestamp\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ttimestamp\x12\x42\n\x08metadata\x18\x05 \x03(\x0b\x32&.himga.memory.v1.Message.MetadataEntryR\x08metadata\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\n\n\x08_turn_id\"\xc7\x01\n\x07Session\x12\x1e\n\nsession_id\x18\x01 \x01(\tR\nsession_id\x12\x34\n\x08messages\x18\x02 \x03(\x0b\x32\x18.himga.memory.v1.MessageR\x08messages\x12\x1f\n\x08\x64\x61te_str\x18\x03 \x01(\tH\x00R\x08\x64\x61te_str\x88\x01\x01\x12\x38\n\ttimestamp\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ttimestampB\x0b\n\t_date_str\"\x88\x01\n\rIngestRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12)\n\x07message\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x03 \x01(\x0b\x32\x18.himga.memory.v1.Session\x12\x0e\n\x06memory\x18\x04 \x01(\t\"\x1c\n\x0eIngestResponse\x12\n\n\x02id\x18\x01 \x01(\t\"b\n\nIngestItem\x12)\n\x07message\x18\x01 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Session\"c\n\x12IngestBatchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12*\n\x05items\x18\x02 \x03(\x0b\x32\x1b.himga.memory.v1.IngestItem\x12\x0e\n\x06memory\x18\x03 \x01(\t\"4\n\x13IngestBatchResponse\x12\x10\n\x08ingested\x18\x01 \x01(\r\x12\x0b\n\x03ids\x18\x02 \x03(\t\"\x9e\x01\n\x0fRetrieveRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12\x0e\n\x06memory\x18\x04 \x01(\t\x12.\n\x06\x66ilter\x18\x05 \x01(\x0b\x32\x1e.himga.memory.v1.MessageFilter\x12\x1a\n\x12max_context_tokens\x18\x06 \x01(\r\"\xfb\x01\n\rMessageFilter\x12\x13\n\x0bsession_ids\x18\x01 \x03(\t\x12\r\n\x05roles\x18\x02 \x03(\t\x12)\n\x05\x61\x66ter\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x06\x62\x65\x66ore\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12>\n\x08metadata\x18\x05 \x03(\x0b\x32,.himga.memory.v1.MessageFilter.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfb\x01\n\x03Hit\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x04 \x01(\t\x12\x10\n\x08\x64\x61te_str\x18\x05 \x01(\t\x12\r\n\x05score\x18\x06 \x01(\x01\x12(\n\x04time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x08metadata\x18\x08 \x03(\x0b\x32\".himga.memory.v1.Hit.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"G\n\x10RetrieveResponse\x12\x0f\n\x07\x63ontext\x18\x01 \x01(\t\x12\"\n\x04hits\x18\x02 \x03(\x0b\x32\x14.himga.memory.v1.Hit\"1\n\x0cResetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0e\n\x06memory\x18\x02 \x01(\t\"\x0f\n\rResetResponse\"o\n\rDeleteRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\x12.\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\x1e.himga.memory.v1.MessageFilter\x12\x0e\n\x06memory\x18\x04 \x01(\t\"!\n\x0e\x44\x65leteResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\r\"\x8f\x01\n\x13ListMessagesRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12.\n\x06\x66ilter\x18\x02 \x01(\x0b\x32\x1e.himga.memory.v1.MessageFilter\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x0e\n\x06memory\x18\x05 \x01(\t\"\x8f\x01\n\rStoredMessage\x12)\n\x07message\x18\x01 \x01(\x0b\x32\x18.himga.memory.v1.Message\x12)\n\x07session\x18\x02 \x01(\x0b\x32\x18.himga.memory.v1.Session\x12(\n\x04time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"a\n\x14ListMessagesResponse\x12\x30\n\x08messages\x18\x01 \x03(\x0b\x32\x1e.himga.memory.v1.StoredMessage\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xf5\x03\n\rMemoryService\x12I\n\x06Ingest\x12\x1e.himga.memory.v1.IngestRequest\x1a\x1f.himga.memory.v1.IngestResponse\x12X\n\x0bIngestBatch\x12#.himga.memory.v1.IngestBatchRequest\x1a$.himga.memory.v1.IngestBatchResponse\x12O\n\x08Retrieve\x12 .himga.memory.v1.RetrieveRequest\x1a!.himga.memory.v1.RetrieveResponse\x12\x46\n\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponse\x12I\n\x06\x44\x65lete\x12\x1e.himga.memory.v1.DeleteRequest\x1a\x1f.himga.memory.v1.DeleteResponse\x12[\n\x0cListMessages\x12$.himga.memory.v1.ListMessagesRequest\x1a%.himga.memory.v1.ListMessagesResponseB7Z5himga.dev/himga/generated/go/himga/memory/v1;memoryv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,30 +33,54 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'himga_proto.memory.v1.memor
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z5himga.dev/himga/generated/go/himga/memory/v1;memoryv1'
-  _globals['_MESSAGE']._serialized_start=55
-  _globals['_MESSAGE']._serialized_end=153
-  _globals['_SESSION']._serialized_start=156
-  _globals['_SESSION']._serialized_end=297
-  _globals['_INGESTREQUEST']._serialized_start=300
-  _globals['_INGESTREQUEST']._serialized_end=436
-  _globals['_INGESTRESPONSE']._serialized_start=438
-  _globals['_INGESTRESPONSE']._serialized_end=454
-  _globals['_INGESTITEM']._serialized_start=456
-  _globals['_INGESTITEM']._serialized_end=554
-  _globals['_INGESTBATCHREQUEST']._serialized_start=556
-  _globals['_INGESTBATCHREQUEST']._serialized_end=655
-  _globals['_INGESTBATCHRESPONSE']._serialized_start=657
-  _globals['_INGESTBATCHRESPONSE']._serialized_end=696
-  _globals['_RETRIEVEREQUEST']._serialized_start=698
-  _globals['_RETRIEVEREQUEST']._serialized_end=780
-  _globals['_HIT']._serialized_start=782
-  _globals['_HIT']._serialized_end=888
-  _globals['_RETRIEVERESPONSE']._serialized_start=890
-  _globals['_RETRIEVERESPONSE']._serialized_end=961
-  _globals['_RESETREQUEST']._serialized_start=963
-  _globals['_RESETREQUEST']._serialized_end=1012
-  _globals['_RESETRESPONSE']._serialized_start=1014
-  _globals['_RESETRESPONSE']._serialized_end=1029
-  _globals['_MEMORYSERVICE']._serialized_start=1032
-  _globals['_MEMORYSERVICE']._serialized_end=1365
+  _globals['_MESSAGE_METADATAENTRY']._loaded_options = None
+  _globals['_MESSAGE_METADATAENTRY']._serialized_options = b'8\001'
+  _globals['_MESSAGEFILTER_METADATAENTRY']._loaded_options = None
+  _globals['_MESSAGEFILTER_METADATAENTRY']._serialized_options = b'8\001'
+  _globals['_HIT_METADATAENTRY']._loaded_options = None
+  _globals['_HIT_METADATAENTRY']._serialized_options = b'8\001'
+  _globals['_MESSAGE']._serialized_start=89
+  _globals['_MESSAGE']._serialized_end=362
+  _globals['_MESSAGE_METADATAENTRY']._serialized_start=303
+  _globals['_MESSAGE_METADATAENTRY']._serialized_end=350
+  _globals['_SESSION']._serialized_start=365
+  _globals['_SESSION']._serialized_end=564
+  _globals['_INGESTREQUEST']._serialized_start=567
+  _globals['_INGESTREQUEST']._serialized_end=703
+  _globals['_INGESTRESPONSE']._serialized_start=705
+  _globals['_INGESTRESPONSE']._serialized_end=733
+  _globals['_INGESTITEM']._serialized_start=735
+  _globals['_INGESTITEM']._serialized_end=833
+  _globals['_INGESTBATCHREQUEST']._serialized_start=835
+  _globals['_INGESTBATCHREQUEST']._serialized_end=934
+  _globals['_INGESTBATCHRESPONSE']._serialized_start=936
+  _globals['_INGESTBATCHRESPONSE']._serialized_end=988
+  _globals['_RETRIEVEREQUEST']._serialized_start=991
+  _globals['_RETRIEVEREQUEST']._serialized_end=1149
+  _globals['_MESSAGEFILTER']._serialized_start=1152
+  _globals['_MESSAGEFILTER']._serialized_end=1403
+  _globals['_MESSAGEFILTER_METADATAENTRY']._serialized_start=303
+  _globals['_MESSAGEFILTER_METADATAENTRY']._serialized_end=350
+  _globals['_HIT']._serialized_start=1406
+  _globals['_HIT']._serialized_end=1657
+  _globals['_HIT_METADATAENTRY']._serialized_start=303
+  _globals['_HIT_METADATAENTRY']._serialized_end=350
+  _globals['_RETRIEVERESPONSE']._serialized_start=1659
+  _globals['_RETRIEVERESPONSE']._serialized_end=1730
+  _globals['_RESETREQUEST']._serialized_start=1732
+  _globals['_RESETREQUEST']._serialized_end=1781
+  _globals['_RESETRESPONSE']._serialized_start=1783
+  _globals['_RESETRESPONSE']._serialized_end=1798
+  _globals['_DELETEREQUEST']._serialized_start=1800
+  _globals['_DELETEREQUEST']._serialized_end=1911
+  _globals['_DELETERESPONSE']._serialized_start=1913
+  _globals['_DELETERESPONSE']._serialized_end=1946
+  _globals['_LISTMESSAGESREQUEST']._serialized_start=1949
+  _globals['_LISTMESSAGESREQUEST']._serialized_end=2092
+  _globals['_STOREDMESSAGE']._serialized_start=2095
+  _globals['_STOREDMESSAGE']._serialized_end=2238
+  _globals['_LISTMESSAGESRESPONSE']._serialized_start=2240
+  _globals['_LISTMESSAGESRESPONSE']._serialized_end=2337
+  _globals['_MEMORYSERVICE']._serialized_start=2340
+  _globals['_MEMORYSERVICE']._serialized_end=2841
 # @@protoc_insertion_point(module_scope)

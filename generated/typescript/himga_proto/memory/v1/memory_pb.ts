@@ -15,13 +15,15 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp, TimestampJson } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message as Message$1 } from "@bufbuild/protobuf";
 
 /**
  * Describes the file himga_proto/memory/v1/memory.proto.
  */
 export const file_himga_proto_memory_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEiUwoHTWVzc2FnZRIMCgRyb2xlGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSHQoHdHVybl9pZBgDIAEoCUgAUgd0dXJuX2lkiAEBQgoKCF90dXJuX2lkIoMBCgdTZXNzaW9uEh4KCnNlc3Npb25faWQYASABKAlSCnNlc3Npb25faWQSKgoIbWVzc2FnZXMYAiADKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIfCghkYXRlX3N0chgDIAEoCUgAUghkYXRlX3N0cogBAUILCglfZGF0ZV9zdHIiiAEKDUluZ2VzdFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEikKB21lc3NhZ2UYAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAMgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SDgoGbWVtb3J5GAQgASgJIhAKDkluZ2VzdFJlc3BvbnNlImIKCkluZ2VzdEl0ZW0SKQoHbWVzc2FnZRgBIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEikKB3Nlc3Npb24YAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuU2Vzc2lvbiJjChJJbmdlc3RCYXRjaFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBWl0ZW1zGAIgAygLMhsuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEl0ZW0SDgoGbWVtb3J5GAMgASgJIicKE0luZ2VzdEJhdGNoUmVzcG9uc2USEAoIaW5nZXN0ZWQYASABKA0iUgoPUmV0cmlldmVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRINCgVxdWVyeRgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZtZW1vcnkYBCABKAkiagoDSGl0Eg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIMCgRyb2xlGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIZGF0ZV9zdHIYBSABKAkSDQoFc2NvcmUYBiABKAEiRwoQUmV0cmlldmVSZXNwb25zZRIPCgdjb250ZXh0GAEgASgJEiIKBGhpdHMYAiADKAsyFC5oaW1nYS5tZW1vcnkudjEuSGl0IjEKDFJlc2V0UmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGbWVtb3J5GAIgASgJIg8KDVJlc2V0UmVzcG9uc2UyzQIKDU1lbW9yeVNlcnZpY2USSQoGSW5nZXN0Eh4uaGltZ2EubWVtb3J5LnYxLkluZ2VzdFJlcXVlc3QaHy5oaW1nYS5tZW1vcnkudjEuSW5nZXN0UmVzcG9uc2USWAoLSW5nZXN0QmF0Y2gSIy5oaW1nYS5tZW1vcnkudjEuSW5nZXN0QmF0Y2hSZXF1ZXN0GiQuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEJhdGNoUmVzcG9uc2USTwoIUmV0cmlldmUSIC5oaW1nYS5tZW1vcnkudjEuUmV0cmlldmVSZXF1ZXN0GiEuaGltZ2EubWVtb3J5LnYxLlJldHJpZXZlUmVzcG9uc2USRgoFUmVzZXQSHS5oaW1nYS5tZW1vcnkudjEuUmVzZXRSZXF1ZXN0Gh4uaGltZ2EubWVtb3J5LnYxLlJlc2V0UmVzcG9uc2VCN1o1aGltZ2EuZGV2L2hpbWdhL2dlbmVyYXRlZC9nby9oaW1nYS9tZW1vcnkvdjE7bWVtb3J5djFiBnByb3RvMw");
+  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEi7QEKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIPCgdjb250ZW50GAIgASgJEh0KB3R1cm5faWQYAyABKAlIAFIHdHVybl9pZIgBARItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjgKCG1ldGFkYXRhGAUgAygLMiYuaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2UuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIX3R1cm5faWQisgEKB1Nlc3Npb24SHgoKc2Vzc2lvbl9pZBgBIAEoCVIKc2Vzc2lvbl9pZBIqCghtZXNzYWdlcxgCIAMoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEh8KCGRhdGVfc3RyGAMgASgJSABSCGRhdGVfc3RyiAEBEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2RhdGVfc3RyIogBCg1Jbmdlc3RSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIpCgdtZXNzYWdlGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgDIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uEg4KBm1lbW9yeRgEIAEoCSIcCg5Jbmdlc3RSZXNwb25zZRIKCgJpZBgBIAEoCSJiCgpJbmdlc3RJdGVtEikKB21lc3NhZ2UYASABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24iYwoSSW5nZXN0QmF0Y2hSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgVpdGVtcxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RJdGVtEg4KBm1lbW9yeRgDIAEoCSI0ChNJbmdlc3RCYXRjaFJlc3BvbnNlEhAKCGluZ2VzdGVkGAEgASgNEgsKA2lkcxgCIAMoCSKeAQoPUmV0cmlldmVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRINCgVxdWVyeRgCIAEoCRINCgVsaW1pdBgDIAEoDRIOCgZtZW1vcnkYBCABKAkSLgoGZmlsdGVyGAUgASgLMh4uaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2VGaWx0ZXISGgoSbWF4X2NvbnRleHRfdG9rZW5zGAYgASgNIvsBCg1NZXNzYWdlRmlsdGVyEhMKC3Nlc3Npb25faWRzGAEgAygJEg0KBXJvbGVzGAIgAygJEikKBWFmdGVyGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCgZiZWZvcmUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj4KCG1ldGFkYXRhGAUgAygLMiwuaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2VGaWx0ZXIuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi+wEKA0hpdBIPCgd0dXJuX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDAoEcm9sZRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhAKCGRhdGVfc3RyGAUgASgJEg0KBXNjb3JlGAYgASgBEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKCG1ldGFkYXRhGAggAygLMiIuaGltZ2EubWVtb3J5LnYxLkhpdC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJHChBSZXRyaWV2ZVJlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSIgoEaGl0cxgCIAMoCzIULmhpbWdhLm1lbW9yeS52MS5IaXQiMQoMUmVzZXRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZtZW1vcnkYAiABKAkiDwoNUmVzZXRSZXNwb25zZSJvCg1EZWxldGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRILCgNpZHMYAiADKAkSLgoGZmlsdGVyGAMgASgLMh4uaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2VGaWx0ZXISDgoGbWVtb3J5GAQgASgJIiEKDkRlbGV0ZVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKA0ijwEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi4KBmZpbHRlchgCIAEoCzIeLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlRmlsdGVyEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJEg4KBm1lbW9yeRgFIAEoCSKPAQoNU3RvcmVkTWVzc2FnZRIpCgdtZXNzYWdlGAEgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgCIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uEigKBHRpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImEKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEjAKCG1lc3NhZ2VzGAEgAygLMh4uaGltZ2EubWVtb3J5LnYxLlN0b3JlZE1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMvUDCg1NZW1vcnlTZXJ2aWNlEkkKBkluZ2VzdBIeLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXF1ZXN0Gh8uaGltZ2EubWVtb3J5LnYxLkluZ2VzdFJlc3BvbnNlElgKC0luZ2VzdEJhdGNoEiMuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEJhdGNoUmVxdWVzdBokLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlc3BvbnNlEk8KCFJldHJpZXZlEiAuaGltZ2EubWVtb3J5LnYxLlJldHJpZXZlUmVxdWVzdBohLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlc3BvbnNlEkYKBVJlc2V0Eh0uaGltZ2EubWVtb3J5LnYxLlJlc2V0UmVxdWVzdBoeLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlc3BvbnNlEkkKBkRlbGV0ZRIeLmhpbWdhLm1lbW9yeS52MS5EZWxldGVSZXF1ZXN0Gh8uaGltZ2EubWVtb3J5LnYxLkRlbGV0ZVJlc3BvbnNlElsKDExpc3RNZXNzYWdlcxIkLmhpbWdhLm1lbW9yeS52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiUuaGltZ2EubWVtb3J5LnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlQjdaNWhpbWdhLmRldi9oaW1nYS9nZW5lcmF0ZWQvZ28vaGltZ2EvbWVtb3J5L3YxO21lbW9yeXYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * One turn of a conversation (schemas/v1/message.json).
@@ -45,10 +47,28 @@ export type Message = Message$1<"himga.memory.v1.Message"> & {
 
   /**
    * The turn's identifier within its conversation, such as LoCoMo's dia_id "D1:3". Optional.
+   * The server keeps it as the message's id, unique in its namespace, and makes one for a
+   * message stored without it: storing a message whose id is already stored replaces that one.
    *
    * @generated from field: optional string turn_id = 3 [json_name = "turn_id"];
    */
   turnId?: string | undefined;
+
+  /**
+   * When the message was said (in UTC, written with a `Z` in JSON). Optional: without it, the
+   * message's time is its session's.
+   *
+   * @generated from field: google.protobuf.Timestamp timestamp = 4;
+   */
+  timestamp?: Timestamp | undefined;
+
+  /**
+   * Labels a filter can match exactly: at most 32 pairs, keys of 1 to 64 characters, values of
+   * at most 1024 (more is INVALID_ARGUMENT naming the key).
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata: { [key: string]: string };
 };
 
 /**
@@ -73,10 +93,28 @@ export type MessageJson = {
 
   /**
    * The turn's identifier within its conversation, such as LoCoMo's dia_id "D1:3". Optional.
+   * The server keeps it as the message's id, unique in its namespace, and makes one for a
+   * message stored without it: storing a message whose id is already stored replaces that one.
    *
    * @generated from field: optional string turn_id = 3 [json_name = "turn_id"];
    */
   turn_id?: string;
+
+  /**
+   * When the message was said (in UTC, written with a `Z` in JSON). Optional: without it, the
+   * message's time is its session's.
+   *
+   * @generated from field: google.protobuf.Timestamp timestamp = 4;
+   */
+  timestamp?: TimestampJson;
+
+  /**
+   * Labels a filter can match exactly: at most 32 pairs, keys of 1 to 64 characters, values of
+   * at most 1024 (more is INVALID_ARGUMENT naming the key).
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata?: { [key: string]: string };
 };
 
 /**
@@ -113,6 +151,16 @@ export type Session = Message$1<"himga.memory.v1.Session"> & {
    * @generated from field: optional string date_str = 3 [json_name = "date_str"];
    */
   dateStr?: string | undefined;
+
+  /**
+   * When the session took place (in UTC). Optional: without it, the server reads the time from
+   * date_str where it can (LoCoMo's "1:56 pm on 8 May, 2023", LongMemEval's
+   * "2023/05/20 (Sat) 02:21", an RFC 3339 date-time), and a date_str it cannot read leaves the
+   * session's messages without a time.
+   *
+   * @generated from field: google.protobuf.Timestamp timestamp = 4;
+   */
+  timestamp?: Timestamp | undefined;
 };
 
 /**
@@ -142,6 +190,16 @@ export type SessionJson = {
    * @generated from field: optional string date_str = 3 [json_name = "date_str"];
    */
   date_str?: string;
+
+  /**
+   * When the session took place (in UTC). Optional: without it, the server reads the time from
+   * date_str where it can (LoCoMo's "1:56 pm on 8 May, 2023", LongMemEval's
+   * "2023/05/20 (Sat) 02:21", an RFC 3339 date-time), and a date_str it cannot read leaves the
+   * session's messages without a time.
+   *
+   * @generated from field: google.protobuf.Timestamp timestamp = 4;
+   */
+  timestamp?: TimestampJson;
 };
 
 /**
@@ -233,19 +291,31 @@ export const IngestRequestSchema: GenMessage<IngestRequest, {jsonType: IngestReq
   messageDesc(file_himga_proto_memory_v1_memory, 2);
 
 /**
- * Ingest's answer: empty; the message is stored once it arrives.
+ * Ingest's answer; the message is stored once it arrives.
  *
  * @generated from message himga.memory.v1.IngestResponse
  */
 export type IngestResponse = Message$1<"himga.memory.v1.IngestResponse"> & {
+  /**
+   * The stored message's id: its turn_id, or the one the server made for it.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
 };
 
 /**
- * Ingest's answer: empty; the message is stored once it arrives.
+ * Ingest's answer; the message is stored once it arrives.
  *
  * @generated from message himga.memory.v1.IngestResponse
  */
 export type IngestResponseJson = {
+  /**
+   * The stored message's id: its turn_id, or the one the server made for it.
+   *
+   * @generated from field: string id = 1;
+   */
+  id?: string;
 };
 
 /**
@@ -374,11 +444,18 @@ export const IngestBatchRequestSchema: GenMessage<IngestBatchRequest, {jsonType:
  */
 export type IngestBatchResponse = Message$1<"himga.memory.v1.IngestBatchResponse"> & {
   /**
-   * How many messages were stored.
+   * How many items were stored.
    *
    * @generated from field: uint32 ingested = 1;
    */
   ingested: number;
+
+  /**
+   * The id of each item's message, in the order of the items.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids: string[];
 };
 
 /**
@@ -388,11 +465,18 @@ export type IngestBatchResponse = Message$1<"himga.memory.v1.IngestBatchResponse
  */
 export type IngestBatchResponseJson = {
   /**
-   * How many messages were stored.
+   * How many items were stored.
    *
    * @generated from field: uint32 ingested = 1;
    */
   ingested?: number;
+
+  /**
+   * The id of each item's message, in the order of the items.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids?: string[];
 };
 
 /**
@@ -435,6 +519,24 @@ export type RetrieveRequest = Message$1<"himga.memory.v1.RetrieveRequest"> & {
    * @generated from field: string memory = 4;
    */
   memory: string;
+
+  /**
+   * Only messages that match this filter are hits or in the context. Optional. A memory that
+   * cannot filter refuses the call (FAILED_PRECONDITION, reason UNSUPPORTED); it never
+   * ignores a filter.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 5;
+   */
+  filter?: MessageFilter | undefined;
+
+  /**
+   * The most tokens the context may hold, counted as the server documents (himga: one token
+   * per run of letters or digits and per other non-space character); 0 means no budget beyond
+   * the server's own. Whole hits are left out of the context, the lowest ranked first.
+   *
+   * @generated from field: uint32 max_context_tokens = 6;
+   */
+  maxContextTokens: number;
 };
 
 /**
@@ -470,6 +572,24 @@ export type RetrieveRequestJson = {
    * @generated from field: string memory = 4;
    */
   memory?: string;
+
+  /**
+   * Only messages that match this filter are hits or in the context. Optional. A memory that
+   * cannot filter refuses the call (FAILED_PRECONDITION, reason UNSUPPORTED); it never
+   * ignores a filter.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 5;
+   */
+  filter?: MessageFilterJson;
+
+  /**
+   * The most tokens the context may hold, counted as the server documents (himga: one token
+   * per run of letters or digits and per other non-space character); 0 means no budget beyond
+   * the server's own. Whole hits are left out of the context, the lowest ranked first.
+   *
+   * @generated from field: uint32 max_context_tokens = 6;
+   */
+  maxContextTokens?: number;
 };
 
 /**
@@ -480,13 +600,108 @@ export const RetrieveRequestSchema: GenMessage<RetrieveRequest, {jsonType: Retri
   messageDesc(file_himga_proto_memory_v1_memory, 7);
 
 /**
+ * Which messages a call concerns: each field that is set must hold (an unset field does not
+ * restrict), so every criterion added narrows the selection.
+ *
+ * @generated from message himga.memory.v1.MessageFilter
+ */
+export type MessageFilter = Message$1<"himga.memory.v1.MessageFilter"> & {
+  /**
+   * Only messages of these sessions (by session_id). Empty: any session.
+   *
+   * @generated from field: repeated string session_ids = 1;
+   */
+  sessionIds: string[];
+
+  /**
+   * Only messages said by one of these speakers (exact role). Empty: anyone.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles: string[];
+
+  /**
+   * Only messages whose time is at or after this instant. A message without a time does not
+   * match a filter that sets after or before.
+   *
+   * @generated from field: google.protobuf.Timestamp after = 3;
+   */
+  after?: Timestamp | undefined;
+
+  /**
+   * Only messages whose time is strictly before this instant.
+   *
+   * @generated from field: google.protobuf.Timestamp before = 4;
+   */
+  before?: Timestamp | undefined;
+
+  /**
+   * Only messages whose metadata holds every one of these pairs, exactly.
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata: { [key: string]: string };
+};
+
+/**
+ * Which messages a call concerns: each field that is set must hold (an unset field does not
+ * restrict), so every criterion added narrows the selection.
+ *
+ * @generated from message himga.memory.v1.MessageFilter
+ */
+export type MessageFilterJson = {
+  /**
+   * Only messages of these sessions (by session_id). Empty: any session.
+   *
+   * @generated from field: repeated string session_ids = 1;
+   */
+  sessionIds?: string[];
+
+  /**
+   * Only messages said by one of these speakers (exact role). Empty: anyone.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles?: string[];
+
+  /**
+   * Only messages whose time is at or after this instant. A message without a time does not
+   * match a filter that sets after or before.
+   *
+   * @generated from field: google.protobuf.Timestamp after = 3;
+   */
+  after?: TimestampJson;
+
+  /**
+   * Only messages whose time is strictly before this instant.
+   *
+   * @generated from field: google.protobuf.Timestamp before = 4;
+   */
+  before?: TimestampJson;
+
+  /**
+   * Only messages whose metadata holds every one of these pairs, exactly.
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata?: { [key: string]: string };
+};
+
+/**
+ * Describes the message himga.memory.v1.MessageFilter.
+ * Use `create(MessageFilterSchema)` to create a new message.
+ */
+export const MessageFilterSchema: GenMessage<MessageFilter, {jsonType: MessageFilterJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 8);
+
+/**
  * One stored message that matched a query, with what is known of where it came from.
  *
  * @generated from message himga.memory.v1.Hit
  */
 export type Hit = Message$1<"himga.memory.v1.Hit"> & {
   /**
-   * The message's turn_id; empty when it had none.
+   * The message's id (its turn_id, or the one the server made for it).
    *
    * @generated from field: string turn_id = 1;
    */
@@ -526,6 +741,20 @@ export type Hit = Message$1<"himga.memory.v1.Hit"> & {
    * @generated from field: double score = 6;
    */
   score: number;
+
+  /**
+   * The message's time (its own, else its session's); unset when it has none.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 7;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The message's metadata.
+   *
+   * @generated from field: map<string, string> metadata = 8;
+   */
+  metadata: { [key: string]: string };
 };
 
 /**
@@ -535,7 +764,7 @@ export type Hit = Message$1<"himga.memory.v1.Hit"> & {
  */
 export type HitJson = {
   /**
-   * The message's turn_id; empty when it had none.
+   * The message's id (its turn_id, or the one the server made for it).
    *
    * @generated from field: string turn_id = 1;
    */
@@ -575,6 +804,20 @@ export type HitJson = {
    * @generated from field: double score = 6;
    */
   score?: number | "NaN" | "Infinity" | "-Infinity";
+
+  /**
+   * The message's time (its own, else its session's); unset when it has none.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 7;
+   */
+  time?: TimestampJson;
+
+  /**
+   * The message's metadata.
+   *
+   * @generated from field: map<string, string> metadata = 8;
+   */
+  metadata?: { [key: string]: string };
 };
 
 /**
@@ -582,7 +825,7 @@ export type HitJson = {
  * Use `create(HitSchema)` to create a new message.
  */
 export const HitSchema: GenMessage<Hit, {jsonType: HitJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 8);
+  messageDesc(file_himga_proto_memory_v1_memory, 9);
 
 /**
  * Retrieve's answer: the context for a prompt and the hits behind it.
@@ -631,7 +874,7 @@ export type RetrieveResponseJson = {
  * Use `create(RetrieveResponseSchema)` to create a new message.
  */
 export const RetrieveResponseSchema: GenMessage<RetrieveResponse, {jsonType: RetrieveResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 9);
+  messageDesc(file_himga_proto_memory_v1_memory, 10);
 
 /**
  * Reset's request: the namespace to clear.
@@ -680,7 +923,7 @@ export type ResetRequestJson = {
  * Use `create(ResetRequestSchema)` to create a new message.
  */
 export const ResetRequestSchema: GenMessage<ResetRequest, {jsonType: ResetRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 10);
+  messageDesc(file_himga_proto_memory_v1_memory, 11);
 
 /**
  * Reset's answer: empty; the namespace holds nothing once it arrives.
@@ -703,7 +946,328 @@ export type ResetResponseJson = {
  * Use `create(ResetResponseSchema)` to create a new message.
  */
 export const ResetResponseSchema: GenMessage<ResetResponse, {jsonType: ResetResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 11);
+  messageDesc(file_himga_proto_memory_v1_memory, 12);
+
+/**
+ * Delete's request: which messages of one namespace to forget. A message is deleted when its id
+ * is among ids (if any are given) and it matches the filter (if one is given); at least one of
+ * the two must name something.
+ *
+ * @generated from message himga.memory.v1.DeleteRequest
+ */
+export type DeleteRequest = Message$1<"himga.memory.v1.DeleteRequest"> & {
+  /**
+   * The namespace to delete from. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * The ids of the messages to delete.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids: string[];
+
+  /**
+   * The messages to delete: those of some sessions, those in a time range, and so on.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 3;
+   */
+  filter?: MessageFilter | undefined;
+
+  /**
+   * As in IngestRequest.
+   *
+   * @generated from field: string memory = 4;
+   */
+  memory: string;
+};
+
+/**
+ * Delete's request: which messages of one namespace to forget. A message is deleted when its id
+ * is among ids (if any are given) and it matches the filter (if one is given); at least one of
+ * the two must name something.
+ *
+ * @generated from message himga.memory.v1.DeleteRequest
+ */
+export type DeleteRequestJson = {
+  /**
+   * The namespace to delete from. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace?: string;
+
+  /**
+   * The ids of the messages to delete.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids?: string[];
+
+  /**
+   * The messages to delete: those of some sessions, those in a time range, and so on.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 3;
+   */
+  filter?: MessageFilterJson;
+
+  /**
+   * As in IngestRequest.
+   *
+   * @generated from field: string memory = 4;
+   */
+  memory?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.DeleteRequest.
+ * Use `create(DeleteRequestSchema)` to create a new message.
+ */
+export const DeleteRequestSchema: GenMessage<DeleteRequest, {jsonType: DeleteRequestJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 13);
+
+/**
+ * Delete's answer; the messages are forgotten once it arrives.
+ *
+ * @generated from message himga.memory.v1.DeleteResponse
+ */
+export type DeleteResponse = Message$1<"himga.memory.v1.DeleteResponse"> & {
+  /**
+   * How many stored messages were deleted.
+   *
+   * @generated from field: uint32 deleted = 1;
+   */
+  deleted: number;
+};
+
+/**
+ * Delete's answer; the messages are forgotten once it arrives.
+ *
+ * @generated from message himga.memory.v1.DeleteResponse
+ */
+export type DeleteResponseJson = {
+  /**
+   * How many stored messages were deleted.
+   *
+   * @generated from field: uint32 deleted = 1;
+   */
+  deleted?: number;
+};
+
+/**
+ * Describes the message himga.memory.v1.DeleteResponse.
+ * Use `create(DeleteResponseSchema)` to create a new message.
+ */
+export const DeleteResponseSchema: GenMessage<DeleteResponse, {jsonType: DeleteResponseJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 14);
+
+/**
+ * ListMessages' request: one page of a namespace's messages.
+ *
+ * @generated from message himga.memory.v1.ListMessagesRequest
+ */
+export type ListMessagesRequest = Message$1<"himga.memory.v1.ListMessagesRequest"> & {
+  /**
+   * The namespace to list. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * Only messages that match this filter are listed. Optional.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 2;
+   */
+  filter?: MessageFilter | undefined;
+
+  /**
+   * At most this many messages in the page; 0 means the server's default (100). At most 1000.
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
+   * A token the server did not make is INVALID_ARGUMENT.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+
+  /**
+   * As in IngestRequest.
+   *
+   * @generated from field: string memory = 5;
+   */
+  memory: string;
+};
+
+/**
+ * ListMessages' request: one page of a namespace's messages.
+ *
+ * @generated from message himga.memory.v1.ListMessagesRequest
+ */
+export type ListMessagesRequestJson = {
+  /**
+   * The namespace to list. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace?: string;
+
+  /**
+   * Only messages that match this filter are listed. Optional.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 2;
+   */
+  filter?: MessageFilterJson;
+
+  /**
+   * At most this many messages in the page; 0 means the server's default (100). At most 1000.
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize?: number;
+
+  /**
+   * Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
+   * A token the server did not make is INVALID_ARGUMENT.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken?: string;
+
+  /**
+   * As in IngestRequest.
+   *
+   * @generated from field: string memory = 5;
+   */
+  memory?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.ListMessagesRequest.
+ * Use `create(ListMessagesRequestSchema)` to create a new message.
+ */
+export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest, {jsonType: ListMessagesRequestJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 15);
+
+/**
+ * One stored message as the namespace holds it.
+ *
+ * @generated from message himga.memory.v1.StoredMessage
+ */
+export type StoredMessage = Message$1<"himga.memory.v1.StoredMessage"> & {
+  /**
+   * The message, its turn_id set to its id.
+   *
+   * @generated from field: himga.memory.v1.Message message = 1;
+   */
+  message?: Message | undefined;
+
+  /**
+   * The session it was said in, without messages.
+   *
+   * @generated from field: himga.memory.v1.Session session = 2;
+   */
+  session?: Session | undefined;
+
+  /**
+   * The message's time (its own, else its session's); unset when it has none.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 3;
+   */
+  time?: Timestamp | undefined;
+};
+
+/**
+ * One stored message as the namespace holds it.
+ *
+ * @generated from message himga.memory.v1.StoredMessage
+ */
+export type StoredMessageJson = {
+  /**
+   * The message, its turn_id set to its id.
+   *
+   * @generated from field: himga.memory.v1.Message message = 1;
+   */
+  message?: MessageJson;
+
+  /**
+   * The session it was said in, without messages.
+   *
+   * @generated from field: himga.memory.v1.Session session = 2;
+   */
+  session?: SessionJson;
+
+  /**
+   * The message's time (its own, else its session's); unset when it has none.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 3;
+   */
+  time?: TimestampJson;
+};
+
+/**
+ * Describes the message himga.memory.v1.StoredMessage.
+ * Use `create(StoredMessageSchema)` to create a new message.
+ */
+export const StoredMessageSchema: GenMessage<StoredMessage, {jsonType: StoredMessageJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 16);
+
+/**
+ * ListMessages' answer: one page.
+ *
+ * @generated from message himga.memory.v1.ListMessagesResponse
+ */
+export type ListMessagesResponse = Message$1<"himga.memory.v1.ListMessagesResponse"> & {
+  /**
+   * The page's messages, in the namespace's order.
+   *
+   * @generated from field: repeated himga.memory.v1.StoredMessage messages = 1;
+   */
+  messages: StoredMessage[];
+
+  /**
+   * The token for the next page; empty when this page is the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * ListMessages' answer: one page.
+ *
+ * @generated from message himga.memory.v1.ListMessagesResponse
+ */
+export type ListMessagesResponseJson = {
+  /**
+   * The page's messages, in the namespace's order.
+   *
+   * @generated from field: repeated himga.memory.v1.StoredMessage messages = 1;
+   */
+  messages?: StoredMessageJson[];
+
+  /**
+   * The token for the next page; empty when this page is the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.ListMessagesResponse.
+ * Use `create(ListMessagesResponseSchema)` to create a new message.
+ */
+export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse, {jsonType: ListMessagesResponseJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 17);
 
 /**
  * Keeps and recalls the conversational memory of agents. Every request names a namespace:
@@ -730,16 +1294,25 @@ export const ResetResponseSchema: GenMessage<ResetResponse, {jsonType: ResetResp
  *   INCOMPATIBLE_STORE  FAILED_PRECONDITION  the namespace's stored data was written in a form
  *                                            this server does not read; the message says what
  *                                            to do.
+ *   UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+ *                                            asks (a filter, a delete, a listing); it refuses
+ *                                            rather than ignore part of the request.
  *   INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
  * Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
  * request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+ *
+ * Every stored message has an id, unique in its namespace: its turn_id, or one the server
+ * makes. A message's time is its own timestamp, else its session's timestamp, else the time
+ * read from its session's date_str; a message may have none.
  *
  * @generated from service himga.memory.v1.MemoryService
  */
 export const MemoryService: GenService<{
   /**
-   * Stores one message, said in the given session, in a namespace. The namespace is created on
-   * its first ingest.
+   * Stores one message, said in the given session, in a namespace, and answers its id. A
+   * message whose id is already stored replaces that message (text, role, session, time and
+   * metadata), keeping its place in the namespace's order. The namespace is created on its
+   * first ingest.
    *
    * @generated from rpc himga.memory.v1.MemoryService.Ingest
    */
@@ -750,7 +1323,8 @@ export const MemoryService: GenService<{
   },
   /**
    * Stores many messages, each with its session, in one call: all of them or, when any item is
-   * malformed, none (the violations name the item, as "items[3].message.role").
+   * malformed, none (the violations name the item, as "items[3].message.role"). It is as if
+   * each were ingested in turn: when two items share an id, the last one is what stays.
    *
    * @generated from rpc himga.memory.v1.MemoryService.IngestBatch
    */
@@ -763,6 +1337,8 @@ export const MemoryService: GenService<{
    * Recalls what a namespace holds about a query: the context string an agent puts in its
    * prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
    * unknown namespace, an empty query or a memory that stores nothing gives an empty answer.
+   * With a filter, only messages that match it are ranked among the hits and put into the
+   * context; with max_context_tokens, the context fits that budget.
    *
    * @generated from rpc himga.memory.v1.MemoryService.Retrieve
    */
@@ -781,6 +1357,31 @@ export const MemoryService: GenService<{
     methodKind: "unary";
     input: typeof ResetRequestSchema;
     output: typeof ResetResponseSchema;
+  },
+  /**
+   * Forgets the messages of a namespace that a request names, by ids, by a filter (sessions,
+   * a time range, ...), or both, and answers how many there were. Naming messages that are not
+   * stored is not an error. A request that names nothing is INVALID_ARGUMENT: it never deletes
+   * everything (Reset does that).
+   *
+   * @generated from rpc himga.memory.v1.MemoryService.Delete
+   */
+  delete: {
+    methodKind: "unary";
+    input: typeof DeleteRequestSchema;
+    output: typeof DeleteResponseSchema;
+  },
+  /**
+   * Lists the messages of a namespace in a stable order (the order their ids were first
+   * stored), a page at a time, optionally filtered. Messages stored before the first page are
+   * each listed exactly once however the namespace changes between pages, unless deleted.
+   *
+   * @generated from rpc himga.memory.v1.MemoryService.ListMessages
+   */
+  listMessages: {
+    methodKind: "unary";
+    input: typeof ListMessagesRequestSchema;
+    output: typeof ListMessagesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_himga_proto_memory_v1_memory, 0);
