@@ -7,11 +7,13 @@ Schema, the contract itself, with the compiled validator of `himga.validation`, 
 rule as a field violation with its path in the request, and builds the generated model.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
+from datetime import UTC, datetime
 from functools import cache
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeVar, cast, get_args, get_origin
 
+from google.protobuf import timestamp_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 from himga_proto.memory.v1 import memory_pb2 as pb
@@ -19,14 +21,28 @@ from pydantic import BaseModel
 
 from himga import validation
 from himga.data.conversation import Message, Session
-from himga.memory.base import Hit
+from himga.memory.base import Hit, StoredMessage
+from himga.memory.filters import MessageFilter
 from himga.service.errors import FieldViolation, InvalidRequest
+from himga.timeutil import holds_datetime, parse_utc_datetime
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+D = TypeVar("D")
 
+# How a proto field is carried: a scalar, a message, a map, or a well-known type (below).
+_Kind = Literal["scalar", "message", "map", "well-known"]
 # What a proto field needs for its conversion: name, json_name, whether it has presence (an
-# unset `optional` stays absent), whether it is repeated, whether it holds messages.
-_FieldPlan = tuple[str, str, bool, bool, bool]
+# unset `optional` stays absent), whether it is repeated, and its kind.
+_FieldPlan = tuple[str, str, bool, bool, _Kind]
+
+# The well-known types the proto uses, each with its value in Python and its ProtoJSON form
+# (the form the schemas write: a Timestamp is an RFC 3339 string in UTC with `Z`).
+_WELL_KNOWN: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    timestamp_pb2.Timestamp.DESCRIPTOR.full_name: (
+        lambda value: value.ToDatetime(tzinfo=UTC),
+        lambda value: value.ToJsonString(),
+    ),
+}
 
 
 def message_from_proto(message: pb.Message, path: str) -> Message:
@@ -52,12 +68,93 @@ def session_to_proto(session: Session, *, with_messages: bool = True) -> pb.Sess
 
 
 def hit_to_proto(hit: Hit) -> pb.Hit:
-    return pb.Hit(**{name: getattr(hit, name) for name in _hit_fields()})
+    return pb.Hit(**{name: _proto_value(getattr(hit, name)) for name in _field_names(Hit)})
 
 
 def hits_from_proto(hits: Iterable[pb.Hit]) -> list[Hit]:
-    names = _hit_fields()
-    return [Hit(**{name: getattr(h, name) for name in names}) for h in hits]
+    return [_dataclass_from_proto(Hit, h) for h in hits]
+
+
+def filter_to_proto(chosen: MessageFilter | None) -> pb.MessageFilter | None:
+    """The proto of a filter; None (no field set) for none."""
+    if chosen is None:
+        return None
+    return pb.MessageFilter(
+        **{name: _proto_value(getattr(chosen, name)) for name in _field_names(MessageFilter)}
+    )
+
+
+def filter_from_proto(chosen: pb.MessageFilter) -> MessageFilter:
+    """The MessageFilter a request carries (InvalidArgument naming the field it breaks)."""
+    return _dataclass_from_proto(MessageFilter, chosen)
+
+
+def stored_to_proto(stored: StoredMessage) -> pb.StoredMessage:
+    return pb.StoredMessage(
+        message=message_to_proto(stored.message()),
+        session=session_to_proto(stored.session(), with_messages=False),
+        time=_proto_value(stored.time),
+    )
+
+
+def stored_from_proto(stored: pb.StoredMessage, path: str) -> StoredMessage:
+    """The StoredMessage an answer carries, its message and session checked like a request's."""
+    message = message_from_proto(stored.message, f"{path}.message")
+    session = session_from_proto(stored.session, f"{path}.session", with_messages=False)
+    time = _python_value(stored, _field(stored, "time"))
+    return StoredMessage(
+        message.turn_id if isinstance(message.turn_id, str) else "",
+        session.session_id,
+        message.role,
+        message.content,
+        session.date_str if isinstance(session.date_str, str) else "",
+        time,
+        message.timestamp if isinstance(message.timestamp, datetime) else None,
+        session.timestamp if isinstance(session.timestamp, datetime) else None,
+        dict(message.metadata),
+    )
+
+
+def _proto_value(value: Any) -> Any:
+    """A Python value as a proto constructor takes it: a dict for a mapping, a sorted list for a
+    set (so the same filter makes the same bytes), the value itself otherwise."""
+    if isinstance(value, datetime):
+        moment = timestamp_pb2.Timestamp()
+        moment.FromDatetime(value)
+        return moment
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _dataclass_from_proto(cls: Callable[..., D], message: ProtoMessage) -> D:
+    """An instance of the dataclass `cls` from the proto fields of the same names."""
+    return cls(
+        **{name: _python_value(message, _field(message, name)) for name in _field_names(cls)}
+    )
+
+
+def _field(message: ProtoMessage, name: str) -> FieldDescriptor:
+    found: Any = message.DESCRIPTOR.fields_by_name[name]
+    return cast(FieldDescriptor, found)
+
+
+def _python_value(message: ProtoMessage, field: FieldDescriptor) -> Any:
+    """A field's value in Python: a dict for a map, a list for a repeated field, the Python
+    value of a well-known type (None when unset), the scalar itself otherwise."""
+    value = getattr(message, field.name)
+    kind = _kind(field)
+    if kind == "map":
+        return dict(value)
+    if kind == "well-known":
+        if not message.HasField(field.name):
+            return None
+        return _WELL_KNOWN[value.DESCRIPTOR.full_name][0](value)
+    if field.is_repeated:
+        return list(value)
+    return value
 
 
 def _validate(model: type[ModelT], data: dict[str, Any], path: str) -> ModelT:
@@ -76,37 +173,50 @@ def _validate(model: type[ModelT], data: dict[str, Any], path: str) -> ModelT:
 
 def _construct(model: type[ModelT], data: dict[str, Any]) -> ModelT:
     """The model of schema-valid `data`, built without validating it a second time (pydantic's
-    validation of the same rules cost more than the rest of an ingest together)."""
+    validation of the same rules cost more than the rest of an ingest together). Date-time
+    strings become the datetimes the model holds."""
     values = dict(data)
     for key, nested, many in _nested_models(model):
         if key in values:
             value = values[key]
-            values[key] = (
-                [_construct(nested, v) for v in value] if many else _construct(nested, value)
-            )
+            if nested is None:
+                values[key] = parse_utc_datetime(value)
+            elif many:
+                values[key] = [_construct(nested, v) for v in value]
+            else:
+                values[key] = _construct(nested, value)
     return model.model_construct(**values)
 
 
 @cache
-def _nested_models(model: type[BaseModel]) -> tuple[tuple[str, type[BaseModel], bool], ...]:
-    """(key, model, is a list) of each field of `model` that holds a model or a list of them."""
-    found = []
+def _nested_models(
+    model: type[BaseModel],
+) -> tuple[tuple[str, type[BaseModel] | None, bool], ...]:
+    """(key, model, is a list) of each field of `model` that holds a model or a list of them,
+    and (key, None, False) of each that holds a date-time."""
+    found: list[tuple[str, type[BaseModel] | None, bool]] = []
     for name, field in model.model_fields.items():
         many = get_origin(field.annotation) is list
         held = get_args(field.annotation)[0] if many else field.annotation
         if isinstance(held, type) and issubclass(held, BaseModel):
             found.append((field.alias or name, held, many))
+        elif holds_datetime(field.annotation):
+            found.append((field.alias or name, None, False))
     return tuple(found)
 
 
 def _to_dict(message: ProtoMessage, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The JSON-shaped dict of a proto message, keyed by json_name; unset optionals absent."""
     out: dict[str, Any] = {}
-    for name, json_name, presence, repeated, holds_messages in _plan(message.DESCRIPTOR):
+    for name, json_name, presence, repeated, kind in _plan(message.DESCRIPTOR):
         if name in skip or (presence and not message.HasField(name)):
             continue
         value = getattr(message, name)
-        if holds_messages:
+        if kind == "map":
+            value = {k: _to_dict(v) if isinstance(v, ProtoMessage) else v for k, v in value.items()}
+        elif kind == "well-known":
+            value = _WELL_KNOWN[value.DESCRIPTOR.full_name][1](value)
+        elif kind == "message":
             value = [_to_dict(v) for v in value] if repeated else _to_dict(value)
         elif repeated:
             value = list(value)
@@ -130,17 +240,22 @@ def _proto_kwargs(
 @cache
 def _plan(descriptor: Descriptor) -> tuple[_FieldPlan, ...]:
     return tuple(
-        (
-            f.name,
-            f.json_name,
-            f.has_presence,
-            f.is_repeated,
-            f.type == FieldDescriptor.TYPE_MESSAGE,
-        )
-        for f in descriptor.fields
+        (f.name, f.json_name, f.has_presence, f.is_repeated, _kind(f)) for f in descriptor.fields
     )
 
 
+def _kind(field: FieldDescriptor) -> _Kind:
+    held = field.message_type
+    if held is None:
+        return "scalar"
+    if held.GetOptions().map_entry:
+        return "map"
+    if held.full_name in _WELL_KNOWN:
+        return "well-known"
+    return "message"
+
+
 @cache
-def _hit_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Hit))
+def _field_names(cls: Any) -> tuple[str, ...]:
+    """The field names of a dataclass (Hit, MessageFilter), which the proto shares."""
+    return tuple(f.name for f in fields(cls))

@@ -11,13 +11,17 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session
-from himga.memory.base import DEFAULT_LIMIT, BaseMemory
+from himga.errors import InvalidArgument
+from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory
+from himga.memory.filters import MessageFilter
 from himga.service import convert
 from himga.service.errors import FieldViolation, InvalidRequest, abort
 from himga.service.namespaces import Namespaces, namespace_violations
 
 MAX_LIMIT = 1000
 """The most hits one Retrieve may ask for (the proto documents it)."""
+MAX_PAGE_SIZE = 1000
+"""The most messages one ListMessages page may ask for (the proto documents it)."""
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -61,8 +65,8 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         item = _item(request, "", found, _Sessions())
         with self._memory(request, found) as memory:
             assert item is not None  # no violation found: the message and session were read
-            memory.ingest(*item)
-        return _INGESTED
+            (stored_id,) = memory.store([item])
+        return pb.IngestResponse(id=stored_id)
 
     @rpc
     def IngestBatch(
@@ -72,8 +76,8 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         sessions = _Sessions()
         items = [_item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)]
         with self._memory(request, found) as memory:
-            count = memory.ingest_many(it for it in items if it is not None)
-        return pb.IngestBatchResponse(ingested=count)
+            ids = memory.store(it for it in items if it is not None)
+        return pb.IngestBatchResponse(ingested=len(ids), ids=ids)
 
     @rpc
     def Retrieve(
@@ -83,8 +87,14 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         if request.limit > MAX_LIMIT:
             found.append(FieldViolation("limit", f"must be at most {MAX_LIMIT}"))
         limit = request.limit or DEFAULT_LIMIT
+        chosen = _filter(request, found)
         with self._memory(request, found) as memory:
-            text, hits = memory.recall(request.query, limit)
+            text, hits = memory.recall(
+                request.query,
+                limit,
+                filter=chosen,
+                max_context_tokens=request.max_context_tokens,
+            )
         return pb.RetrieveResponse(
             context=text, hits=[convert.hit_to_proto(h) for h in hits[:limit]]
         )
@@ -94,6 +104,41 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         with self._memory(request) as memory:
             memory.reset()
         return _RESET
+
+    @rpc
+    def Delete(self, request: pb.DeleteRequest, context: grpc.ServicerContext) -> pb.DeleteResponse:
+        found: list[FieldViolation] = []
+        chosen = _filter(request, found)
+        if not request.ids and not chosen and not found:
+            found.append(
+                FieldViolation(
+                    "ids",
+                    "name the ids or a filter of the messages to delete; a Delete that names "
+                    "nothing deletes nothing (Reset forgets everything)",
+                )
+            )
+        with self._memory(request, found) as memory:
+            deleted = memory.delete(list(request.ids), filter=chosen)
+        return pb.DeleteResponse(deleted=deleted)
+
+    @rpc
+    def ListMessages(
+        self, request: pb.ListMessagesRequest, context: grpc.ServicerContext
+    ) -> pb.ListMessagesResponse:
+        found: list[FieldViolation] = []
+        if request.page_size > MAX_PAGE_SIZE:
+            found.append(FieldViolation("page_size", f"must be at most {MAX_PAGE_SIZE}"))
+        chosen = _filter(request, found)
+        with self._memory(request, found) as memory:
+            page = memory.list(
+                filter=chosen,
+                page_size=request.page_size or DEFAULT_PAGE_SIZE,
+                page_token=request.page_token,
+            )
+        return pb.ListMessagesResponse(
+            messages=[convert.stored_to_proto(stored) for stored in page.messages],
+            next_page_token=page.next_page_token,
+        )
 
     @contextmanager
     def _memory(
@@ -114,8 +159,22 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             yield opened.memory
 
 
-_INGESTED = pb.IngestResponse()
 _RESET = pb.ResetResponse()
+
+
+def _filter(
+    request: pb.RetrieveRequest | pb.DeleteRequest | pb.ListMessagesRequest,
+    found: list[FieldViolation],
+) -> MessageFilter | None:
+    """The request's filter (None when it carries none), or None after adding what is wrong
+    with it to `found`."""
+    if not request.HasField("filter"):
+        return None
+    try:
+        return convert.filter_from_proto(request.filter)
+    except InvalidArgument as error:
+        found.append(FieldViolation(error.field, error.rule))
+        return None
 
 
 class _Sessions:

@@ -13,7 +13,14 @@ import pytest
 import himga
 from himga.data.conversation import Message, Session
 from himga.data.errors import DatasetError
-from himga.errors import HimgaError, IncompatibleStoreError, SchemaError, UnknownTypeError
+from himga.errors import (
+    HimgaError,
+    IncompatibleStoreError,
+    InvalidArgument,
+    SchemaError,
+    UnknownTypeError,
+    Unsupported,
+)
 from himga.memory import registry
 from himga.memory.base import BaseMemory
 from himga.records.record import InvalidRecordError
@@ -34,9 +41,12 @@ EXAMPLES: dict[type[Exception], Exception] = {
     InvalidRequest: InvalidRequest([FieldViolation("message.role", "required")]),
     MemoryMismatch: MemoryMismatch("namespace 'n' holds memory 'keyword', not 'sqlite'"),
     IncompatibleStoreError: IncompatibleStoreError("store written by a newer himga"),
+    Unsupported: Unsupported("RaisingMemory cannot filter what it recalls"),
 }
 # Errors raised where no server is involved (validation, loading data, building records).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
+# A memory's error about one argument, which travels as the request error naming that field.
+SENT_AS = {InvalidArgument: InvalidRequest}
 
 
 class RaisingMemory(BaseMemory):
@@ -49,6 +59,8 @@ class RaisingMemory(BaseMemory):
     def ingest(self, message: Message, session: Session) -> None:
         if message.content == "unexpected":
             raise KeyError("a bug")
+        if message.content == "InvalidArgument":
+            raise InvalidArgument("page_token", "not a token of this listing")
         raise next(e for c, e in EXAMPLES.items() if c.__name__ == message.content)
 
     def retrieve(self, query: str) -> str:
@@ -86,7 +98,20 @@ def test_every_himga_error_is_sent_as_a_kind_or_is_local_only() -> None:
             if sub.__module__.startswith("himga."):
                 found.add(sub)
                 todo.append(sub)
-    assert found == set(ERROR_KINDS) | LOCAL_ONLY
+    assert found == set(ERROR_KINDS) | LOCAL_ONLY | set(SENT_AS)
+
+
+def test_an_argument_error_reaches_the_client_as_a_request_error_naming_the_field(
+    raising_server: str,
+) -> None:
+    message = Message(role="agent", content="InvalidArgument")
+    with (
+        RemoteMemory(raising_server, f"kinds-{uuid.uuid4().hex}") as memory,
+        pytest.raises(InvalidRequest) as caught,
+    ):
+        memory.ingest(message, Session(session_id="s"))
+    assert caught.value.violations == [FieldViolation("page_token", "not a token of this listing")]
+    assert reason_of(caught.value.__cause__) == "INVALID_REQUEST"  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kind", EXAMPLES, ids=lambda kind: kind.__name__)

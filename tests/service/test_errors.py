@@ -14,6 +14,7 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.memory import SQLiteKeywordMemory
 from himga.memory.sqlite import namespace_path
+from himga.memory.sqlite_schema import FORMAT
 from himga.service import create_server
 from himga.service.errors import field_violations, reason_of
 from tests.service.conftest import FAILING, LISTING, ingest_request
@@ -176,12 +177,12 @@ def test_an_error_inside_a_memory_is_internal_and_keeps_its_message_private(stub
     assert_still_serving(stub)
 
 
-def test_a_namespace_stored_by_another_method_is_failed_precondition(tmp_path: Path) -> None:
-    namespace = "kept-from-an-older-himga"
-    old = namespace_path(tmp_path, namespace)
-    SQLiteKeywordMemory(old).close()
-    with sqlite3.connect(old) as db:
-        db.execute("UPDATE himga_meta SET value = 'an older method' WHERE key = 'method'")
+def test_a_namespace_stored_by_a_newer_himga_is_failed_precondition(tmp_path: Path) -> None:
+    namespace = "kept-by-a-newer-himga"
+    newer = namespace_path(tmp_path, namespace)
+    SQLiteKeywordMemory(newer).close()
+    with sqlite3.connect(newer) as db:
+        db.execute("UPDATE himga_meta SET value = ? WHERE key = 'format'", (str(FORMAT + 1),))
     server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=tmp_path)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -189,7 +190,8 @@ def test_a_namespace_stored_by_another_method_is_failed_precondition(tmp_path: P
             with pytest.raises(grpc.RpcError) as caught:
                 stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="anything"))
             assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-            assert "indexed with method 'an older method'" in caught.value.details()
+            assert f"written by a newer himga (store format {FORMAT + 1}" in caught.value.details()
+            assert reason_of(caught.value) == "INCOMPATIBLE_STORE"
             assert str(tmp_path) not in caught.value.details()  # no server paths sent
             stub.Ingest(ingest_request("fresh", "still serving"))  # other namespaces work
             hits = stub.Retrieve(pb.RetrieveRequest(namespace="fresh", query="serving")).hits

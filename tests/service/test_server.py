@@ -31,7 +31,7 @@ def test_reflection_lists_and_describes_the_service(listing_server: str) -> None
         assert {SERVICE_NAME, "grpc.health.v1.Health"} <= services
         file = database.FindFileContainingSymbol(SERVICE_NAME)
     methods = {m.name for s in file.service for m in s.method}
-    assert methods == {"Ingest", "IngestBatch", "Retrieve", "Reset"}
+    assert methods == {"Ingest", "IngestBatch", "Retrieve", "Reset", "Delete", "ListMessages"}
 
 
 def test_unknown_default_memory_is_refused_at_start() -> None:
