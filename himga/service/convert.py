@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from himga import validation
 from himga.data.conversation import Message, Session
+from himga.errors import InvalidArgument
 from himga.memory.base import Hit, StoredMessage
 from himga.memory.filters import MessageFilter
 from himga.service.errors import FieldViolation, InvalidRequest
@@ -85,8 +86,9 @@ def filter_to_proto(chosen: MessageFilter | None) -> pb.MessageFilter | None:
 
 
 def filter_from_proto(chosen: pb.MessageFilter) -> MessageFilter:
-    """The MessageFilter a request carries (InvalidArgument naming the field it breaks)."""
-    return _dataclass_from_proto(MessageFilter, chosen)
+    """The MessageFilter a request carries (InvalidArgument naming the field it breaks, as
+    `filter.after`)."""
+    return _dataclass_from_proto(MessageFilter, chosen, "filter.")
 
 
 def stored_to_proto(stored: StoredMessage) -> pb.StoredMessage:
@@ -129,11 +131,16 @@ def _proto_value(value: Any) -> Any:
     return value
 
 
-def _dataclass_from_proto(cls: Callable[..., D], message: ProtoMessage) -> D:
-    """An instance of the dataclass `cls` from the proto fields of the same names."""
-    return cls(
-        **{name: _python_value(message, _field(message, name)) for name in _field_names(cls)}
-    )
+def _dataclass_from_proto(cls: Callable[..., D], message: ProtoMessage, path: str = "") -> D:
+    """An instance of the dataclass `cls` from the proto fields of the same names;
+    InvalidArgument naming `path` + the field whose value Python cannot hold."""
+    values = {}
+    for name in _field_names(cls):
+        try:
+            values[name] = _python_value(message, _field(message, name))
+        except ValueError as error:
+            raise InvalidArgument(path + name, str(error)) from None
+    return cls(**values)
 
 
 def _field(message: ProtoMessage, name: str) -> FieldDescriptor:
@@ -215,7 +222,12 @@ def _to_dict(message: ProtoMessage, skip: tuple[str, ...] = ()) -> dict[str, Any
         if kind == "map":
             value = {k: _to_dict(v) if isinstance(v, ProtoMessage) else v for k, v in value.items()}
         elif kind == "well-known":
-            value = _WELL_KNOWN[value.DESCRIPTOR.full_name][1](value)
+            try:
+                value = _WELL_KNOWN[value.DESCRIPTOR.full_name][1](value)
+            except ValueError as error:
+                # Out of its type's range (a Timestamp before year 1): no JSON form, so a value
+                # the schema refuses, which names the field and says why.
+                value = f"invalid: {error}"
         elif kind == "message":
             value = [_to_dict(v) for v in value] if repeated else _to_dict(value)
         elif repeated:

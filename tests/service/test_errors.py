@@ -9,6 +9,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
@@ -75,6 +76,59 @@ BAD_REQUESTS: dict[str, tuple[str, Callable[[str], Any], set[str]]] = {
         "Ingest",
         lambda ns: pb.IngestRequest(namespace="", message=pb.Message(), memory="nope"),
         {"namespace", "memory", "message.role", "session"},
+    ),
+    "metadata key too long": (
+        "Ingest",
+        lambda ns: ingest_request(ns, "x", message=pb.Message(role="u", metadata={"k" * 65: "v"})),
+        {"message.metadata." + "k" * 65},
+    ),
+    "metadata value too long": (
+        "Ingest",
+        lambda ns: ingest_request(
+            ns, "x", message=pb.Message(role="u", metadata={"n": "v" * 1025})
+        ),
+        {"message.metadata.n"},
+    ),
+    "too many metadata pairs": (
+        "Ingest",
+        lambda ns: ingest_request(
+            ns, "x", message=pb.Message(role="u", metadata={f"k{i}": "" for i in range(33)})
+        ),
+        {"message.metadata"},
+    ),
+    "a session's timestamp before year 1": (
+        "Ingest",
+        lambda ns: ingest_request(
+            ns, "x", session=pb.Session(session_id="s", timestamp=Timestamp(seconds=-(2**60)))
+        ),
+        {"session.timestamp"},
+    ),
+    "a filter's time out of range": (
+        "Delete",
+        lambda ns: pb.DeleteRequest(
+            namespace=ns, filter=pb.MessageFilter(after=Timestamp(seconds=1, nanos=2 * 10**9))
+        ),
+        {"filter.after"},
+    ),
+    "delete naming nothing": ("Delete", lambda ns: pb.DeleteRequest(namespace=ns), {"ids"}),
+    "delete with an empty filter": (
+        "Delete",
+        lambda ns: pb.DeleteRequest(namespace=ns, filter=pb.MessageFilter()),
+        {"ids"},
+    ),
+    "a time range that ends before it starts": (
+        "Retrieve",
+        lambda ns: pb.RetrieveRequest(
+            namespace=ns,
+            query="x",
+            filter=pb.MessageFilter(after=Timestamp(seconds=10), before=Timestamp(seconds=5)),
+        ),
+        {"filter.before"},
+    ),
+    "page_size over 1000": (
+        "ListMessages",
+        lambda ns: pb.ListMessagesRequest(namespace=ns, page_size=1001),
+        {"page_size"},
     ),
     "batch item without role": (
         "IngestBatch",
@@ -217,3 +271,25 @@ def test_a_namespace_keeps_its_memory_across_a_restart(tmp_path: Path) -> None:
                 assert [hit.content for hit in found] == (["kayak trip"] if restart == 0 else [])
         finally:
             server.stop(None)
+
+
+def test_a_call_its_memory_cannot_do_is_refused_as_unsupported(stub: Stub) -> None:
+    """ListMemory keeps only the seed's methods: it refuses deletes, listings and filters,
+    rather than ignoring them, and still fits its context to a budget."""
+    namespace = f"seed-only-{uuid.uuid4().hex}"
+    stub.Ingest(ingest_request(namespace, "one two three four five"))
+    calls = {
+        "Delete": pb.DeleteRequest(namespace=namespace, ids=["D1:1"]),
+        "ListMessages": pb.ListMessagesRequest(namespace=namespace),
+        "Retrieve": pb.RetrieveRequest(
+            namespace=namespace, query="three", filter=pb.MessageFilter(roles=["Caroline"])
+        ),
+    }
+    for method, request in calls.items():
+        with pytest.raises(grpc.RpcError) as caught:
+            getattr(stub, method)(request)
+        assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION, method
+        assert reason_of(caught.value) == "UNSUPPORTED", method
+    budgeted = pb.RetrieveRequest(namespace=namespace, query="three", max_context_tokens=4)
+    assert stub.Retrieve(budgeted).context == "Caroline: one…"
+    assert stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="three")).hits
