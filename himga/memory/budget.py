@@ -1,28 +1,15 @@
-"""Token budgets for context strings: how tokens are counted, and how a context is made to fit.
+"""Token budgets for context strings: a context made to fit `max_context_tokens`, counted by
+himga.tokens (one token per run of ASCII letters and digits and per other non-space character;
+its text says why that rule and how it compares to model tokenizers)."""
 
-The count is himga's own, documented so that any client can repeat it: every run of ASCII
-letters and digits is one token, and so is every other character that is not white space
-(a punctuation mark, an accented or CJK letter, an emoji). It needs no model files, so it works
-offline and gives the same number in every language. It is not any model's tokenizer: for
-English prose it comes close to the BPE tokenizers of current LLMs (a common word is one token
-there too), it counts a long or rare word as one token where they may use several, and a CJK
-or accented letter as one where they may use one or two. Leave a margin when a model's exact
-limit matters. (tiktoken, the usual choice, downloads its vocabulary files on first use, so
-it does not work offline.)
-"""
-
-import re
 from collections.abc import Iterable
 
 from himga.errors import InvalidArgument
+from himga.tokens import TOKEN, count_tokens
 
-_TOKEN = re.compile(r"[A-Za-z0-9]+|\S")
+__all__ = ["ELLIPSIS", "check_budget", "count_tokens", "cut", "fit_lines"]
+
 ELLIPSIS = "…"
-
-
-def count_tokens(text: str) -> int:
-    """How many tokens `text` holds, counted as the module's text says."""
-    return len(_TOKEN.findall(text))
 
 
 def check_budget(max_context_tokens: int) -> int:
@@ -60,7 +47,7 @@ def cut(text: str, max_tokens: int) -> str:
     if keep == 0:
         return ELLIPSIS
     end = 0
-    for number, match in enumerate(_TOKEN.finditer(text), 1):
+    for number, match in enumerate(TOKEN.finditer(text), 1):
         end = match.end()
         if number == keep:
             break
