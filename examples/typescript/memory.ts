@@ -71,6 +71,9 @@ export const Reason = {
   MemoryMismatch: "MEMORY_MISMATCH",
   /** FAILED_PRECONDITION: the namespace's stored data is in a form this server does not read. */
   IncompatibleStore: "INCOMPATIBLE_STORE",
+  /** FAILED_PRECONDITION: the namespace's memory cannot do what the call asks (a filter, a
+   * delete, a listing), and refuses rather than ignore part of the request. */
+  Unsupported: "UNSUPPORTED",
   /** INTERNAL: the server failed unexpectedly (it logs why). */
   Internal: "INTERNAL",
 } as const;

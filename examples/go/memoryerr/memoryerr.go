@@ -23,6 +23,9 @@ const (
 	// IncompatibleStore (FAILED_PRECONDITION): the namespace's stored data is in a form this
 	// server does not read; the status message says what to do.
 	IncompatibleStore = "INCOMPATIBLE_STORE"
+	// Unsupported (FAILED_PRECONDITION): the namespace's memory cannot do what the call asks (a
+	// filter, a delete, a listing) and refuses rather than ignore part of the request.
+	Unsupported = "UNSUPPORTED"
 	// Internal (INTERNAL): the server failed unexpectedly (it logs why).
 	Internal = "INTERNAL"
 )
