@@ -17,7 +17,7 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-service bench-memory eval-retrieval clean
+        bench-service bench-memory bench-api eval-retrieval clean
 
 ## help: list the targets with what each does
 help:
@@ -67,7 +67,7 @@ serve: $(SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
-bench: bench-validate bench-service bench-memory
+bench: bench-validate bench-service bench-memory bench-api
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
@@ -80,6 +80,10 @@ bench-service: $(SETUP)
 ## bench-memory: ingest and retrieve of the keyword memories beside bare SQLite and a scan
 bench-memory: $(SETUP)
 	$(PY) -m benchmarks.bench_memory
+
+## bench-api: filtered retrieve, deleting a session and listing, beside their baselines
+bench-api: $(SETUP)
+	$(PY) -m benchmarks.bench_api
 
 ## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
 eval-retrieval: $(SETUP)

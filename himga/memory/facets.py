@@ -39,14 +39,20 @@ class Facets:
         metadata: Sequence[Mapping[str, str]],
     ) -> None:
         """Record the facets of turns, new or replaced, by their numbers."""
+        numbers = list(numbers)
+        end = max(numbers, default=-1) + 1
+        if end > len(self._times):
+            missing = end - len(self._times)
+            self._role_of.extend([0] * missing)
+            self._times.extend([NO_TIME] * missing)
+            self._metadata_of.extend([0] * missing)
+        role_of, known_roles = self._role_of, self._role_numbers
+        times_of, metadata_of = self._times, self._metadata_of
         for number, role, time, pairs in zip(numbers, roles, times, metadata, strict=True):
-            while len(self._times) <= number:
-                self._role_of.append(0)
-                self._times.append(NO_TIME)
-                self._metadata_of.append(0)
-            self._role_of[number] = self._number_of_role(role)
-            self._times[number] = NO_TIME if time is None else time
-            self._metadata_of[number] = self._number_of_metadata(pairs)
+            role_number = known_roles.get(role)
+            role_of[number] = self._number_of_role(role) if role_number is None else role_number
+            times_of[number] = NO_TIME if time is None else time
+            metadata_of[number] = self._number_of_metadata(pairs) if pairs else 0
 
     def role(self, number: int) -> str:
         return self._roles[self._role_of[number]]

@@ -94,9 +94,10 @@ def rank(
     norms: dict[int, float] = {}
     for weighted in every_term:
         term_idf = idf(turns, len(weighted))
-        for turn, frequency in weighted.items():
-            if kept is not None and turn not in kept:
-                continue
+        scored: Iterable[tuple[int, float]] = weighted.items()
+        if kept is not None:
+            scored = [(turn, frequency) for turn, frequency in scored if turn in kept]
+        for turn, frequency in scored:
             norm = norms.get(turn)
             if norm is None:
                 norm = norms[turn] = K1 * (1 - B + B * lengths[turn] / average)
@@ -145,7 +146,7 @@ class Turns:
     timestamps: list[datetime | None]
     session_timestamps: list[datetime | None]
     times: list[int | None]
-    metadata: list[dict[str, str]]
+    metadata: list[Mapping[str, str]]
     item_ids: list[str]
 
     @classmethod
@@ -186,7 +187,7 @@ class Turns:
                 micros(own) if own is not None else of_session
                 for own, of_session in zip(timestamps, session_times, strict=True)
             ],
-            metadata=[dict(message.metadata) for message in messages],
+            metadata=[message.metadata for message in messages],
             item_ids=item_ids,
         )
 

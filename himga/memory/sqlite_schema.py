@@ -15,7 +15,7 @@ one indexed by another retrieval method is indexed again from the text it stores
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from itertools import count
 
 from himga.errors import IncompatibleStoreError
@@ -174,6 +174,6 @@ def _batches(db: sqlite3.Connection, select: str) -> Iterator[list[tuple[int, st
         last = rows[-1][0]
 
 
-def metadata_json(pairs: dict[str, str]) -> str | None:
+def metadata_json(pairs: Mapping[str, str]) -> str | None:
     """How a message's metadata is stored: a JSON object with sorted keys, or NULL for none."""
-    return json.dumps(pairs, ensure_ascii=False, sort_keys=True) if pairs else None
+    return json.dumps(dict(pairs), ensure_ascii=False, sort_keys=True) if pairs else None

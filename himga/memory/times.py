@@ -18,6 +18,7 @@ fail. Times are compared as whole microseconds since 1970-01-01 UTC (`micros`).
 
 import re
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from himga.data.conversation import Message, Session
 from himga.timeutil import as_utc, parse_utc_datetime
@@ -40,8 +41,10 @@ _LONGMEMEVAL = re.compile(
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
 
 
+@lru_cache(maxsize=4096)
 def parse_date_str(text: str) -> datetime | None:
-    """The instant a session's `date_str` names, in UTC, or None when it names none plainly."""
+    """The instant a session's `date_str` names, in UTC, or None when it names none plainly
+    (cached: every message of a session gives its date_str again)."""
     text = text.strip()
     try:
         if match := _LOCOMO.fullmatch(text):
@@ -99,6 +102,10 @@ def micros(moment: datetime) -> int:
     return (as_utc(moment) - EPOCH) // _MICROSECOND
 
 
+@lru_cache(maxsize=1 << 14)
 def from_micros(value: int) -> datetime:
-    """The UTC datetime of a count of microseconds since 1970-01-01 UTC."""
-    return EPOCH + timedelta(microseconds=value)
+    """The UTC datetime of a count of microseconds since 1970-01-01 UTC (cached: a listing
+    reads the same session times again and again, and datetimes never change)."""
+    seconds, fraction = divmod(value, 1_000_000)
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.replace(microsecond=fraction) if fraction else moment

@@ -70,17 +70,29 @@ class Windows:
         skipped are holes, as a store's deleted rows are)."""
         if not len(sessions) == len(lengths) == len(speakers):
             raise ValueError("Windows.add takes a session, a length and a speaker for each turn")
-        if numbers is not None and (
-            len(numbers) != len(sessions) or any(b <= a for a, b in pairwise(numbers))
-        ):
+        if numbers is None:
+            self._append(sessions, lengths, speakers)
+            return
+        if len(numbers) != len(sessions) or any(b <= a for a, b in pairwise(numbers)):
             raise ValueError("Windows.add takes rising numbers, one for each turn")
-        windows, own = self._windows, self._lengths
-        for index, (session_key, length) in enumerate(zip(sessions, lengths, strict=True)):
-            if numbers is not None:
-                if numbers[index] < len(own):
-                    raise ValueError(f"turn {numbers[index]} is not new")
-                self._skip_to(numbers[index])
-            session_number = self._session_number(session_key)
+        if numbers and numbers[0] < self.end:
+            raise ValueError(f"turn {numbers[0]} is not new")
+        start = 0
+        for index in range(1, len(numbers) + 1):  # each run of consecutive numbers at once
+            if index == len(numbers) or numbers[index] != numbers[index - 1] + 1:
+                self._skip_to(numbers[start])
+                self._append(sessions[start:index], lengths[start:index], speakers[start:index])
+                start = index
+
+    def _append(
+        self, sessions: Sequence[Hashable], lengths: Sequence[int], speakers: Sequence[str]
+    ) -> None:
+        """Append turns numbered on from `end`."""
+        windows, own, numbers = self._windows, self._lengths, self._numbers
+        for session_key, length in zip(sessions, lengths, strict=True):
+            session_number = numbers.get(session_key)
+            if session_number is None:
+                session_number = self._session_number(session_key)
             session = self._sessions[session_number]
             window = length
             for earlier in session[-NEAR_TURNS:]:
@@ -93,18 +105,17 @@ class Windows:
             session.append(len(own))
             own.append(length)
             windows.append(window)
-            self._speakers.append(speakers[index])
+        self._speakers.extend(speakers)
         self._distinct_speakers.update(speakers)
         self.count += len(sessions)
 
     def _skip_to(self, number: int) -> None:
         """Holes up to `number`: numbers that hold no turn."""
-        while len(self._lengths) < number:
-            self._session_of.append(NO_SESSION)
-            self._places.append(0)
-            self._lengths.append(0)
-            self._windows.append(0)
-            self._speakers.append("")
+        missing = number - len(self._lengths)
+        self._session_of.extend([NO_SESSION] * missing)
+        for column in (self._places, self._lengths, self._windows):
+            column.extend([0] * missing)
+        self._speakers.extend([""] * missing)
 
     def _session_number(self, key: Hashable) -> int:
         number = self._numbers.setdefault(key, len(self._sessions))

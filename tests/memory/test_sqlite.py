@@ -132,6 +132,27 @@ def test_connections_to_one_database_follow_each_others_writes(tmp_path: Path) -
         assert [hit.turn_id for hit in other.search("mug")] == ["T1"]
 
 
+def test_connections_follow_each_others_deletes_and_corrections(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    with SQLiteKeywordMemory(path) as one, SQLiteKeywordMemory(path) as other:
+        one.ingest_many(_message(i) for i in range(6))
+        assert other.search("token00002")[0].turn_id == "T2"
+        assert other.delete(["T2", "T3"]) == 2
+        assert one.search("token00002") == [] and one.search("remember", 10)
+        one.ingest(Message(role="Bo", content="corrected kayak", turn_id="T4"), SESSION)
+        assert [(h.turn_id, h.content) for h in other.search("kayak", 1)] == [
+            ("T4", "corrected kayak")
+        ]
+        assert "remember token00004" not in [h.content for h in other.search("token00004", 10)]
+        fresh = KeywordMemory()
+        fresh.ingest_many(_message(i) for i in (0, 1))
+        fresh.ingest(Message(role="Bo", content="corrected kayak", turn_id="T4"), SESSION)
+        fresh.ingest(*_message(5))
+        for query in ("remember", "kayak", "Ada token00005"):
+            assert one.search(query, 10) == other.search(query, 10) == fresh.search(query, 10)
+        assert [m.id for m in other.list().messages] == ["T0", "T1", "T4", "T5"]
+
+
 def test_a_database_of_another_method_is_indexed_again(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite3"
     with SQLiteKeywordMemory(path) as memory:
