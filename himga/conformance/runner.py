@@ -3,7 +3,12 @@
 import grpc
 
 # Imported for their registrations (the registry orders them: required, then capabilities).
-from himga.conformance import api, capabilities, required  # noqa: F401
+from himga.conformance import (  # noqa: F401
+    api_capabilities,
+    api_required,
+    capabilities,
+    required,
+)
 from himga.conformance.checks import CHECKS, Check, CheckResult
 from himga.conformance.wire import CheckFailed, Wire, code_of, connect, fresh_namespace
 
