@@ -17,6 +17,7 @@ R = TypeVar("R")
 
 
 def at(hours: int, minutes: int = 0) -> Timestamp:
+    """The instant `hours` and `minutes` after T0."""
     moment = Timestamp()
     moment.FromDatetime(T0 + timedelta(hours=hours, minutes=minutes))
     return moment
@@ -30,6 +31,7 @@ def item(
     hours: int | None = None,
     metadata: dict[str, str] | None = None,
 ) -> pb.IngestItem:
+    """A batch item: a message of `turn_id` in a session, at T0 + `hours` when given."""
     message = pb.Message(role=role, content=content, turn_id=turn_id, metadata=metadata)
     if hours is not None:
         message.timestamp.CopyFrom(at(hours))
