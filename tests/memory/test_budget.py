@@ -1,7 +1,7 @@
 """Token budgets: the documented count, and contexts cut to fit by whole lines."""
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from himga.memory.budget import check_budget, count_tokens, cut, fit_lines
@@ -25,6 +25,7 @@ def test_the_count_is_the_documented_one(text: str, tokens: int) -> None:
     assert count_tokens(text) == tokens
 
 
+@settings(deadline=None)
 @given(st.lists(st.text(max_size=40), max_size=8), st.integers(0, 60))
 def test_fitted_lines_keep_the_budget_and_the_best_lines(lines: list[str], budget: int) -> None:
     lines = [line.replace("\n", " ") for line in lines]

@@ -4,7 +4,7 @@ turn numbers (Facets.selector) follows exactly; page tokens; what a filter refus
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from himga.memory.facets import Facets
@@ -46,6 +46,7 @@ def hour(offset: int | None) -> int | None:
     return None if offset is None else micros(T0 + timedelta(hours=offset))
 
 
+@settings(deadline=None)
 @given(st.lists(TURN, max_size=20), st.sets(st.integers(0, 19)), FILTER)
 def test_the_selector_answers_as_the_definition(
     turns: list[tuple[str, str, int | None, dict[str, str]]],
