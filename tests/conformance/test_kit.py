@@ -243,6 +243,9 @@ def test_himga_serve_conforms(tmp_path: Path) -> None:
         code, table = conformance(target)
     assert code == 0, table
     assert f"{target} conforms to the MemoryService contract" in table
+    rows = {name: result for name, _, result in _ROW.findall(table)}
+    assert rows.keys() == {c.name for c in CHECKS}
+    assert set(rows.values()) == {"PASS"}, table  # every capability too: its memory stores
 
 
 @pytest.fixture
