@@ -20,7 +20,8 @@ the turns is in about half of the windows, where the classic form ln((N - n + 0.
 falls to zero (SQLite FTS5 floors it at 1e-6) and the term stops counting. Lucene's form adds
 0.017 to recall@10 on the LoCoMo dev conversations, on each of the three.
 
-Both stores number turns in the order they were ingested, and ties go to the earlier turn.
+Both stores number turns in the order their ids were first stored (a correction keeps its
+turn's number), and ties go to the earlier turn.
 
 A turn said by someone the query names counts (1 + SPEAKER_BOOST) times its score: questions
 about a conversation name the person they ask about, and on the LoCoMo dev conversations 94% of
