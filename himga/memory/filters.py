@@ -104,6 +104,6 @@ def deletion(
         raise InvalidArgument(
             "ids",
             "name the ids or a filter of the messages to delete; a delete that names nothing "
-            "deletes nothing (reset forgets everything)",
+            "deletes nothing (Reset forgets everything)",
         )
     return wanted, chosen

@@ -13,7 +13,7 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 from himga.data.conversation import Message, Session
 from himga.errors import InvalidArgument
 from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory
-from himga.memory.filters import MessageFilter
+from himga.memory.filters import MessageFilter, deletion
 from himga.service import convert
 from himga.service.errors import FieldViolation, InvalidRequest, abort
 from himga.service.namespaces import Namespaces, namespace_violations
@@ -109,14 +109,11 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     def Delete(self, request: pb.DeleteRequest, context: grpc.ServicerContext) -> pb.DeleteResponse:
         found: list[FieldViolation] = []
         chosen = _filter(request, found)
-        if not request.ids and not chosen and not found:
-            found.append(
-                FieldViolation(
-                    "ids",
-                    "name the ids or a filter of the messages to delete; a Delete that names "
-                    "nothing deletes nothing (Reset forgets everything)",
-                )
-            )
+        if not found:
+            try:  # checked here too, so that every memory refuses a Delete naming nothing
+                deletion(request.ids, chosen)
+            except InvalidArgument as error:
+                found.append(FieldViolation(error.field, error.rule))
         with self._memory(request, found) as memory:
             deleted = memory.delete(list(request.ids), filter=chosen)
         return pb.DeleteResponse(deleted=deleted)
