@@ -17,8 +17,8 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-validate-cli bench-service bench-memory bench-episodes bench-isolation soak \
-        eval-retrieval eval-episodes eval-qa clean
+        bench-validate-cli bench-service bench-memory bench-episodes bench-api bench-isolation \
+        soak eval-retrieval eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -68,7 +68,7 @@ serve: $(SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
-bench: bench-validate bench-validate-cli bench-service bench-memory bench-episodes
+bench: bench-validate bench-validate-cli bench-service bench-memory bench-episodes bench-api
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
@@ -101,6 +101,10 @@ eval-episodes: $(SETUP)
 ## soak: the fault suite (about 6 min; root, for its tmpfs): SIGKILL rounds, a full disk, fuzzing
 soak: $(SETUP)
 	$(PY) -m tests.soak
+
+## bench-api: filtered retrieve, deleting a session and listing, beside their baselines
+bench-api: $(SETUP)
+	$(PY) -m benchmarks.bench_api
 
 ## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
 eval-retrieval: $(SETUP)

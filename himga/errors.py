@@ -48,3 +48,19 @@ class IncompatibleStoreError(HimgaError, ValueError):
 
 class NotFoundError(HimgaError, LookupError):
     """A record asked for by its id is not stored (an episode GetEpisode names, for one)."""
+
+
+class InvalidArgument(HimgaError, ValueError):
+    """An argument breaks a rule of the call: `field` names it as the proto does (`page_token`,
+    `filter.before`), `rule` says what it must be. Over the wire it is INVALID_ARGUMENT naming
+    that field."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"{field}: {rule}")
+        self.field = field
+        self.rule = rule
+
+
+class Unsupported(HimgaError, RuntimeError):
+    """A memory cannot do what a call asks (filter, delete, list) and refuses it, rather than
+    ignore part of the request; the message says what it cannot do."""

@@ -227,7 +227,11 @@ def _explain(error: "_JsonschemaError") -> Iterator[SchemaError]:
                 reason = f"is not a property of this type (allowed: {', '.join(allowed)})"
                 yield SchemaError(json_path([*where, name]), reason, keyword, rule)
         return
-    yield SchemaError(json_path(where), _reason(error, keyword, schema), keyword, rule)
+    reason = _reason(error, keyword, schema)
+    if "propertyNames" in error.absolute_schema_path and isinstance(instance, str):
+        # A key that breaks a rule for keys: name the key itself, as its value would be named.
+        where, reason = [*where, instance], f"as a key, {reason}"
+    yield SchemaError(json_path(where), reason, keyword, rule)
 
 
 def _reason(error: "_JsonschemaError", keyword: str, schema: Mapping[str, Any]) -> str:
@@ -235,6 +239,10 @@ def _reason(error: "_JsonschemaError", keyword: str, schema: Mapping[str, Any]) 
     got = _show(error.instance)
     if keyword == "minLength" and value == 1:
         return "must not be empty"
+    if keyword == "maxLength" and isinstance(error.instance, str):
+        return f"must be at most {value} characters long (got {len(error.instance)})"
+    if keyword == "maxProperties" and isinstance(error.instance, Mapping):
+        return f"must have at most {value} properties (got {len(error.instance)})"
     if keyword == "minimum":
         return f"must be >= {value} (got {got})"
     if keyword == "maximum":

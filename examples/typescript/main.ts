@@ -1,5 +1,5 @@
 // A TypeScript agent's memory in a himga server: validate a conversation with the schemas, store
-// it, recall from it, forget it.
+// it, recall from it (all of it, then one session only), forget a session, forget it all.
 //
 //   make serve &                                  # a server on 127.0.0.1:50051
 //   npm ci && npx tsc -p examples/typescript
@@ -24,9 +24,20 @@ const session: Session = {
   ],
 };
 
+// A later session, with its own time: "sunrise" again, said by someone else.
+const later: Session = {
+  session_id: "s2",
+  timestamp: "2023-06-02T09:00:00Z",
+  messages: [
+    { role: "Caroline", content: "Your sunrise painting is on my wall now.", turn_id: "D2:1" },
+  ],
+};
+
 const schemas = new SchemaValidator();
-const problems = schemas.violations("session", session);
-if (problems.length > 0) throw new Error(`invalid session: ${JSON.stringify(problems)}`);
+for (const each of [session, later]) {
+  const problems = schemas.violations("session", each);
+  if (problems.length > 0) throw new Error(`invalid session: ${JSON.stringify(problems)}`);
+}
 console.log("bad message:", schemas.violations("message", { role: "", text: "hi" }));
 
 // HIMGA_TOKEN for a server with an auth file; HIMGA_TLS_CA (and HIMGA_TLS_CERT, HIMGA_TLS_KEY for
@@ -37,13 +48,27 @@ const memory = connectMemory(target, {
   cert: process.env.HIMGA_TLS_CERT,
   key: process.env.HIMGA_TLS_KEY,
 });
-const items = (session.messages ?? []).map((message) => ingestItem(message, session));
-const { ingested } = await memory.ingestBatch({ namespace, items });
-console.log(`stored ${ingested} messages in ${namespace}`);
+const items = [session, later].flatMap((each) =>
+  (each.messages ?? []).map((message) => ingestItem(message, each)),
+);
+const { ingested, ids } = await memory.ingestBatch({ namespace, items });
+console.log(`stored ${ingested} messages in ${namespace}: ${ids.join(", ")}`);
 
-const answer = await memory.retrieve({ namespace, query: "When did Melanie paint a sunrise?" });
+const query = "When did Melanie paint a sunrise?";
+const answer = await memory.retrieve({ namespace, query });
 console.log("context:", JSON.stringify(answer.context));
 for (const hit of answer.hits) console.log(`  ${hit.turnId} ${hit.role}: ${hit.content}`);
+
+// Only the later session: a filter is applied, never ignored (a memory that cannot filter
+// refuses with the reason UNSUPPORTED).
+const inLater = { sessionIds: ["s2"] };
+const filtered = await memory.retrieve({ namespace, query, filter: inLater });
+for (const hit of filtered.hits) console.log(`  in s2: ${hit.turnId} ${hit.role}: ${hit.content}`);
+
+// Forget the later session: only its messages go.
+const { deleted } = await memory.delete({ namespace, filter: inLater });
+const left = await memory.retrieve({ namespace, query, filter: inLater });
+console.log(`deleted ${deleted} message of s2; ${left.hits.length} hits left there`);
 
 // A malformed request is refused whole, with the offending field named. A failure is told apart
 // by its reason, not by its status code.

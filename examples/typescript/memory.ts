@@ -129,6 +129,9 @@ export const Reason = {
   StoreUnavailable: "STORE_UNAVAILABLE",
   /** RESOURCE_EXHAUSTED: out of file descriptors or memory for the call; nothing changed. */
   ResourceExhausted: "RESOURCE_EXHAUSTED",
+  /** FAILED_PRECONDITION: the namespace's memory cannot do what the call asks (a filter, a
+   * delete, a listing), and refuses rather than ignore part of the request. */
+  Unsupported: "UNSUPPORTED",
   /** INTERNAL: the server failed unexpectedly (it logs why). */
   Internal: "INTERNAL",
 } as const;

@@ -1,4 +1,5 @@
-"""The `himga` command line: `himga validate | serve | eval-retrieval | conformance`.
+"""The `himga` command line: `himga validate | serve | eval-retrieval | conformance | export |
+import`.
 
 Every other module of this package is one subcommand. It defines `add_parser(subparsers)`,
 which adds its parser and sets `run` (a function of the parsed arguments returning the exit

@@ -1,14 +1,16 @@
 """The conformance kit's checks: what a check is, the registry they join in the order they
-run, and the requests they share (the checks themselves are in `required` and `capabilities`).
+run, and the requests they share (the checks themselves are in `required`, `capabilities`,
+`api_required` and `api_capabilities`).
 
 Required checks are the contract every MemoryService keeps, a memory that stores nothing
 included: the seed's five contracts on the wire (an empty query answers; reset forgets; reset
 leaves the namespace usable; namespaces are isolated; retrieve answers a string), batch
-atomicity, the error codes of malformed and oversized requests, and health. Capabilities are
-what only a storing memory can show, and having a request-size limit at all: the contract says
-that a request over the server's limit is RESOURCE_EXHAUSTED, but leaves the limit (and whether
-there is one under the kit's request) to the deployment, so only the code is required.
-Each check works in namespaces of its own, so the kit can run against a shared server.
+atomicity, the error codes of malformed and oversized requests, health, and the promises of the
+whole memory API that hold for any memory (ids, deletes, filters, budgets, page tokens).
+Capabilities are what only a storing memory can show, and having a request-size limit at all:
+the contract says that a request over the server's limit is RESOURCE_EXHAUSTED, but leaves the
+limit (and whether there is one under the kit's request) to the deployment, so only the code is
+required. Each check works in namespaces of its own, so the kit can run against a shared server.
 """
 
 from collections.abc import Callable

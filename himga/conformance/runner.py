@@ -3,7 +3,13 @@
 import grpc
 
 # Imported for their registrations (the registry orders them: required, capabilities, episodes).
-from himga.conformance import capabilities, episodes, required  # noqa: F401
+from himga.conformance import (  # noqa: F401
+    api_capabilities,
+    api_required,
+    capabilities,
+    episodes,
+    required,
+)
 from himga.conformance.checks import CHECKS, Check, CheckResult
 from himga.conformance.episodes import offers_episodes
 from himga.conformance.wire import CheckFailed, Wire, code_of, connect, fresh_namespace

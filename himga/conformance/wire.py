@@ -41,9 +41,52 @@ class Wire:
                 timeout=self.timeout,
             )
 
-    def retrieve(self, namespace: str, query: str, limit: int = 0) -> pb.RetrieveResponse:
+    def retrieve(
+        self,
+        namespace: str,
+        query: str,
+        limit: int = 0,
+        filter: pb.MessageFilter | None = None,
+        max_context_tokens: int = 0,
+    ) -> pb.RetrieveResponse:
         response: pb.RetrieveResponse = self.memory.Retrieve(
-            pb.RetrieveRequest(namespace=namespace, query=query, limit=limit),
+            pb.RetrieveRequest(
+                namespace=namespace,
+                query=query,
+                limit=limit,
+                filter=filter,
+                max_context_tokens=max_context_tokens,
+            ),
+            timeout=self.timeout,
+        )
+        return response
+
+    def store(self, namespace: str, *items: pb.IngestItem) -> list[str]:
+        """Store `items` in one IngestBatch; the ids it answers."""
+        response: pb.IngestBatchResponse = self.memory.IngestBatch(
+            pb.IngestBatchRequest(namespace=namespace, items=items), timeout=self.timeout
+        )
+        return list(response.ids)
+
+    def delete(
+        self, namespace: str, ids: tuple[str, ...] = (), filter: pb.MessageFilter | None = None
+    ) -> int:
+        response: pb.DeleteResponse = self.memory.Delete(
+            pb.DeleteRequest(namespace=namespace, ids=ids, filter=filter), timeout=self.timeout
+        )
+        return response.deleted
+
+    def list_page(
+        self,
+        namespace: str,
+        page_size: int = 0,
+        page_token: str = "",
+        filter: pb.MessageFilter | None = None,
+    ) -> pb.ListMessagesResponse:
+        response: pb.ListMessagesResponse = self.memory.ListMessages(
+            pb.ListMessagesRequest(
+                namespace=namespace, page_size=page_size, page_token=page_token, filter=filter
+            ),
             timeout=self.timeout,
         )
         return response
@@ -131,6 +174,15 @@ def expect_error(
         return
     want = f"{code.name} naming {field!r}" if field else code.name
     raise CheckFailed(f"the call succeeded; want {want}")
+
+
+def unsupported(error: grpc.RpcError) -> bool:
+    """Whether a failed call was refused as something its memory cannot do: FAILED_PRECONDITION
+    with the ErrorInfo reason UNSUPPORTED (the contract allows it for deletes, filters and
+    listings, never a silent half answer)."""
+    return code_of(error) == grpc.StatusCode.FAILED_PRECONDITION and reason_of(error) == (
+        "UNSUPPORTED"
+    )
 
 
 def expect_empty(response: pb.RetrieveResponse, what: str) -> None:

@@ -6,7 +6,8 @@ SQLite one alone), as himga.memory.registry loads a memory named by a server's c
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from himga.memory.base import BaseMemory, Hit
+from himga.memory.base import BaseMemory, Hit, Page, StoredMessage
+from himga.memory.filters import MessageFilter
 from himga.memory.registry import BUILTIN
 
 if TYPE_CHECKING:
@@ -19,9 +20,12 @@ __all__ = [
     "BaseMemory",
     "Hit",
     "KeywordMemory",
+    "MessageFilter",
     "NullMemory",
+    "Page",
     "SQLiteKeywordMemory",
     "SimpleKeywordMemory",
+    "StoredMessage",
 ]
 
 # Each built-in memory class, by the module the registry loads it from.

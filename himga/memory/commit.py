@@ -12,7 +12,7 @@ The terms travel in a context variable, so no memory's signature changes: outsid
 (in-process use, the evaluations) `before_commit` does nothing.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -32,11 +32,11 @@ class CallerGone(HimgaError, RuntimeError):
 @dataclass(frozen=True, slots=True)
 class Receipt:
     """What a write with a request id leaves: the id, a digest of the request (the same id with
-    another request is refused), and the answer it got (how many messages it stored)."""
+    another request is refused), and the answer it got (the ids of the messages it stored)."""
 
     request_id: str
     digest: str
-    answer: int = 0
+    answer: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ def committing(terms: Terms) -> Iterator[None]:
         _TERMS.reset(token)
 
 
-def before_commit(record: Callable[[Receipt], None], answer: int) -> None:
+def before_commit(record: Callable[[Receipt], None], answer: Sequence[str]) -> None:
     """Called by a durable memory in its write transaction, just before COMMIT: raises (the
     memory then rolls back) when the write is no longer wanted, and otherwise records its
     receipt, answering `answer`, with `record` (which writes in the same transaction)."""
@@ -71,7 +71,7 @@ def before_commit(record: Callable[[Receipt], None], answer: int) -> None:
     terms.still_wanted()
     if terms.receipt is not None:
         receipt = terms.receipt
-        record(Receipt(receipt.request_id, receipt.digest, answer))
+        record(Receipt(receipt.request_id, receipt.digest, tuple(answer)))
 
 
 def still_wanted() -> None:

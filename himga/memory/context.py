@@ -2,13 +2,18 @@
 
 Each line reads `[<session date>] <speaker>: <content>` (the seed memory's layout; `[unknown]`
 when the session has no date), best hit first. At most CONTEXT_HITS hits and CONTEXT_CHARS
-characters in all: a hit that would overflow the budget is cut short with "…" if it is the
-first, and left out otherwise, so the context always fits a prompt of known size.
+characters in all, and, when a call gives a token budget, at most that many tokens (counted by
+himga.memory.budget): a hit that would overflow a budget is cut short with "…" if it is the
+first, and left out otherwise, with every hit after it, so the context always fits a prompt of
+known size and holds the best hits that fit.
 """
 
+import builtins
 from collections.abc import Sequence
 
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
+from himga.memory.budget import check_budget, count_tokens, cut
+from himga.memory.filters import MessageFilter
 
 CONTEXT_HITS = 10
 CONTEXT_CHARS = 4000
@@ -19,19 +24,26 @@ def format_hit(hit: Hit) -> str:
     return f"[{hit.date_str or 'unknown'}] {hit.role}: {hit.content}"
 
 
-def build_context(hits: Sequence[Hit]) -> str:
-    """The context of the best CONTEXT_HITS `hits`, within CONTEXT_CHARS characters."""
+def build_context(hits: Sequence[Hit], max_tokens: int = 0) -> str:
+    """The context of the best CONTEXT_HITS `hits`, within CONTEXT_CHARS characters and, when
+    `max_tokens` is not 0, within that many tokens."""
     lines: list[str] = []
-    used = 0
+    used = tokens = 0
     for hit in hits[:CONTEXT_HITS]:
         line = format_hit(hit).replace("\n", " ")
         cost = len(line) + (1 if lines else 0)
-        if used + cost > CONTEXT_CHARS:
+        line_tokens = count_tokens(line) if max_tokens else 0
+        over_tokens = bool(max_tokens) and tokens + line_tokens > max_tokens
+        if used + cost > CONTEXT_CHARS or over_tokens:
             if not lines:
-                lines.append(line[: CONTEXT_CHARS - 1] + "…")
+                first = line if len(line) <= CONTEXT_CHARS else line[: CONTEXT_CHARS - 1] + "…"
+                if max_tokens and count_tokens(first) > max_tokens:
+                    first = cut(first, max_tokens)  # shorter still: within both budgets
+                lines.append(first)
             break
         lines.append(line)
         used += cost
+        tokens += line_tokens
     return "\n".join(lines)
 
 
@@ -41,6 +53,14 @@ class ContextFromHits(BaseMemory):
     def retrieve(self, query: str) -> str:
         return build_context(self.search(query, CONTEXT_HITS))
 
-    def recall(self, query: str, limit: int = DEFAULT_LIMIT) -> tuple[str, list[Hit]]:
-        hits = self.search(query, max(limit, CONTEXT_HITS))
-        return build_context(hits), hits[: max(limit, 0)]
+    def recall(
+        self,
+        query: str,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        filter: MessageFilter | None = None,
+        max_context_tokens: int = 0,
+    ) -> tuple[str, builtins.list[Hit]]:
+        budget = check_budget(max_context_tokens)
+        hits = self.search(query, max(limit, CONTEXT_HITS), filter=filter)
+        return build_context(hits, budget), hits[: max(limit, 0)]

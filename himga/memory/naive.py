@@ -4,15 +4,39 @@ Faithful to the seed (section 5.2 of the memory API): each message is stored as 
 `[<date or unknown>] <role>: <content>`; `retrieve` keeps the lines that contain any
 whitespace-separated query word as a substring (case-insensitive) and returns the last ten.
 `search` exposes the same lines as hits, most recent first, so the evaluation can score it.
+
+Beyond the seed it keeps the whole memory API with the same scan: a message stored under an id
+that is stored already replaces it in its place; a filter keeps only the lines of matching
+messages (himga.memory.filters), in hits and context alike; a budget keeps the context's last
+(most recent) lines that fit; delete and list work on the stored lines.
 """
 
+import builtins
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
-from himga.data.conversation import Message, Session
-from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
+from himga.data.conversation import Message, Session, optional_text
+from himga.memory.base import (
+    DEFAULT_LIMIT,
+    DEFAULT_PAGE_SIZE,
+    BaseMemory,
+    Hit,
+    Page,
+    StoredMessage,
+    hit_of,
+    message_id,
+)
+from himga.memory.budget import check_budget, fit_lines
+from himga.memory.filters import MessageFilter, deletion
+from himga.memory.paging import check_page_size, decode, encode
+from himga.memory.times import message_time, micros, stated
 
 RETRIEVE_LINES = 10
+
+
+def _time(stored: StoredMessage) -> int | None:
+    return None if stored.time is None else micros(stored.time)
 
 
 class SimpleKeywordMemory(BaseMemory):
@@ -20,8 +44,10 @@ class SimpleKeywordMemory(BaseMemory):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._store: list[str] = []
-        self._hits: list[Hit] = []  # the message behind each line, for `search`
+        # By number (the order ids were first stored): the line and the message behind it, or
+        # None once deleted.
+        self._store: list[tuple[str, StoredMessage] | None] = []
+        self._numbers: dict[str, int] = {}  # id -> number
 
     @classmethod
     def for_namespace(cls, namespace: str, data_dir: Path | None) -> "SimpleKeywordMemory":
@@ -29,35 +55,125 @@ class SimpleKeywordMemory(BaseMemory):
         return cls()
 
     def ingest(self, message: Message, session: Session) -> None:
-        date = session.date_str if isinstance(session.date_str, str) else ""
-        timestamp = date or "unknown"
-        line = f"[{timestamp}] {message.role}: {message.content}"
-        turn_id = message.turn_id if isinstance(message.turn_id, str) else ""
-        hit = Hit(turn_id, session.session_id, message.role, message.content, date, 1.0)
+        self.store([(message, session)])
+
+    def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
+        return len(self.store(items))
+
+    def store(self, items: Iterable[tuple[Message, Session]]) -> builtins.list[str]:
+        entries = [_entry(message, session) for message, session in items]
         with self._lock:
-            self._store.append(line)
-            self._hits.append(hit)
+            for entry in entries:
+                number = self._numbers.setdefault(entry[1].id, len(self._store))
+                if number == len(self._store):
+                    self._store.append(entry)
+                else:
+                    self._store[number] = entry
+        return [stored.id for _, stored in entries]
 
     def retrieve(self, query: str) -> str:
-        return "\n".join(self._store[i] for i in self._matches(query)[-RETRIEVE_LINES:])
+        return "\n".join(line for line, _ in self._matches(query, None)[-RETRIEVE_LINES:])
 
-    def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+    def search(
+        self, query: str, limit: int = DEFAULT_LIMIT, *, filter: MessageFilter | None = None
+    ) -> builtins.list[Hit]:
         if limit <= 0:
             return []
-        matches = self._matches(query)
-        return [self._hits[i] for i in reversed(matches[-limit:])]
+        matches = self._matches(query, filter)
+        return [hit_of(stored, 1.0) for _, stored in reversed(matches[-limit:])]
+
+    def recall(
+        self,
+        query: str,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        filter: MessageFilter | None = None,
+        max_context_tokens: int = 0,
+    ) -> tuple[str, builtins.list[Hit]]:
+        budget = check_budget(max_context_tokens)
+        matches = self._matches(query, filter)
+        # The seed's context is the last lines, oldest first; a budget keeps the most recent
+        # lines that fit (its "best", as `search` ranks them).
+        lines = [line for line, _ in reversed(matches[-RETRIEVE_LINES:])]
+        context = "\n".join(reversed(fit_lines(lines, budget)))
+        hits = [hit_of(stored, 1.0) for _, stored in reversed(matches[-limit:])] if limit else []
+        return context, hits
+
+    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+        wanted, chosen = deletion(ids, filter)
+        with self._lock:
+            numbers = [
+                number
+                for number, entry in enumerate(self._store)
+                if entry is not None
+                and (not wanted or entry[1].id in wanted)
+                and (not chosen or _matches(chosen, entry[1]))
+            ]
+            for number in numbers:
+                entry = self._store[number]
+                assert entry is not None
+                del self._numbers[entry[1].id]
+                self._store[number] = None
+        return len(numbers)
+
+    def list(
+        self,
+        *,
+        filter: MessageFilter | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        page_token: str = "",
+    ) -> Page:
+        size = check_page_size(page_size)
+        start = decode(page_token) + 1
+        found: builtins.list[tuple[int, StoredMessage]] = []
+        with self._lock:
+            for number in range(start, len(self._store)):
+                entry = self._store[number]
+                if entry is not None and (not filter or _matches(filter, entry[1])):
+                    found.append((number, entry[1]))
+                    if len(found) > size:
+                        break
+        page = [stored for _, stored in found[:size]]
+        return Page(page, encode(found[size - 1][0]) if len(found) > size else "")
 
     def reset(self) -> None:
         with self._lock:
             self._store.clear()
-            self._hits.clear()
+            self._numbers.clear()
 
-    def _matches(self, query: str) -> list[int]:
-        """Positions of the stored lines holding any query word, oldest first (the seed's scan)."""
+    def _matches(
+        self, query: str, chosen: MessageFilter | None
+    ) -> builtins.list[tuple[str, StoredMessage]]:
+        """The stored lines holding any query word (the seed's scan), oldest first, of the
+        messages `chosen` selects."""
         keywords = set(query.lower().split())
         with self._lock:
             return [
-                i
-                for i, line in enumerate(self._store)
-                if any(kw in line.lower() for kw in keywords)
+                entry
+                for entry in self._store
+                if entry is not None
+                and any(kw in entry[0].lower() for kw in keywords)
+                and (not chosen or _matches(chosen, entry[1]))
             ]
+
+
+def _matches(chosen: MessageFilter, stored: StoredMessage) -> bool:
+    return chosen.matches(stored.session_id, stored.role, _time(stored), stored.metadata)
+
+
+def _entry(message: Message, session: Session) -> tuple[str, StoredMessage]:
+    """The seed's line for a message, and the message as stored."""
+    date = optional_text(session.date_str)
+    line = f"[{date or 'unknown'}] {message.role}: {message.content}"
+    stored = StoredMessage(
+        message_id(message),
+        session.session_id,
+        message.role,
+        message.content,
+        date,
+        message_time(message, session),
+        stated(message.timestamp),
+        stated(session.timestamp),
+        dict(message.metadata),
+    )
+    return line, stored

@@ -20,7 +20,8 @@ the turns is in about half of the windows, where the classic form ln((N - n + 0.
 falls to zero (SQLite FTS5 floors it at 1e-6) and the term stops counting. Lucene's form adds
 0.017 to recall@10 on the LoCoMo dev conversations, on each of the three.
 
-Both stores number turns in the order they were ingested, and ties go to the earlier turn.
+Both stores number turns in the order their ids were first stored (a correction keeps its
+turn's number), and ties go to the earlier turn.
 
 A turn said by someone the query names counts (1 + SPEAKER_BOOST) times its score: questions
 about a conversation name the person they ask about, and on the LoCoMo dev conversations 94% of
@@ -31,13 +32,16 @@ terms of their name are among the query's terms.
 
 import heapq
 import math
-from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Self
 
 from himga.data.conversation import Message, Session, optional_text
+from himga.memory.base import message_id
 from himga.memory.text import STEMMER, terms, terms_of
+from himga.memory.times import micros, session_time, stated
 
 NEAR_TURNS = 2
 OWN_WEIGHT = 1.0
@@ -61,6 +65,7 @@ def rank(
     total_length: int,
     boosted: Container[int],
     limit: int,
+    allowed: Callable[[int], bool] | None = None,
 ) -> list[tuple[int, float]]:
     """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
 
@@ -69,18 +74,31 @@ def rank(
     session, itself included; `lengths` every such turn's window length; `turns` and
     `total_length` the number of turns stored and the sum of their window lengths; `boosted`
     the turns said by a speaker the query names.
+
+    With `allowed`, only the turns it allows are scored and returned, so `limit` is filled
+    from them; the statistics (idf, average length) stay those of every turn stored, so an
+    allowed turn scores exactly what it scores without a filter.
     """
     average = total_length / turns if total_length > 0 else 1.0
-    scores: dict[int, float] = {}
-    norms: dict[int, float] = {}
+    every_term: list[dict[int, float]] = []
     for posting in postings:
         weighted: dict[int, float] = {}
         for turn, count in posting.items():
             for other in windows[turn]:
                 share = count * (OWN_WEIGHT if other == turn else NEAR_WEIGHT)
                 weighted[other] = weighted.get(other, 0.0) + share
+        every_term.append(weighted)
+    kept: set[int] | None = None
+    if allowed is not None:
+        kept = set(filter(allowed, set().union(*every_term)))
+    scores: dict[int, float] = {}
+    norms: dict[int, float] = {}
+    for weighted in every_term:
         term_idf = idf(turns, len(weighted))
-        for turn, frequency in weighted.items():
+        scored: Iterable[tuple[int, float]] = weighted.items()
+        if kept is not None:
+            scored = [(turn, frequency) for turn, frequency in scored if turn in kept]
+        for turn, frequency in scored:
             norm = norms.get(turn)
             if norm is None:
                 norm = norms[turn] = K1 * (1 - B + B * lengths[turn] / average)
@@ -110,9 +128,14 @@ def is_named(key: str, query: Collection[str]) -> bool:
 
 @dataclass(slots=True)
 class Turns:
-    """A batch of messages as both keyword memories index them, column by column: what their
-    hits report, their own terms, and their speakers' keys. Each column is read in one pass and
-    zipped straight into a store's insert, with no object a message in between."""
+    """A batch of messages as both keyword memories store them, column by column: what their
+    hits report, their own terms, their speakers' keys, their times and metadata. Each column is
+    read in one pass and zipped straight into a store's insert, with no object a message in
+    between.
+
+    Each id is there once: as if the items were stored one after the other, the last item with
+    an id is what is stored, at the place of the first (`item_ids` keeps every item's id, in
+    the order of the items)."""
 
     session_ids: list[str]
     turn_ids: list[str]
@@ -121,25 +144,66 @@ class Turns:
     date_strs: list[str]
     terms: list[list[str]]
     speakers: list[str]
+    timestamps: list[datetime | None]
+    session_timestamps: list[datetime | None]
+    times: list[int | None]
+    metadata: list[Mapping[str, str]]
+    item_ids: list[str]
 
     @classmethod
     def of(cls, items: Iterable[tuple[Message, Session]]) -> Self:
         """The turns of `items`, each a message and the session it was said in (absent optional
-        strings become "")."""
+        strings become "", absent times None)."""
         pairs = list(items)
+        item_ids = [message_id(message) for message, _ in pairs]
+        ids = item_ids
+        if len(set(item_ids)) != len(item_ids):
+            place: dict[str, int] = {}
+            chosen: list[int] = []
+            for index, id_ in enumerate(item_ids):
+                if id_ in place:
+                    chosen[place[id_]] = index
+                else:
+                    place[id_] = len(chosen)
+                    chosen.append(index)
+            pairs = [pairs[index] for index in chosen]
+            ids = [item_ids[index] for index in chosen]
         messages = [message for message, _ in pairs]
         sessions = [session for _, session in pairs]
         roles = [message.role for message in messages]
         contents = [message.content for message in messages]
+        timestamps = [stated(message.timestamp) for message in messages]
+        session_times = _session_times(sessions)
         return cls(
             session_ids=[session.session_id for session in sessions],
-            turn_ids=[optional_text(message.turn_id) for message in messages],
+            turn_ids=ids,
             roles=roles,
             contents=contents,
             date_strs=[optional_text(session.date_str) for session in sessions],
             terms=terms_of(contents),
             speakers=list(map(speaker_key, roles)),
+            timestamps=timestamps,
+            session_timestamps=[stated(session.timestamp) for session in sessions],
+            times=[
+                micros(own) if own is not None else of_session
+                for own, of_session in zip(timestamps, session_times, strict=True)
+            ],
+            metadata=[message.metadata for message in messages],
+            item_ids=item_ids,
         )
 
     def __len__(self) -> int:
         return len(self.session_ids)
+
+
+def _session_times(sessions: Sequence[Session]) -> list[int | None]:
+    """The time of each session (himga.memory.times), read once per distinct session."""
+    known: dict[tuple[str, object, object], int | None] = {}
+    found = []
+    for session in sessions:
+        key = (session.session_id, session.date_str, session.timestamp)
+        if key not in known:
+            moment = session_time(session)
+            known[key] = None if moment is None else micros(moment)
+        found.append(known[key])
+    return found

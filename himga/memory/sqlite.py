@@ -1,21 +1,26 @@
 """SQLiteKeywordMemory: the shared keyword method (himga.memory.ranking) in a durable SQLite store.
 
-One database per memory:
-- `messages`: what was said (turn_id, role, content), by whom (a `speakers` id), in which
-  session (a `sessions` id) and when, and how many terms it has. Ids follow the order of ingest.
-- `turns_fts`: a contentless FTS5 table holding each turn's own terms (already stemmed by
-  himga.memory.text, so FTS5's plain `ascii` tokenizer only splits on the spaces between them),
-  read through the `turns_vocab` fts5vocab table as postings: which turns hold a term, how often.
+One database per memory (its tables, format version and migrations: himga.memory.sqlite_schema):
+- `messages`: each stored message under its id (`turn_id`), what was said, by whom (a
+  `speakers` id), in which session (a `sessions` id), when, with what metadata, and how many
+  terms it has. Row ids are turn numbers + 1, in the order ids were first stored.
+- `turns_fts`: a contentless FTS5 table holding each turn's own terms, read through the
+  `turns_vocab` fts5vocab table as postings: which turns hold a term, how often. A replaced or
+  deleted turn's terms are taken out with FTS5's `delete` command, given the terms it was
+  indexed with (its stored text, turned into terms again by the same method; the database
+  records the method, so they are the same).
 
-Where each turn sits in its session (himga.memory.windows) is derived from `messages` when the
-memory opens (about 3 s a million turns) and kept in process memory (about 30 bytes a turn), so
-a search reads only the postings of the query's terms and then the hits. Rows are only ever
-appended, or all deleted by `reset`, which also bumps a `generation` in `himga_meta`; another
-connection's commits are noticed (`PRAGMA data_version`) and read in before the next call.
-Queries never reach FTS5's query syntax: a query's terms are looked up as exact strings.
+Where each turn sits in its session (himga.memory.windows) and what filters read of it
+(himga.memory.facets) are derived from `messages` when the memory opens (about 3 s a million
+turns) and kept in process memory (about 50 bytes a turn), so a search reads only the postings
+of the query's terms and then the hits, and a filter costs no query. Appended rows are read in
+incrementally; anything else (a reset, a delete, a replacement) bumps a `generation` in
+`himga_meta`, and another connection that sees it reads everything again before its next call
+(`PRAGMA data_version` tells it that something was committed). Queries never reach FTS5's query
+syntax: a query's terms are looked up as exact strings.
 
-Durability: WAL journal, `synchronous=FULL`, one transaction per `ingest_many` call, so an
-ingest that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
+Durability: WAL journal, `synchronous=FULL`, one transaction per call that writes, so a store or
+delete that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
 leaves nothing behind. One lock serialises the connection's use, so threads may share it.
 Just before COMMIT a write asks `himga.memory.commit.before_commit` whether it is still wanted
 (a server's caller may have gone: it then rolls back) and writes the receipt of its request id
@@ -29,22 +34,35 @@ its own BM25 statistics (a busy neighbour does not shift another's scores), its 
 (namespaces ingest in parallel), and a reset that touches nothing else.
 """
 
+import builtins
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from himga.data.conversation import Message, Session
-from himga.errors import IncompatibleStoreError
 from himga.memory import commit
-from himga.memory.base import DEFAULT_LIMIT, Hit
+from himga.memory.base import (
+    DEFAULT_LIMIT,
+    DEFAULT_PAGE_SIZE,
+    Hit,
+    Page,
+    StoredMessage,
+    hit_of,
+)
 from himga.memory.context import ContextFromHits
-from himga.memory.ranking import METHOD, Turns
+from himga.memory.facets import Facets
+from himga.memory.filters import MessageFilter, deletion
+from himga.memory.paging import check_page_size, decode, encode
+from himga.memory.ranking import Turns
 from himga.memory.registry import namespace_file
-from himga.memory.text import query_terms
+from himga.memory.sqlite_schema import bump_generation, is_current, metadata_json, open_store
+from himga.memory.text import query_terms, terms_of
+from himga.memory.times import from_micros, micros
 from himga.memory.windows import Windows
 from himga.storage.files import create_private
 
@@ -56,52 +74,37 @@ AUTOMERGE = 8
 CHUNK_TURNS = 2048
 """A batch is read and written this many turns at a time (in its one transaction)."""
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "INSERT OR IGNORE INTO himga_meta VALUES ('generation', '0')",
-    "CREATE TABLE IF NOT EXISTS speakers (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE)",
-    "CREATE TABLE IF NOT EXISTS sessions (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE)",
-    """CREATE TABLE IF NOT EXISTS messages (
-        id INTEGER PRIMARY KEY,
-        session INTEGER NOT NULL REFERENCES sessions (id),
-        speaker INTEGER NOT NULL REFERENCES speakers (id),
-        length INTEGER NOT NULL,
-        turn_id TEXT NOT NULL,
-        role TEXT NOT NULL,
-        content TEXT NOT NULL,
-        date_str TEXT NOT NULL
-    )""",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS turns_fts USING fts5("
-    "terms, content='', tokenize='ascii', columnsize=0)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS turns_vocab USING fts5vocab(turns_fts, instance)",
-    # FTS5 merges its segments when AUTOMERGE of them are on one level (default 4): 8 measured
-    # 5% faster batch ingest at 10k and 100k turns, with no slower searches.
-    f"INSERT INTO turns_fts (turns_fts, rank) VALUES ('automerge', {AUTOMERGE})",
-)
-# Receipts of writes made with a request id (himga.memory.commit): written in the write's
-# transaction, so one exists exactly when its write does. Added after the first stores, so
-# created when missing rather than with the schema above.
-_RECEIPTS = """CREATE TABLE himga_receipts (
-    request_id TEXT PRIMARY KEY, digest TEXT NOT NULL, answer INTEGER NOT NULL, at REAL NOT NULL
-)"""
-_RECEIPTS_BY_TIME = "CREATE INDEX himga_receipts_at ON himga_receipts (at)"
 _POSTINGS = "SELECT doc, count(*) FROM turns_vocab WHERE term = ? GROUP BY doc"
-# Each turn's place, for Windows: the rows after the first `?`, in order.
+# Each turn's place and facets, for Windows and Facets: the rows after the first `?`, in order.
 _PLACES = """
-    SELECT messages.session, messages.length, speakers.key
-    FROM messages JOIN speakers ON speakers.id = messages.speaker
+    SELECT messages.id - 1, sessions.key, messages.length, speakers.key, role, time, metadata
+    FROM messages
+    JOIN speakers ON speakers.id = messages.speaker
+    JOIN sessions ON sessions.id = messages.session
     WHERE messages.id > ? ORDER BY messages.id"""
-_HITS = """
-    SELECT messages.id, turn_id, sessions.key, role, content, date_str
-    FROM messages JOIN sessions ON sessions.id = messages.session
-    WHERE messages.id IN (SELECT value FROM json_each(?))"""
+# What a StoredMessage holds, by rows; the FROM clause is added where it is used.
+_STORED = """
+    SELECT messages.id - 1, turn_id, sessions.key, role, content, date_str, time, timestamp,
+        session_timestamp, metadata
+    FROM messages JOIN sessions ON sessions.id = messages.session"""
+_BY_IDS = f"{_STORED} WHERE messages.id IN (SELECT value FROM json_each(?))"
+_PAGE = f"{_STORED} WHERE messages.id > ? ORDER BY messages.id LIMIT ?"
+_INSERT = """
+    INSERT INTO messages (id, session, speaker, length, turn_id, role, content, date_str,
+        timestamp, session_timestamp, time, metadata)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_UPDATE = """
+    UPDATE messages SET session = ?, speaker = ?, length = ?, turn_id = ?, role = ?, content = ?,
+        date_str = ?, timestamp = ?, session_timestamp = ?, time = ?, metadata = ?
+    WHERE id = ?"""
 
 
 class SQLiteKeywordMemory(ContextFromHits):
     """BM25 over each turn and its neighbours in SQLite FTS5; in memory when `path` is None.
 
     `path` is a database file (created with its parent directories if missing) or an existing
-    directory, which then holds DATABASE_NAME.
+    directory, which then holds DATABASE_NAME. A database written by an earlier himga is
+    migrated in place when it opens (himga.memory.sqlite_schema).
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
@@ -142,42 +145,17 @@ class SQLiteKeywordMemory(ContextFromHits):
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._version: int | None = None
         self._generation: str | None = None
-        # A store that has its schema is opened by reading alone (it opens on a full disk).
+        # A store of this format and method is opened by reading alone (it opens on a full disk).
         with self._transaction():
-            method, receipts = self._schema()
-            if method is not None and receipts:
-                self._check_method(method)
+            if is_current(db):
                 self._refresh()
                 return
         with self._transaction("IMMEDIATE"):
-            method, receipts = self._schema()
-            if method is None:
-                for statement in _SCHEMA:
-                    db.execute(statement)
-                db.execute("INSERT INTO himga_meta VALUES ('method', ?)", (METHOD,))
-            self._check_method(method or METHOD)
-            if not receipts:
-                db.execute(_RECEIPTS)
-                db.execute(_RECEIPTS_BY_TIME)
+            open_store(db, self.path.name if self.path else "database")
+            # FTS5 merges its segments when AUTOMERGE of them are on one level (default 4): 8
+            # measured 5% faster batch ingest at 10k and 100k turns, with no slower searches.
+            db.execute(f"INSERT INTO turns_fts (turns_fts, rank) VALUES ('automerge', {AUTOMERGE})")
             self._refresh()
-
-    def _schema(self) -> tuple[str | None, bool]:
-        """The method the store was indexed with (None: a new store), and whether it has the
-        receipts table."""
-        tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master")}
-        method = None
-        if "himga_meta" in tables:
-            found = self._db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
-            method = found[0] if found is not None else None
-        return method, "himga_receipts" in tables
-
-    def _check_method(self, method: str) -> None:
-        if method != METHOD:
-            name = self.path.name if self.path else "database"
-            raise IncompatibleStoreError(
-                f"{name}: indexed with method {method!r}, this himga uses {METHOD!r}; "
-                "move the file away (or delete it) and ingest the messages again"
-            )
 
     @contextmanager
     def _transaction(self, mode: str = "DEFERRED") -> Iterator[None]:
@@ -189,7 +167,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             yield
             self._db.execute("COMMIT")
         except BaseException:
-            self._version = None
+            self._version = self._generation = None
             if self._db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
                 self._db.execute("ROLLBACK")
             raise
@@ -204,15 +182,18 @@ class SQLiteKeywordMemory(ContextFromHits):
         (generation,) = db.execute(
             "SELECT value FROM himga_meta WHERE key = 'generation'"
         ).fetchone()
-        if generation != self._generation:  # a reset (or the first look): start again
+        if generation != self._generation:  # not only appended rows (or the first look): anew
             self._windows = Windows()
+            self._facets = Facets()
             self._generation = generation
         self._speakers: dict[str, int] = dict(db.execute("SELECT key, id FROM speakers"))
         self._sessions: dict[str, int] = {}
-        cursor = db.execute(_PLACES, (len(self._windows),))
+        cursor = db.execute(_PLACES, (self._windows.end,))
         while rows := cursor.fetchmany(_LOAD_ROWS):
-            sessions, lengths, speakers = zip(*rows, strict=True)
-            self._windows.add(sessions, lengths, speakers)
+            numbers, sessions, lengths, speakers, roles, times, metadata = zip(*rows, strict=True)
+            self._windows.add(sessions, lengths, speakers, numbers)
+            pairs = [json.loads(m) if m else {} for m in metadata]
+            self._facets.add(numbers, roles, times, pairs)
         self._version = version
 
     @property
@@ -225,34 +206,53 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._db.close()
 
     def ingest(self, message: Message, session: Session) -> None:
-        self.ingest_many([(message, session)])
+        self.store([(message, session)])
 
     def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
+        return len(self.store(items))
+
+    def store(self, items: Iterable[tuple[Message, Session]]) -> builtins.list[str]:
         """Store every item in one transaction: all of them are on disk when this returns, or
-        (on any error) none. A large batch is read CHUNK_TURNS at a time, so that no single
-        step holds the interpreter long while other threads wait."""
-        pairs = list(items)
-        if not pairs:
-            return 0
-        placed: list[tuple[list[int], list[int], list[str]]] = []
+        (on any error) none. A message whose id is stored replaces it, in its place."""
+        turns = Turns.of(items)
+        if not turns:
+            return turns.item_ids
         with self._lock:
             with self._transaction("IMMEDIATE"):
                 self._refresh()  # the write lock is held: numbers cannot change under us
-                first = len(self._windows) + 1  # ids are dense: rows are only appended or reset
-                for start in range(0, len(pairs), CHUNK_TURNS):
-                    turns = Turns.of(pairs[start : start + CHUNK_TURNS])
-                    self._ids("speakers", self._speakers, turns.speakers)
-                    self._ids("sessions", self._sessions, turns.session_ids)
-                    sessions, lengths = self._insert(turns, first + start)
-                    placed.append((sessions, lengths, turns.speakers))
-                commit.before_commit(self._keep_receipt, len(pairs))
+                self._ids("speakers", self._speakers, turns.speakers)
+                self._ids("sessions", self._sessions, turns.session_ids)
+                known = self._numbers(turns.turn_ids)
+                numbers = [known.get(id_, -1) for id_ in turns.turn_ids]
+                replaced = [i for i, n in enumerate(numbers) if n >= 0]
+                if replaced:
+                    self._unindex([numbers[i] for i in replaced])
+                    generation = bump_generation(self._db)
+                first = self._windows.end
+                new = [i for i, n in enumerate(numbers) if n < 0]
+                for offset, i in enumerate(new):
+                    numbers[i] = first + offset
+                self._write(turns, numbers, {numbers[i] for i in replaced})
+                commit.before_commit(self._keep_receipt, turns.item_ids)
             try:
-                for sessions, lengths, speakers in placed:
+                if replaced:
+                    self._generation = generation
+                    self._windows.replace(*_columns(turns, replaced, numbers))
+                if new:
+                    _, sessions, lengths, speakers = _columns(turns, new, numbers)
                     self._windows.add(sessions, lengths, speakers)
+                self._facets.add(numbers, turns.roles, turns.times, turns.metadata)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
                 raise
-        return len(pairs)
+        return turns.item_ids
+
+    def _numbers(self, ids: Sequence[str]) -> dict[str, int]:
+        """The turn numbers of those of `ids` that are stored."""
+        select = (
+            "SELECT turn_id, id - 1 FROM messages WHERE turn_id IN (SELECT value FROM json_each(?))"
+        )
+        return dict(self._db.execute(select, (json.dumps(list(ids)),)))
 
     def receipt(self, request_id: str) -> commit.Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
@@ -262,7 +262,9 @@ class SQLiteKeywordMemory(ContextFromHits):
                 "SELECT digest, answer FROM himga_receipts WHERE request_id = ? AND at >= ?",
                 (request_id, since),
             ).fetchone()
-        return commit.Receipt(request_id, *found) if found is not None else None
+        if found is None:
+            return None
+        return commit.Receipt(request_id, found[0], tuple(json.loads(found[1])))
 
     def _keep_receipt(self, receipt: commit.Receipt) -> None:
         """Record `receipt` in the write's transaction, forgetting those past the window."""
@@ -272,7 +274,7 @@ class SQLiteKeywordMemory(ContextFromHits):
         )
         self._db.execute(
             "INSERT INTO himga_receipts VALUES (?, ?, ?, ?)",
-            (receipt.request_id, receipt.digest, receipt.answer, now),
+            (receipt.request_id, receipt.digest, json.dumps(receipt.answer), now),
         )
 
     def _ids(self, table: str, known: dict[str, int], keys: Iterable[str]) -> None:
@@ -289,41 +291,133 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._db.executemany(insert, [(key,) for key in added])
             known.update(self._db.execute(select, (json.dumps(added),)))
 
-    def _insert(self, turns: Turns, first: int) -> tuple[list[int], list[int]]:
-        """Write the rows of `turns`, numbered from `first`; return their session ids and
-        lengths."""
-        ids = range(first, first + len(turns))
-        sessions = list(map(self._sessions.__getitem__, turns.session_ids))
-        speakers = map(self._speakers.__getitem__, turns.speakers)
-        lengths = list(map(len, turns.terms))
-        said = (turns.turn_ids, turns.roles, turns.contents, turns.date_strs)
-        messages = zip(ids, sessions, speakers, lengths, *said, strict=True)
-        self._db.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", messages)
-        indexed = ((i, " ".join(own)) for i, own in zip(ids, turns.terms, strict=True) if own)
+    def _write(self, turns: Turns, numbers: Sequence[int], replaced: set[int]) -> None:
+        """Write the rows of `turns` under their turn numbers: an update for the numbers in
+        `replaced`, an insert for the others; and index their terms."""
+        rows = zip(
+            [n + 1 for n in numbers],
+            map(self._sessions.__getitem__, turns.session_ids),
+            map(self._speakers.__getitem__, turns.speakers),
+            map(len, turns.terms),
+            turns.turn_ids,
+            turns.roles,
+            turns.contents,
+            turns.date_strs,
+            [None if t is None else micros(t) for t in turns.timestamps],
+            [None if t is None else micros(t) for t in turns.session_timestamps],
+            turns.times,
+            map(metadata_json, turns.metadata),
+            strict=True,
+        )
+        inserts, updates = [], []
+        for row in rows:
+            if row[0] - 1 in replaced:
+                updates.append((*row[1:], row[0]))
+            else:
+                inserts.append(row)
+        self._db.executemany(_UPDATE, updates)
+        self._db.executemany(_INSERT, inserts)
+        indexed = (
+            (n + 1, " ".join(own)) for n, own in zip(numbers, turns.terms, strict=True) if own
+        )
         self._db.executemany("INSERT INTO turns_fts (rowid, terms) VALUES (?, ?)", indexed)
-        return sessions, lengths
 
-    def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+    def _unindex(self, numbers: Sequence[int]) -> None:
+        """Take the terms of stored turns out of the index: FTS5's `delete` for a contentless
+        table, given the terms each turn was indexed with (made again from its stored text)."""
+        select = "SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))"
+        rows = self._db.execute(select, (json.dumps([n + 1 for n in numbers]),)).fetchall()
+        if not rows:
+            return
+        ids, contents = zip(*rows, strict=True)
+        self._db.executemany(
+            "INSERT INTO turns_fts (turns_fts, rowid, terms) VALUES ('delete', ?, ?)",
+            [(i, " ".join(own)) for i, own in zip(ids, terms_of(contents), strict=True) if own],
+        )
+
+    def search(
+        self, query: str, limit: int = DEFAULT_LIMIT, *, filter: MessageFilter | None = None
+    ) -> builtins.list[Hit]:
         wanted = query_terms(query)
         if limit <= 0 or not wanted:
             return []
         with self._lock, self._transaction():
             db = self._db
             self._refresh()
+            allowed = self._facets.selector(filter, self._windows) if filter else None
             postings = []
             for term in wanted:
                 # FTS5 rowids are message ids, from 1; Windows numbers turns from 0.
                 found = {doc - 1: count for doc, count in db.execute(_POSTINGS, (term,))}
                 if found:
                     postings.append(found)
-            best = self._windows.best(postings, set(wanted), limit)
+            best = self._windows.best(postings, set(wanted), limit, allowed)
             if not best:
                 return []
-            chosen = json.dumps([number + 1 for number, _ in best])
-            said: dict[int, tuple[str, str, str, str, str]] = {
-                i - 1: tuple(row) for i, *row in db.execute(_HITS, (chosen,))
-            }
-        return [Hit(*said[number], score) for number, score in best]
+            stored = self._stored([number for number, _ in best])
+        return [hit_of(stored[number], score) for number, score in best]
+
+    def _stored(self, numbers: Sequence[int]) -> dict[int, StoredMessage]:
+        """The stored messages of these turn numbers, by number."""
+        chosen = json.dumps([number + 1 for number in numbers])
+        return {row[0]: _stored(row) for row in self._db.execute(_BY_IDS, (chosen,))}
+
+    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+        wanted, chosen = deletion(ids, filter)
+        with self._lock:
+            with self._transaction("IMMEDIATE"):
+                self._refresh()
+                if wanted:
+                    numbers = sorted(self._numbers(sorted(wanted)).values())
+                else:
+                    numbers = self._candidates(chosen)
+                if chosen:
+                    allowed = self._facets.selector(chosen, self._windows)
+                    numbers = [number for number in numbers if allowed(number)]
+                if not numbers:
+                    return 0
+                self._unindex(numbers)
+                self._db.execute(
+                    "DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps([n + 1 for n in numbers]),),
+                )
+                generation = bump_generation(self._db)
+            self._generation = generation
+            return self._windows.remove(numbers)
+
+    def _candidates(self, chosen: MessageFilter) -> builtins.list[int]:
+        """The stored turns a filter may select: those of its sessions when it names some."""
+        if chosen.session_ids:
+            sessions = self._windows.session_numbers(chosen.session_ids)
+            return sorted(self._windows.turns_of(sessions))
+        return builtins.list(self._windows.stored())
+
+    def list(
+        self,
+        *,
+        filter: MessageFilter | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        page_token: str = "",
+    ) -> Page:
+        size = check_page_size(page_size)
+        after = decode(page_token)
+        with self._lock, self._transaction():
+            self._refresh()
+            if not filter:
+                rows = self._db.execute(_PAGE, (after + 1, size + 1)).fetchall()
+                numbers = [row[0] for row in rows]
+                page = [_stored(row) for row in rows[:size]]
+            else:
+                allowed = self._facets.selector(filter, self._windows)
+                numbers = []
+                for number in self._windows.stored(after + 1):
+                    if allowed(number):
+                        numbers.append(number)
+                        if len(numbers) > size:
+                            break
+                found = self._stored(numbers[:size])
+                page = [found[number] for number in numbers[:size]]
+        return Page(page, encode(numbers[size - 1]) if len(numbers) > size else "")
 
     def reset(self) -> None:
         with self._lock:
@@ -331,13 +425,38 @@ class SQLiteKeywordMemory(ContextFromHits):
                 for table in ("messages", "speakers", "sessions"):
                     self._db.execute(f"DELETE FROM {table}")
                 self._db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
-                self._db.execute(
-                    "UPDATE himga_meta SET value = CAST(value AS INTEGER) + 1 "
-                    "WHERE key = 'generation'"
-                )
+                bump_generation(self._db)
             self._version = None
             with self._transaction():
                 self._refresh()
+
+
+def _columns(
+    turns: Turns, chosen: Sequence[int], numbers: Sequence[int]
+) -> tuple[builtins.list[int], builtins.list[str], builtins.list[int], builtins.list[str]]:
+    """The numbers, session keys, own lengths and speakers of the turns at `chosen`."""
+    return (
+        [numbers[i] for i in chosen],
+        [turns.session_ids[i] for i in chosen],
+        [len(turns.terms[i]) for i in chosen],
+        [turns.speakers[i] for i in chosen],
+    )
+
+
+def _stored(row: Sequence[Any]) -> StoredMessage:
+    """The StoredMessage of a row of _STORED."""
+    _, turn_id, session_id, role, content, date_str, time, timestamp, session_time, pairs = row
+    return StoredMessage(
+        turn_id,
+        session_id,
+        role,
+        content,
+        date_str,
+        None if time is None else from_micros(time),
+        None if timestamp is None else from_micros(timestamp),
+        None if session_time is None else from_micros(session_time),
+        json.loads(pairs) if pairs else {},
+    )
 
 
 def namespace_path(data_dir: Path, namespace: str) -> Path:

@@ -43,6 +43,8 @@ METHOD_RIGHTS: dict[str, Right | None] = {
     _MEMORY + "IngestBatch": "write",
     _MEMORY + "Retrieve": "read",
     _MEMORY + "Reset": "admin",
+    _MEMORY + "Delete": "write",
+    _MEMORY + "ListMessages": "read",
     _EPISODES + "RecordEpisode": "write",
     _EPISODES + "RecordEpisodes": "write",
     _EPISODES + "DeleteEpisode": "write",

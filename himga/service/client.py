@@ -1,6 +1,7 @@
 """RemoteMemory: a BaseMemory kept in a himga server, so code holding a memory never needs to
 know whether it is in-process or remote."""
 
+import builtins
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -9,7 +10,10 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session
-from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
+from himga.errors import InvalidArgument
+from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory, Hit, Page
+from himga.memory.budget import check_budget
+from himga.memory.filters import MessageFilter
 from himga.service import convert
 from himga.service.credentials import ClientTls, channel
 from himga.service.errors import InvalidRequest, from_rpc_error
@@ -61,7 +65,11 @@ class RemoteMemory(BaseMemory):
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
 
     def ingest(self, message: Message, session: Session) -> None:
-        self._call(
+        self.ingest_one(message, session)
+
+    def ingest_one(self, message: Message, session: Session) -> str:
+        """Store one message with one Ingest call; its id."""
+        response: pb.IngestResponse = self._call(
             self._stub.Ingest,
             pb.IngestRequest(
                 namespace=self.namespace,
@@ -70,10 +78,17 @@ class RemoteMemory(BaseMemory):
                 session=convert.session_to_proto(session, with_messages=False),
             ),
         )
+        return response.id
 
     def ingest_many(self, items: Iterable[tuple[Message, Session]], *, request_id: str = "") -> int:
         """Store all of `items` in one IngestBatch call: all of them, or none on an error. With a
         `request_id`, the same batch sent again with it is stored once (a safe retry)."""
+        return len(self.store(items, request_id=request_id))
+
+    def store(
+        self, items: Iterable[tuple[Message, Session]], *, request_id: str = ""
+    ) -> builtins.list[str]:
+        """Store all of `items` in one IngestBatch call, as `ingest_many`; their ids, in order."""
         request = pb.IngestBatchRequest(
             namespace=self.namespace,
             memory=self.memory,
@@ -87,34 +102,90 @@ class RemoteMemory(BaseMemory):
             ],
         )
         response: pb.IngestBatchResponse = self._call(self._stub.IngestBatch, request)
-        return response.ingested
+        return builtins.list(response.ids)
 
     def retrieve(self, query: str) -> str:
         return self._retrieve(query, DEFAULT_LIMIT).context
 
-    def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Hit]:
+    def search(
+        self, query: str, limit: int = DEFAULT_LIMIT, *, filter: MessageFilter | None = None
+    ) -> builtins.list[Hit]:
         """At most `limit` hits (none for a limit below 1, as in-process memories give; the
         server refuses more than 1000)."""
         if limit < 1:
             return []
-        return convert.hits_from_proto(self._retrieve(query, limit).hits)
+        return convert.hits_from_proto(self._retrieve(query, limit, filter).hits)
 
-    def recall(self, query: str, limit: int = DEFAULT_LIMIT) -> tuple[str, list[Hit]]:
-        if limit < 1:
-            return self.retrieve(query), []
-        response = self._retrieve(query, limit)
-        return response.context, convert.hits_from_proto(response.hits)
+    def recall(
+        self,
+        query: str,
+        limit: int = DEFAULT_LIMIT,
+        *,
+        filter: MessageFilter | None = None,
+        max_context_tokens: int = 0,
+    ) -> tuple[str, builtins.list[Hit]]:
+        check_budget(max_context_tokens)
+        response = self._retrieve(query, max(limit, 1), filter, max_context_tokens)
+        hits = convert.hits_from_proto(response.hits) if limit >= 1 else []
+        return response.context, hits
 
     def reset(self) -> None:
         self._call(self._stub.Reset, pb.ResetRequest(namespace=self.namespace, memory=self.memory))
+
+    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+        if isinstance(ids, str):
+            raise InvalidArgument("ids", "a list of ids, not one string")
+        request = pb.DeleteRequest(
+            namespace=self.namespace,
+            memory=self.memory,
+            ids=builtins.list(ids),
+            filter=convert.filter_to_proto(filter),
+        )
+        response: pb.DeleteResponse = self._call(self._stub.Delete, request)
+        return response.deleted
+
+    def list(
+        self,
+        *,
+        filter: MessageFilter | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        page_token: str = "",
+    ) -> Page:
+        """One page of ListMessages; page_size 1 to 1000."""
+        if page_size < 1:
+            raise InvalidArgument("page_size", "must be 1 to 1000")
+        request = pb.ListMessagesRequest(
+            namespace=self.namespace,
+            memory=self.memory,
+            filter=convert.filter_to_proto(filter),
+            page_size=page_size,
+            page_token=page_token,
+        )
+        response: pb.ListMessagesResponse = self._call(self._stub.ListMessages, request)
+        messages = [
+            convert.stored_from_proto(stored, f"messages[{i}]")
+            for i, stored in enumerate(response.messages)
+        ]
+        return Page(messages, response.next_page_token)
 
     def close(self) -> None:
         """Release the connection; the memory is kept by the server."""
         self._channel.close()
 
-    def _retrieve(self, query: str, limit: int) -> pb.RetrieveResponse:
+    def _retrieve(
+        self,
+        query: str,
+        limit: int,
+        filter: MessageFilter | None = None,
+        max_context_tokens: int = 0,
+    ) -> pb.RetrieveResponse:
         request = pb.RetrieveRequest(
-            namespace=self.namespace, memory=self.memory, query=query, limit=limit
+            namespace=self.namespace,
+            memory=self.memory,
+            query=query,
+            limit=limit,
+            filter=convert.filter_to_proto(filter),
+            max_context_tokens=max_context_tokens,
         )
         response: pb.RetrieveResponse = self._call(self._stub.Retrieve, request)
         return response

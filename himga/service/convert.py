@@ -7,10 +7,11 @@ Schema, the contract itself, with the compiled validator of `himga.validation`, 
 rule as a field violation with its path in the request, and builds the generated model.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
+from datetime import UTC, datetime
 from functools import cache
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeVar, cast, get_args, get_origin
 
 from google.protobuf import timestamp_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -20,21 +21,42 @@ from pydantic import BaseModel
 
 from himga import validation
 from himga.data.conversation import Message, Session
-from himga.memory.base import Hit
+from himga.errors import InvalidArgument
+from himga.memory.base import Hit, StoredMessage
+from himga.memory.filters import MessageFilter
 from himga.records import EpisodeTrace, TaskContext
 from himga.service.errors import FieldViolation, InvalidRequest
+from himga.timeutil import holds_datetime, parse_utc_datetime
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+D = TypeVar("D")
 P = TypeVar("P", bound=ProtoMessage)
 RecordT = TypeVar("RecordT", EpisodeTrace, TaskContext)
 
+# How a proto field is carried: a scalar, a message, a map, a well-known type (below), or a
+# count (a double that the schema calls an integer: ProtoJSON would write a 64-bit integer as a
+# string, which the schemas refuse).
+_Kind = Literal["scalar", "message", "map", "well-known", "count"]
 # What a proto field needs for its conversion: name, json_name, whether it has presence (an
-# unset `optional` stays absent), whether it is repeated, and its kind: a message, a Timestamp
-# (an RFC 3339 string in the schemas), a count (a double that the schema calls an integer), or
-# any other value.
-_FieldPlan = tuple[str, str, bool, bool, str]
-_MESSAGE, _TIMESTAMP, _COUNT, _VALUE = "message", "timestamp", "count", "value"
-_TIMESTAMP_NAME = "google.protobuf.Timestamp"
+# unset `optional` stays absent), whether it is repeated, and its kind.
+_FieldPlan = tuple[str, str, bool, bool, _Kind]
+
+
+def _timestamp(text: str) -> timestamp_pb2.Timestamp:
+    moment = timestamp_pb2.Timestamp()
+    moment.FromJsonString(text.upper())  # protobuf reads only upper-case T and Z
+    return moment
+
+
+# The well-known types the proto uses, each with its value in Python, its ProtoJSON form (the
+# form the schemas write: a Timestamp is an RFC 3339 string in UTC with `Z`), and the reverse.
+_WELL_KNOWN: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[Any], Any]]] = {
+    timestamp_pb2.Timestamp.DESCRIPTOR.full_name: (
+        lambda value: value.ToDatetime(tzinfo=UTC),
+        lambda value: value.ToJsonString(),
+        _timestamp,
+    ),
+}
 
 
 def message_from_proto(message: pb.Message, path: str) -> Message:
@@ -60,12 +82,52 @@ def session_to_proto(session: Session, *, with_messages: bool = True) -> pb.Sess
 
 
 def hit_to_proto(hit: Hit) -> pb.Hit:
-    return pb.Hit(**{name: getattr(hit, name) for name in _hit_fields()})
+    return pb.Hit(**{name: _proto_value(getattr(hit, name)) for name in _field_names(Hit)})
 
 
 def hits_from_proto(hits: Iterable[pb.Hit]) -> list[Hit]:
-    names = _hit_fields()
-    return [Hit(**{name: getattr(h, name) for name in names}) for h in hits]
+    return [_dataclass_from_proto(Hit, h) for h in hits]
+
+
+def filter_to_proto(chosen: MessageFilter | None) -> pb.MessageFilter | None:
+    """The proto of a filter; None (no field set) for none."""
+    if chosen is None:
+        return None
+    return pb.MessageFilter(
+        **{name: _proto_value(getattr(chosen, name)) for name in _field_names(MessageFilter)}
+    )
+
+
+def filter_from_proto(chosen: pb.MessageFilter) -> MessageFilter:
+    """The MessageFilter a request carries (InvalidArgument naming the field it breaks, as
+    `filter.after`)."""
+    return _dataclass_from_proto(MessageFilter, chosen, "filter.")
+
+
+def stored_to_proto(stored: StoredMessage) -> pb.StoredMessage:
+    return pb.StoredMessage(
+        message=message_to_proto(stored.message()),
+        session=session_to_proto(stored.session(), with_messages=False),
+        time=_proto_value(stored.time),
+    )
+
+
+def stored_from_proto(stored: pb.StoredMessage, path: str) -> StoredMessage:
+    """The StoredMessage an answer carries, its message and session checked like a request's."""
+    message = message_from_proto(stored.message, f"{path}.message")
+    session = session_from_proto(stored.session, f"{path}.session", with_messages=False)
+    time = _python_value(stored, _field(stored, "time"))
+    return StoredMessage(
+        message.turn_id if isinstance(message.turn_id, str) else "",
+        session.session_id,
+        message.role,
+        message.content,
+        session.date_str if isinstance(session.date_str, str) else "",
+        time,
+        message.timestamp if isinstance(message.timestamp, datetime) else None,
+        session.timestamp if isinstance(session.timestamp, datetime) else None,
+        dict(message.metadata),
+    )
 
 
 def episode_from_proto(episode: pb.EpisodeTrace, path: str) -> EpisodeTrace:
@@ -115,6 +177,53 @@ def _checked(data: dict[str, Any], type_name: str, path: str) -> dict[str, Any]:
     return data
 
 
+def _proto_value(value: Any) -> Any:
+    """A Python value as a proto constructor takes it: a dict for a mapping, a sorted list for a
+    set (so the same filter makes the same bytes), the value itself otherwise."""
+    if isinstance(value, datetime):
+        moment = timestamp_pb2.Timestamp()
+        moment.FromDatetime(value)
+        return moment
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return value
+
+
+def _dataclass_from_proto(cls: Callable[..., D], message: ProtoMessage, path: str = "") -> D:
+    """An instance of the dataclass `cls` from the proto fields of the same names;
+    InvalidArgument naming `path` + the field whose value Python cannot hold."""
+    values = {}
+    for name in _field_names(cls):
+        try:
+            values[name] = _python_value(message, _field(message, name))
+        except ValueError as error:
+            raise InvalidArgument(path + name, str(error)) from None
+    return cls(**values)
+
+
+def _field(message: ProtoMessage, name: str) -> FieldDescriptor:
+    found: Any = message.DESCRIPTOR.fields_by_name[name]
+    return cast(FieldDescriptor, found)
+
+
+def _python_value(message: ProtoMessage, field: FieldDescriptor) -> Any:
+    """A field's value in Python: a dict for a map, a list for a repeated field, the Python
+    value of a well-known type (None when unset), the scalar itself otherwise."""
+    value = getattr(message, field.name)
+    kind = _kind(field)
+    if kind == "map":
+        return dict(value)
+    if kind == "well-known":
+        if not message.HasField(field.name):
+            return None
+        return _WELL_KNOWN[value.DESCRIPTOR.full_name][0](value)
+    if field.is_repeated:
+        return list(value)
+    return value
+
+
 def _validate(model: type[ModelT], data: dict[str, Any], path: str) -> ModelT:
     """The model of `data`, checked against its JSON Schema by the compiled fast path; each
     broken rule becomes a violation at its path in the request."""
@@ -131,26 +240,35 @@ def _validate(model: type[ModelT], data: dict[str, Any], path: str) -> ModelT:
 
 def _construct(model: type[ModelT], data: dict[str, Any]) -> ModelT:
     """The model of schema-valid `data`, built without validating it a second time (pydantic's
-    validation of the same rules cost more than the rest of an ingest together)."""
+    validation of the same rules cost more than the rest of an ingest together). Date-time
+    strings become the datetimes the model holds."""
     values = dict(data)
     for key, nested, many in _nested_models(model):
         if key in values:
             value = values[key]
-            values[key] = (
-                [_construct(nested, v) for v in value] if many else _construct(nested, value)
-            )
+            if nested is None:
+                values[key] = parse_utc_datetime(value)
+            elif many:
+                values[key] = [_construct(nested, v) for v in value]
+            else:
+                values[key] = _construct(nested, value)
     return model.model_construct(**values)
 
 
 @cache
-def _nested_models(model: type[BaseModel]) -> tuple[tuple[str, type[BaseModel], bool], ...]:
-    """(key, model, is a list) of each field of `model` that holds a model or a list of them."""
-    found = []
+def _nested_models(
+    model: type[BaseModel],
+) -> tuple[tuple[str, type[BaseModel] | None, bool], ...]:
+    """(key, model, is a list) of each field of `model` that holds a model or a list of them,
+    and (key, None, False) of each that holds a date-time."""
+    found: list[tuple[str, type[BaseModel] | None, bool]] = []
     for name, field in model.model_fields.items():
         many = get_origin(field.annotation) is list
         held = get_args(field.annotation)[0] if many else field.annotation
         if isinstance(held, type) and issubclass(held, BaseModel):
             found.append((field.alias or name, held, many))
+        elif holds_datetime(field.annotation):
+            found.append((field.alias or name, None, False))
     return tuple(found)
 
 
@@ -161,11 +279,18 @@ def _to_dict(message: ProtoMessage, skip: tuple[str, ...] = ()) -> dict[str, Any
         if name in skip or (presence and not message.HasField(name)):
             continue
         value = getattr(message, name)
-        if kind is _MESSAGE:
+        if kind == "map":
+            value = {k: _to_dict(v) if isinstance(v, ProtoMessage) else v for k, v in value.items()}
+        elif kind == "well-known":
+            try:
+                value = _WELL_KNOWN[value.DESCRIPTOR.full_name][1](value)
+            except ValueError as error:
+                # Out of its type's range (a Timestamp before year 1): no JSON form, so a value
+                # the schema refuses, which names the field and says why.
+                value = f"invalid: {error}"
+        elif kind == "message":
             value = [_to_dict(v) for v in value] if repeated else _to_dict(value)
-        elif kind is _TIMESTAMP:
-            value = [_rfc3339(v) for v in value] if repeated else _rfc3339(value)
-        elif kind is _COUNT:
+        elif kind == "count":
             value = [_count(v) for v in value] if repeated else _count(value)
         elif repeated:
             value = list(value)
@@ -181,15 +306,18 @@ def _from_document(document: dict[str, Any], proto: type[P]) -> P:
         value = document.get(json_name)
         if value is None:
             continue
-        if kind is _MESSAGE:
+        if kind == "message":
             nested = _message_class(proto, name)
             value = (
                 [_from_document(v, nested) for v in value]
                 if repeated
                 else _from_document(value, nested)
             )
-        elif kind is _TIMESTAMP:
-            value = [_timestamp(v) for v in value] if repeated else _timestamp(value)
+        elif kind == "map":
+            value = dict(value)
+        elif kind == "well-known":
+            made = _WELL_KNOWN[_held(proto, name)][2]
+            value = [made(v) for v in value] if repeated else made(value)
         values[name] = value
     return proto(**values)
 
@@ -201,25 +329,17 @@ def _message_class(proto: type[ProtoMessage], field: str) -> type[ProtoMessage]:
     return held
 
 
-def _rfc3339(moment: timestamp_pb2.Timestamp) -> str:
-    """A Timestamp as the schemas write a date-time; one outside RFC 3339's years is written so
-    that the schema's check names it."""
-    try:
-        return moment.ToJsonString()
-    except ValueError:
-        return f"not a date-time: {moment.seconds} s {moment.nanos} ns"
-
-
-def _timestamp(text: str) -> timestamp_pb2.Timestamp:
-    moment = timestamp_pb2.Timestamp()
-    moment.FromJsonString(text.upper())
-    return moment
-
-
 def _count(value: float) -> float | int:
     """A count as the schemas hold it: an integer when it is whole (a fraction stays, for the
     schema to refuse)."""
     return int(value) if value.is_integer() else value
+
+
+def _held(proto: type[ProtoMessage], field: str) -> str:
+    """The full name of the message type a field holds."""
+    message_type = proto.DESCRIPTOR.fields_by_name[field].message_type
+    assert message_type is not None  # the plan says the field holds messages
+    return str(message_type.full_name)
 
 
 def _proto_kwargs(
@@ -238,29 +358,37 @@ def _proto_kwargs(
 @cache
 def _plan(descriptor: Descriptor) -> tuple[_FieldPlan, ...]:
     return tuple(
-        (f.name, f.json_name, f.has_presence, f.is_repeated, _kind(descriptor, f))
+        (f.name, f.json_name, f.has_presence, f.is_repeated, _kind(f, descriptor))
         for f in descriptor.fields
     )
 
 
-def _kind(descriptor: Descriptor, field: FieldDescriptor) -> str:
-    if field.message_type is not None:
-        return _TIMESTAMP if field.message_type.full_name == _TIMESTAMP_NAME else _MESSAGE
-    if field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
-        properties = _schema_properties(descriptor.name)
-        if properties.get(field.json_name, {}).get("type") == "integer":
-            return _COUNT
-    return _VALUE
+def _kind(field: FieldDescriptor, descriptor: Descriptor | None = None) -> _Kind:
+    held = field.message_type
+    if held is None:
+        is_double = field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT)
+        if is_double and descriptor is not None:
+            wanted = _schema_properties(descriptor.name).get(field.json_name, {})
+            if wanted.get("type") == "integer":
+                return "count"
+        return "scalar"
+    if held.GetOptions().map_entry:
+        return "map"
+    if held.full_name in _WELL_KNOWN:
+        return "well-known"
+    return "message"
 
 
+@cache
+def _field_names(cls: Any) -> tuple[str, ...]:
+    """The field names of a dataclass (Hit, MessageFilter), which the proto shares."""
+    return tuple(f.name for f in fields(cls))
+
+
+@cache
 def _schema_properties(title: str) -> dict[str, Any]:
     """The properties of the schema a proto message mirrors (none for other messages)."""
     if title not in validation.type_names():
         return {}
     properties: dict[str, Any] = validation.schema_for(title).get("properties", {})
     return properties
-
-
-@cache
-def _hit_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Hit))

@@ -18,7 +18,13 @@ from google.protobuf.message import Message as ProtoMessage
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from himga.errors import HimgaError, IncompatibleStoreError, NotFoundError
+from himga.errors import (
+    HimgaError,
+    IncompatibleStoreError,
+    InvalidArgument,
+    NotFoundError,
+    Unsupported,
+)
 from himga.memory.commit import CallerGone
 from himga.status import ERROR_DOMAIN, FieldViolation, field_violations, reason_of
 
@@ -26,7 +32,8 @@ _log = logging.getLogger(__name__)
 
 
 class InvalidRequest(HimgaError, ValueError):
-    """A request breaks one or more rules; `violations` names every offending field."""
+    """A request breaks one or more rules; `violations` names every offending field. (A memory
+    raises InvalidArgument for one field; it travels as an InvalidRequest naming that field.)"""
 
     def __init__(self, violations: list[FieldViolation]) -> None:
         super().__init__("; ".join(str(v) for v in violations))
@@ -80,6 +87,7 @@ ERROR_KINDS: dict[type[Exception], ErrorKind] = {
     ServerStopping: ErrorKind(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING"),
     ResourceExhausted: ErrorKind(grpc.StatusCode.RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED"),
     StoreUnavailable: ErrorKind(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
+    Unsupported: ErrorKind(grpc.StatusCode.FAILED_PRECONDITION, "UNSUPPORTED"),
 }
 INTERNAL = ErrorKind(grpc.StatusCode.INTERNAL, "INTERNAL")
 """An error the server did not expect: a bug, or a failure of what lies under it."""
@@ -99,6 +107,8 @@ def error_kind(exc: Exception) -> ErrorKind:
 def abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
     """End the call with the status of `exc`: its code, its ErrorInfo, and its field violations
     as BadRequest. An unexpected exception is logged; the caller learns only that it happened."""
+    if isinstance(exc, InvalidArgument):
+        exc = InvalidRequest([FieldViolation(exc.field, exc.rule)])
     kind = error_kind(exc)
     if kind is INTERNAL:
         _log.exception("internal error", exc_info=exc)

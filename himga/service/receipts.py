@@ -79,9 +79,9 @@ def write_once(
     request: Any,
     still_wanted: Callable[[], None],
     in_process: InProcessReceipts,
-    write: Callable[[], int],
-) -> int:
-    """Run `write` (returning how many messages it stored) committing only while
+    write: Callable[[], list[str]],
+) -> list[str]:
+    """Run `write` (returning the ids of the messages it stored) committing only while
     `still_wanted` does not raise; with a request id, at most once per request: a repeated
     request gets the first one's answer."""
     request_id: str = request.request_id
@@ -104,9 +104,9 @@ def write_once(
                     )
                 ]
             )
-        return found.answer
+        return list(found.answer)
     with committing(Terms(still_wanted, wanted)):
         answer = write()
     if keeper is None:
-        in_process.keep(namespace, Receipt(request_id, wanted.digest, answer))
+        in_process.keep(namespace, Receipt(request_id, wanted.digest, tuple(answer)))
     return answer

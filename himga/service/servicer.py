@@ -11,7 +11,9 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session
-from himga.memory.base import DEFAULT_LIMIT, BaseMemory
+from himga.errors import InvalidArgument
+from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory
+from himga.memory.filters import MessageFilter, deletion
 from himga.memory.null import NullMemory
 from himga.service import convert, fairness, resources
 from himga.service.errors import FieldViolation, InvalidRequest, abort
@@ -21,6 +23,8 @@ from himga.service.receipts import InProcessReceipts, request_id_violations, wri
 
 MAX_LIMIT = 1000
 """The most hits one Retrieve may ask for (the proto documents it)."""
+MAX_PAGE_SIZE = 1000
+"""The most messages one ListMessages page may ask for (the proto documents it)."""
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -74,8 +78,8 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         item = _item(request, "", found, _Sessions())
         with self._memory(request, found) as memory:
             assert item is not None  # no violation found: the message and session were read
-            self._write(memory, request, context, lambda: _ingest_one(memory, item))
-        return _INGESTED
+            (stored_id,) = self._write(memory, request, context, lambda: memory.store([item]))
+        return pb.IngestResponse(id=stored_id)
 
     @rpc
     def IngestBatch(
@@ -88,10 +92,10 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
                 _item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)
             ]
             with self._memory(request, found) as memory:
-                count = self._write(
-                    memory, request, context, lambda: memory.ingest_many(filter(None, items))
+                ids = self._write(
+                    memory, request, context, lambda: memory.store(filter(None, items))
                 )
-        return pb.IngestBatchResponse(ingested=count)
+        return pb.IngestBatchResponse(ingested=len(ids), ids=ids)
 
     @rpc
     def Retrieve(
@@ -101,8 +105,14 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         if request.limit > MAX_LIMIT:
             found.append(FieldViolation("limit", f"must be at most {MAX_LIMIT}"))
         limit = request.limit or DEFAULT_LIMIT
+        chosen = _filter(request, found)
         with self._memory(request, found, create=False) as memory:
-            text, hits = memory.recall(request.query, limit)
+            text, hits = memory.recall(
+                request.query,
+                limit,
+                filter=chosen,
+                max_context_tokens=request.max_context_tokens,
+            )
         response = pb.RetrieveResponse(
             context=text, hits=[convert.hit_to_proto(h) for h in hits[:limit]]
         )
@@ -113,6 +123,38 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         with self._memory(request, create=False) as memory:
             memory.reset()
         return _RESET
+
+    @rpc
+    def Delete(self, request: pb.DeleteRequest, context: grpc.ServicerContext) -> pb.DeleteResponse:
+        found: list[FieldViolation] = []
+        chosen = _filter(request, found)
+        if not found:
+            try:  # checked here too, so that every memory refuses a Delete naming nothing
+                deletion(request.ids, chosen)
+            except InvalidArgument as error:
+                found.append(FieldViolation(error.field, error.rule))
+        with self._memory(request, found, create=False) as memory:
+            deleted = memory.delete(list(request.ids), filter=chosen)
+        return pb.DeleteResponse(deleted=deleted)
+
+    @rpc
+    def ListMessages(
+        self, request: pb.ListMessagesRequest, context: grpc.ServicerContext
+    ) -> pb.ListMessagesResponse:
+        found: list[FieldViolation] = []
+        if request.page_size > MAX_PAGE_SIZE:
+            found.append(FieldViolation("page_size", f"must be at most {MAX_PAGE_SIZE}"))
+        chosen = _filter(request, found)
+        with self._memory(request, found, create=False) as memory:
+            page = memory.list(
+                filter=chosen,
+                page_size=request.page_size or DEFAULT_PAGE_SIZE,
+                page_token=request.page_token,
+            )
+        return pb.ListMessagesResponse(
+            messages=[convert.stored_to_proto(stored) for stored in page.messages],
+            next_page_token=page.next_page_token,
+        )
 
     @contextmanager
     def _memory(
@@ -146,21 +188,30 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         memory: BaseMemory,
         request: Any,
         context: grpc.ServicerContext,
-        write: Callable[[], int],
-    ) -> int:
-        """Run `write` so that it commits only while its caller still waits, and at most once
-        per request id (himga.service.receipts)."""
+        write: Callable[[], list[str]],
+    ) -> list[str]:
+        """Run `write` (which returns the ids it stored) so that it commits only while its
+        caller still waits, and at most once per request id (himga.service.receipts)."""
         wanted = functools.partial(self.calls.still_wanted, context)
         return write_once(memory, request.namespace, request, wanted, self._receipts, write)
 
 
-def _ingest_one(memory: BaseMemory, item: tuple[Message, Session]) -> int:
-    memory.ingest(*item)
-    return 1
-
-
-_INGESTED = pb.IngestResponse()
 _RESET = pb.ResetResponse()
+
+
+def _filter(
+    request: pb.RetrieveRequest | pb.DeleteRequest | pb.ListMessagesRequest,
+    found: list[FieldViolation],
+) -> MessageFilter | None:
+    """The request's filter (None when it carries none), or None after adding what is wrong
+    with it to `found`."""
+    if not request.HasField("filter"):
+        return None
+    try:
+        return convert.filter_from_proto(request.filter)
+    except InvalidArgument as error:
+        found.append(FieldViolation(error.field, error.rule))
+        return None
 
 
 class _Sessions:

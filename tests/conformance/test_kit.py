@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,7 +19,9 @@ from himga.conformance import CHECKS, CheckResult, run_checks
 from himga.conformance.checks import KINDS, OVERSIZED_BYTES
 from himga.conformance.report import render
 from himga.data.conversation import Message, Session
+from himga.memory import KeywordMemory
 from himga.memory.base import BaseMemory, Hit
+from himga.memory.filters import MessageFilter
 from himga.memory.registry import memory_names, register, unregister
 from himga.service.server import create_server
 from tests.server_process import start_listening
@@ -42,6 +44,18 @@ MALFORMED = {
     "error-session-missing",
     "error-limit",
     "error-memory-unknown",
+    "delete-names-something",
+    "page-token-checked",
+}
+# What a memory with only the seed's methods lacks: it refuses deletes, filters and listings
+# (UNSUPPORTED, which keeps the contract), replaces nothing and has no times.
+API_CAPABILITIES = {
+    "replaces-by-id",
+    "deletes-by-session-and-time",
+    "deletes-stay-in-namespace",
+    "filter-fills-the-limit",
+    "lists-every-message-once",
+    "message-times",
 }
 _ROW = re.compile(
     r"^(\S+)\s+(required|capability|episodes)\s+(PASS|FAIL|NOT OFFERED)\b", re.MULTILINE
@@ -70,6 +84,7 @@ def test_every_check_has_a_kind_and_a_unique_name() -> None:
     assert REQUIRED and CAPABILITIES and EPISODES
     assert set(names) == REQUIRED | CAPABILITIES | EPISODES
     assert MALFORMED <= REQUIRED
+    assert API_CAPABILITIES <= CAPABILITIES
 
 
 @pytest.mark.parametrize("memory", [m for m in memory_names() if m != "null"])
@@ -162,18 +177,39 @@ class _EmptyQueryAnswers(_ListMemory):
         return [Hit("", s.session_id, m.role, m.content, "", 0.0) for m, s in self.items][:limit]
 
 
+class _IgnoresFilters(KeywordMemory):
+    """Takes a filter and searches as if it had none."""
+
+    def search(
+        self, query: str, limit: int = 10, *, filter: MessageFilter | None = None
+    ) -> list[Hit]:
+        return super().search(query, limit)
+
+
+class _DeletesNothing(KeywordMemory):
+    """Answers a delete with a count, and forgets nothing."""
+
+    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+        return len(list(ids)) or 1
+
+
 @pytest.mark.parametrize(
     ("memory", "failing"),
     [
-        (_ListMemory, set()),
-        (_ResetForgetsNothing, {"reset-forgets", "reset-then-new"}),
-        (_OneStoreForAll, {"namespaces-isolated", "isolation-keeps-data"}),
-        (_EmptyQueryAnswers, {"empty-query"}),
+        (_ListMemory, API_CAPABILITIES),
+        (_ResetForgetsNothing, {"reset-forgets", "reset-then-new"} | API_CAPABILITIES),
+        (_OneStoreForAll, {"namespaces-isolated", "isolation-keeps-data"} | API_CAPABILITIES),
+        (_EmptyQueryAnswers, {"empty-query"} | API_CAPABILITIES),
+        (_IgnoresFilters, {"filter-never-ignored", "filter-fills-the-limit"}),
+        (
+            _DeletesNothing,
+            {"deleted-never-returns", "deletes-by-session-and-time", "lists-every-message-once"},
+        ),
     ],
     ids=lambda v: v.__name__.strip("_") if isinstance(v, type) else None,
 )
 def test_a_broken_memory_fails_exactly_its_checks(
-    memory: type[_ListMemory], failing: set[str], tmp_path: Path
+    memory: type[BaseMemory], failing: set[str], tmp_path: Path
 ) -> None:
     name = f"test-{memory.__name__.strip('_').lower()}"
     register(name, __name__, f"{memory.__name__}.for_namespace")

@@ -33,7 +33,18 @@ from tests.contract.vectors import (
 from tests.contract.vectors import load as _load
 
 # Keywords whose every occurrence in a schema is a rule that needs an invalid vector.
-RULE_KEYWORDS = ("type", "minLength", "minimum", "maximum", "enum", "format", "pattern", "not")
+RULE_KEYWORDS = (
+    "type",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "maxProperties",
+    "enum",
+    "format",
+    "pattern",
+    "not",
+)
 
 
 def _pydantic_validator(type_name: str) -> Callable[[str], object]:
@@ -164,8 +175,9 @@ def _rules(schema: dict[str, Any], uri: str, pointer: str = "") -> Iterator[str]
         yield f"{uri}#{pointer}/additionalProperties"
     for name, subschema in schema.get("properties", {}).items():
         yield from _rules(subschema, uri, f"{pointer}/properties/{name.replace('/', '~1')}")
-    if isinstance(schema.get("items"), dict):
-        yield from _rules(schema["items"], uri, f"{pointer}/items")
+    for keyword in ("items", "additionalProperties", "propertyNames"):
+        if isinstance(schema.get(keyword), dict):
+            yield from _rules(schema[keyword], uri, f"{pointer}/{keyword}")
     for name, subschema in schema.get("$defs", {}).items():
         yield from _rules(subschema, uri, f"{pointer}/$defs/{name}")
 

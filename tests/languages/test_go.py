@@ -46,7 +46,7 @@ def test_go_client_keeps_a_locomo_conversation_in_the_server(
     locomo_file: Path, memory_server: str
 ) -> None:
     env = {"HIMGA_TARGET": memory_server, "HIMGA_LOCOMO_PATH": str(locomo_file)}
-    go_test("./tests/go/client", 2, env)
+    go_test("./tests/go/client", 3, env)
 
 
 def test_go_client_example_runs(locomo_file: Path, memory_server: str) -> None:
@@ -65,7 +65,11 @@ def test_go_client_example_runs(locomo_file: Path, memory_server: str) -> None:
     assert re.search(
         r"^stored \d+ messages of \S+ in namespace \"go-example-test\"$", output, re.MULTILINE
     ), output
-    assert output.count("\nQ: ") == 2, output
+    assert output.count("\nQ: ") == 3, output  # two questions, then the first in one session
+    assert re.search(r"^Q: .* \(in session_1 only\)$", output, re.MULTILINE), output
+    assert re.search(
+        r"^deleted [1-9]\d* messages of session_1; 0 hits left there$", output, re.M
+    ), output
     assert 'reset namespace "go-example-test"' in output, output
 
 

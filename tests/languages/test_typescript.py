@@ -98,6 +98,9 @@ def test_typescript_agent_example_runs(build: Path, memory_server: str) -> None:
 
 def test_typescript_example_runs(build: Path, memory_server: str) -> None:
     output = run(["node", str(build / "examples" / "typescript" / "main.js"), memory_server])
-    assert "stored 2 messages in example-typescript" in output
+    assert "stored 3 messages in example-typescript: D1:1, D1:2, D2:1" in output
     assert "D1:2 Melanie: That sounds great! I painted a sunrise" in output  # recalled
+    assert "in s2: D2:1 Caroline: Your sunrise painting" in output  # the filtered recall
+    assert "in s2: D1:" not in output
+    assert "deleted 1 message of s2; 0 hits left there" in output
     assert "items[0].message.role" in output  # the refused batch names the empty role

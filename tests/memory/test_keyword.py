@@ -38,9 +38,12 @@ def _session(session_id: str = "s1", date: str = "3 March, 2023") -> Session:
 
 
 def _say(memory: BaseMemory, *turns: tuple[str, str], session: Session | None = None) -> None:
+    """Store turns T1, T2, ... of `session` (s1 by default); turns of another session are
+    `<session_id>:T1`, ..., so that each call stores new messages."""
     session = session or _session()
+    prefix = "" if session.session_id == "s1" else f"{session.session_id}:"
     memory.ingest_many(
-        (Message(role=role, content=text, turn_id=f"T{i}"), session)
+        (Message(role=role, content=text, turn_id=f"{prefix}T{i}"), session)
         for i, (role, text) in enumerate(turns, start=1)
     )
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from himga.data import Message, Session
 from himga.memory import KeywordMemory, SQLiteKeywordMemory
+from himga.memory.filters import MessageFilter
 from himga.memory.ranking import (
     K1,
     NEAR_TURNS,
@@ -83,6 +84,68 @@ def test_both_memories_score_every_turn_as_the_definition_does(
             assert found == sqlite.search(query, limit=len(turns))
             assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
                 {f"T{n}": score for n, score in expected.items()}, rel=1e-12
+            )
+    finally:
+        sqlite.close()
+
+
+# After deletes and corrections, each memory scores the turns it holds as the definition scores
+# that same conversation stored afresh: windows and statistics follow every change.
+
+CHANGE = st.one_of(
+    st.tuples(st.just("delete"), st.integers(0, 30)),
+    st.tuples(st.just("delete session"), st.integers(0, 3)),
+    st.tuples(st.just("correct"), st.integers(0, 30), TURN),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(TURN, min_size=1, max_size=25),
+    st.lists(CHANGE, max_size=6),
+    st.lists(QUERY, min_size=1, max_size=3),
+)
+def test_both_memories_follow_deletes_and_corrections(
+    turns: list[tuple[int, str, str]],
+    changes: list[tuple[object, ...]],
+    queries: list[str],
+) -> None:
+    held = dict(enumerate(turns))  # turn number -> (session, speaker, text), in number order
+
+    def item(number: int, turn: tuple[int, str, str]) -> tuple[Message, Session]:
+        session, speaker, text = turn
+        return Message(role=speaker, content=text, turn_id=f"T{number}"), Session(
+            session_id=f"s{session}"
+        )
+
+    keyword, sqlite = KeywordMemory(), SQLiteKeywordMemory()
+    try:
+        for memory in (keyword, sqlite):
+            memory.ingest_many(item(n, t) for n, t in held.items())
+        for change in changes:
+            if change[0] == "delete":
+                number = int(str(change[1]))
+                for memory in (keyword, sqlite):
+                    memory.delete([f"T{number}"])
+                held.pop(number, None)
+            elif change[0] == "delete session":
+                session = int(str(change[1]))
+                for memory in (keyword, sqlite):
+                    memory.delete(filter=MessageFilter(session_ids=[f"s{session}"]))
+                held = {n: t for n, t in held.items() if t[0] != session}
+            elif int(str(change[1])) in held:  # a correction of a turn held
+                number, turn = int(str(change[1])), change[2]
+                assert isinstance(turn, tuple)
+                for memory in (keyword, sqlite):
+                    memory.ingest(*item(number, turn))
+                held[number] = turn
+        numbers = sorted(held)
+        for query in queries:
+            expected = reference([held[n] for n in numbers], query) if numbers else {}
+            found = keyword.search(query, limit=len(turns))
+            assert found == sqlite.search(query, limit=len(turns))
+            assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
+                {f"T{numbers[i]}": score for i, score in expected.items()}, rel=1e-12
             )
     finally:
         sqlite.close()

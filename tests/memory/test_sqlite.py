@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from himga.data import Message, Session
+from himga.errors import IncompatibleStoreError
 from himga.memory import KeywordMemory, SQLiteKeywordMemory
+from himga.memory.ranking import METHOD
 from himga.memory.registry import memory_factory
 from himga.memory.sqlite import DATABASE_NAME, namespace_path
+from himga.memory.sqlite_schema import FORMAT
 
 SESSION = Session(session_id="s1", date_str="3 March, 2023")
 
@@ -129,12 +132,52 @@ def test_connections_to_one_database_follow_each_others_writes(tmp_path: Path) -
         assert [hit.turn_id for hit in other.search("mug")] == ["T1"]
 
 
-def test_a_database_of_another_method_is_refused(tmp_path: Path) -> None:
+def test_connections_follow_each_others_deletes_and_corrections(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    with SQLiteKeywordMemory(path) as one, SQLiteKeywordMemory(path) as other:
+        one.ingest_many(_message(i) for i in range(6))
+        assert other.search("token00002")[0].turn_id == "T2"
+        assert other.delete(["T2", "T3"]) == 2
+        assert one.search("token00002") == [] and one.search("remember", 10)
+        one.ingest(Message(role="Bo", content="corrected kayak", turn_id="T4"), SESSION)
+        assert [(h.turn_id, h.content) for h in other.search("kayak", 1)] == [
+            ("T4", "corrected kayak")
+        ]
+        assert "remember token00004" not in [h.content for h in other.search("token00004", 10)]
+        fresh = KeywordMemory()
+        fresh.ingest_many(_message(i) for i in (0, 1))
+        fresh.ingest(Message(role="Bo", content="corrected kayak", turn_id="T4"), SESSION)
+        fresh.ingest(*_message(5))
+        for query in ("remember", "kayak", "Ada token00005"):
+            assert one.search(query, 10) == other.search(query, 10) == fresh.search(query, 10)
+        assert [m.id for m in other.list().messages] == ["T0", "T1", "T4", "T5"]
+
+
+def test_a_database_of_another_method_is_indexed_again(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    with SQLiteKeywordMemory(path) as memory:
+        memory.ingest_many(_message(i) for i in range(5))
+        before = memory.search("remember token00003", limit=10)
+    with sqlite3.connect(path) as db:
+        # What another method left: its own method, other lengths, speakers and terms.
+        db.execute("UPDATE himga_meta SET value = 'something older' WHERE key = 'method'")
+        db.execute("UPDATE messages SET length = 1, speaker = 99")
+        db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
+        db.execute("INSERT INTO turns_fts (rowid, terms) VALUES (1, 'stale')")
+    with SQLiteKeywordMemory(path) as memory:
+        assert memory.search("remember token00003", limit=10) == before
+        assert memory.search("stale") == []
+    with sqlite3.connect(path) as db:
+        (method,) = db.execute("SELECT value FROM himga_meta WHERE key = 'method'").fetchone()
+    assert method == METHOD
+
+
+def test_a_database_of_a_newer_format_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite3"
     SQLiteKeywordMemory(path).close()
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE himga_meta SET value = 'something older' WHERE key = 'method'")
-    with pytest.raises(ValueError, match="indexed with method 'something older'"):
+        db.execute("UPDATE himga_meta SET value = ? WHERE key = 'format'", (str(FORMAT + 1),))
+    with pytest.raises(IncompatibleStoreError, match=f"newer himga .store format {FORMAT + 1}"):
         SQLiteKeywordMemory(path)
 
 

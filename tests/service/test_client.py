@@ -1,5 +1,6 @@
 """RemoteMemory: the memory of a namespace in a server, used like an in-process BaseMemory."""
 
+import re
 import socket
 import uuid
 
@@ -22,14 +23,15 @@ def test_is_a_base_memory_that_answers_with_hits(listing_server: str) -> None:
     with remote(listing_server) as memory:
         assert isinstance(memory, BaseMemory)
         memory.ingest(Message(role="Melanie", content="I painted a lake", turn_id="D3:4"), SESSION)
-        memory.ingest(Message(role="Caroline", content="no turn id here"), SESSION)
+        (made,) = memory.store([(Message(role="Caroline", content="no turn id here"), SESSION)])
         assert memory.retrieve("lake") == "Melanie: I painted a lake"
         expected = Hit("D3:4", "s7", "Melanie", "I painted a lake", "2023/05/20 (Sat) 02:21", 1.0)
         assert memory.search("lake") == [expected]
         assert memory.recall("lake", limit=5) == ("Melanie: I painted a lake", [expected])
-        # Absent optionals arrive as empty strings.
+        # A message without a turn_id is stored under an id the server made, and answered with.
+        assert re.fullmatch("[0-9a-f]{32}", made)
         assert memory.search("turn id") == [
-            Hit("", "s7", "Caroline", "no turn id here", "2023/05/20 (Sat) 02:21", 1.0)
+            Hit(made, "s7", "Caroline", "no turn id here", "2023/05/20 (Sat) 02:21", 1.0)
         ]
 
 

@@ -3,15 +3,18 @@ Message and Session vector; Hit carries the same fields in Python and in the pro
 
 import json
 from dataclasses import fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga import validation
 from himga.data.conversation import Message, Session
-from himga.memory.base import Hit
+from himga.memory.base import Hit, StoredMessage
+from himga.memory.filters import MessageFilter
 from himga.service import InvalidRequest, convert
 
 VECTOR_DIR = Path(__file__).resolve().parents[2] / "schemas" / "conformance"
@@ -77,3 +80,39 @@ def test_hit_has_the_proto_fields() -> None:
     assert [f.name for f in fields(Hit)] == [f.name for f in pb.Hit.DESCRIPTOR.fields]
     hit = Hit("D1:1", "s1", "Caroline", "hello", "8 May, 2023", 0.5)
     assert convert.hits_from_proto([convert.hit_to_proto(hit)]) == [hit]
+    timed = Hit("D1:2", "s1", "Bo", "hi", "", 1.5, MOMENT, {"user": "u1"})
+    assert convert.hits_from_proto([convert.hit_to_proto(timed)]) == [timed]
+    assert not convert.hit_to_proto(hit).HasField("time")  # no time: unset, not 1970
+
+
+MOMENT = datetime(2023, 5, 8, 13, 56, 0, 250_000, tzinfo=UTC)
+
+
+def test_a_filter_has_the_proto_fields_and_round_trips() -> None:
+    assert [f.name for f in fields(MessageFilter)] == [
+        f.name for f in pb.MessageFilter.DESCRIPTOR.fields
+    ]
+    chosen = MessageFilter(["s2", "s1"], ["Ada"], MOMENT, None, {"user": "u1"})
+    proto = convert.filter_to_proto(chosen)
+    assert proto is not None and list(proto.session_ids) == ["s1", "s2"]  # in a stable order
+    assert not proto.HasField("before")
+    assert convert.filter_from_proto(proto) == chosen
+    assert convert.filter_to_proto(None) is None
+
+
+def test_a_stored_message_round_trips() -> None:
+    stored = StoredMessage(
+        "D1:1", "s1", "Ada", "hello", "1:56 pm on 8 May, 2023", MOMENT, MOMENT, None, {"k": "v"}
+    )
+    assert convert.stored_from_proto(convert.stored_to_proto(stored), "messages[0]") == stored
+    bare = StoredMessage("m", "s", "Ada", "")
+    assert convert.stored_from_proto(convert.stored_to_proto(bare), "messages[0]") == bare
+
+
+def test_a_time_no_datetime_holds_is_a_violation_naming_the_field() -> None:
+    out_of_range = pb.Session(session_id="s", timestamp=Timestamp(seconds=-(2**40)))
+    with pytest.raises(InvalidRequest) as caught:
+        convert.session_from_proto(out_of_range, "session")
+    assert {v.field for v in caught.value.violations} == {"session.timestamp"}
+    with pytest.raises(ValueError, match=r"filter\.after"):
+        convert.filter_from_proto(pb.MessageFilter(after=Timestamp(seconds=0, nanos=-1)))

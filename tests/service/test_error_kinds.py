@@ -16,9 +16,11 @@ from himga.data.errors import DatasetError
 from himga.errors import (
     HimgaError,
     IncompatibleStoreError,
+    InvalidArgument,
     NotFoundError,
     SchemaError,
     UnknownTypeError,
+    Unsupported,
 )
 from himga.llm.errors import LLMCallError, LLMConfigError, LLMError, TransientLLMError
 from himga.memory import registry
@@ -54,11 +56,14 @@ EXAMPLES: dict[type[Exception], Exception] = {
     ServerStopping: ServerStopping("the server is stopping"),
     ResourceExhausted: ResourceExhausted("the server has no file descriptors left"),
     StoreUnavailable: StoreUnavailable("the store cannot write (no space left on device)"),
+    Unsupported: Unsupported("RaisingMemory cannot filter what it recalls"),
 }
 # Errors raised where no server is involved (validation, loading data, building records,
 # calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
+# A memory's error about one argument, which travels as the request error naming that field.
+SENT_AS = {InvalidArgument: InvalidRequest}
 
 
 class RaisingMemory(BaseMemory):
@@ -71,6 +76,8 @@ class RaisingMemory(BaseMemory):
     def ingest(self, message: Message, session: Session) -> None:
         if message.content == "unexpected":
             raise KeyError("a bug")
+        if message.content == "InvalidArgument":
+            raise InvalidArgument("page_token", "not a token of this listing")
         raise next(e for c, e in EXAMPLES.items() if c.__name__ == message.content)
 
     def retrieve(self, query: str) -> str:
@@ -108,7 +115,20 @@ def test_every_himga_error_is_sent_as_a_kind_or_is_local_only() -> None:
             if sub.__module__.startswith("himga."):
                 found.add(sub)
                 todo.append(sub)
-    assert found == set(ERROR_KINDS) | LOCAL_ONLY
+    assert found == set(ERROR_KINDS) | LOCAL_ONLY | set(SENT_AS)
+
+
+def test_an_argument_error_reaches_the_client_as_a_request_error_naming_the_field(
+    raising_server: str,
+) -> None:
+    message = Message(role="agent", content="InvalidArgument")
+    with (
+        RemoteMemory(raising_server, f"kinds-{uuid.uuid4().hex}") as memory,
+        pytest.raises(InvalidRequest) as caught,
+    ):
+        memory.ingest(message, Session(session_id="s"))
+    assert caught.value.violations == [FieldViolation("page_token", "not a token of this listing")]
+    assert reason_of(caught.value.__cause__) == "INVALID_REQUEST"  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kind", EXAMPLES, ids=lambda kind: kind.__name__)

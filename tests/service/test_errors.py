@@ -9,11 +9,13 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.memory import SQLiteKeywordMemory
 from himga.memory.sqlite import namespace_path
+from himga.memory.sqlite_schema import FORMAT
 from himga.service import create_server
 from himga.service.errors import field_violations, reason_of
 from tests.service.conftest import FAILING, LISTING, ingest_request
@@ -74,6 +76,59 @@ BAD_REQUESTS: dict[str, tuple[str, Callable[[str], Any], set[str]]] = {
         "Ingest",
         lambda ns: pb.IngestRequest(namespace="", message=pb.Message(), memory="nope"),
         {"namespace", "memory", "message.role", "session"},
+    ),
+    "metadata key too long": (
+        "Ingest",
+        lambda ns: ingest_request(ns, "x", message=pb.Message(role="u", metadata={"k" * 65: "v"})),
+        {"message.metadata." + "k" * 65},
+    ),
+    "metadata value too long": (
+        "Ingest",
+        lambda ns: ingest_request(
+            ns, "x", message=pb.Message(role="u", metadata={"n": "v" * 1025})
+        ),
+        {"message.metadata.n"},
+    ),
+    "too many metadata pairs": (
+        "Ingest",
+        lambda ns: ingest_request(
+            ns, "x", message=pb.Message(role="u", metadata={f"k{i}": "" for i in range(33)})
+        ),
+        {"message.metadata"},
+    ),
+    "a session's timestamp before year 1": (
+        "Ingest",
+        lambda ns: ingest_request(
+            ns, "x", session=pb.Session(session_id="s", timestamp=Timestamp(seconds=-(2**60)))
+        ),
+        {"session.timestamp"},
+    ),
+    "a filter's time out of range": (
+        "Delete",
+        lambda ns: pb.DeleteRequest(
+            namespace=ns, filter=pb.MessageFilter(after=Timestamp(seconds=1, nanos=2 * 10**9))
+        ),
+        {"filter.after"},
+    ),
+    "delete naming nothing": ("Delete", lambda ns: pb.DeleteRequest(namespace=ns), {"ids"}),
+    "delete with an empty filter": (
+        "Delete",
+        lambda ns: pb.DeleteRequest(namespace=ns, filter=pb.MessageFilter()),
+        {"ids"},
+    ),
+    "a time range that ends before it starts": (
+        "Retrieve",
+        lambda ns: pb.RetrieveRequest(
+            namespace=ns,
+            query="x",
+            filter=pb.MessageFilter(after=Timestamp(seconds=10), before=Timestamp(seconds=5)),
+        ),
+        {"filter.before"},
+    ),
+    "page_size over 1000": (
+        "ListMessages",
+        lambda ns: pb.ListMessagesRequest(namespace=ns, page_size=1001),
+        {"page_size"},
     ),
     "batch item without role": (
         "IngestBatch",
@@ -176,12 +231,12 @@ def test_an_error_inside_a_memory_is_internal_and_keeps_its_message_private(stub
     assert_still_serving(stub)
 
 
-def test_a_namespace_stored_by_another_method_is_failed_precondition(tmp_path: Path) -> None:
-    namespace = "kept-from-an-older-himga"
-    old = namespace_path(tmp_path, namespace)
-    SQLiteKeywordMemory(old).close()
-    with sqlite3.connect(old) as db:
-        db.execute("UPDATE himga_meta SET value = 'an older method' WHERE key = 'method'")
+def test_a_namespace_stored_by_a_newer_himga_is_failed_precondition(tmp_path: Path) -> None:
+    namespace = "kept-by-a-newer-himga"
+    newer = namespace_path(tmp_path, namespace)
+    SQLiteKeywordMemory(newer).close()
+    with sqlite3.connect(newer) as db:
+        db.execute("UPDATE himga_meta SET value = ? WHERE key = 'format'", (str(FORMAT + 1),))
     server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=tmp_path)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -189,7 +244,8 @@ def test_a_namespace_stored_by_another_method_is_failed_precondition(tmp_path: P
             with pytest.raises(grpc.RpcError) as caught:
                 stub.Ingest(ingest_request(namespace, "anything"))
             assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-            assert "indexed with method 'an older method'" in caught.value.details()
+            assert f"written by a newer himga (store format {FORMAT + 1}" in caught.value.details()
+            assert reason_of(caught.value) == "INCOMPATIBLE_STORE"
             assert str(tmp_path) not in caught.value.details()  # no server paths sent
             stub.Ingest(ingest_request("fresh", "still serving"))  # other namespaces work
             hits = stub.Retrieve(pb.RetrieveRequest(namespace="fresh", query="serving")).hits
@@ -215,3 +271,25 @@ def test_a_namespace_keeps_its_memory_across_a_restart(tmp_path: Path) -> None:
                 assert [hit.content for hit in found] == (["kayak trip"] if restart == 0 else [])
         finally:
             server.stop(None)
+
+
+def test_a_call_its_memory_cannot_do_is_refused_as_unsupported(stub: Stub) -> None:
+    """ListMemory keeps only the seed's methods: it refuses deletes, listings and filters,
+    rather than ignoring them, and still fits its context to a budget."""
+    namespace = f"seed-only-{uuid.uuid4().hex}"
+    stub.Ingest(ingest_request(namespace, "one two three four five"))
+    calls = {
+        "Delete": pb.DeleteRequest(namespace=namespace, ids=["D1:1"]),
+        "ListMessages": pb.ListMessagesRequest(namespace=namespace),
+        "Retrieve": pb.RetrieveRequest(
+            namespace=namespace, query="three", filter=pb.MessageFilter(roles=["Caroline"])
+        ),
+    }
+    for method, request in calls.items():
+        with pytest.raises(grpc.RpcError) as caught:
+            getattr(stub, method)(request)
+        assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION, method
+        assert reason_of(caught.value) == "UNSUPPORTED", method
+    budgeted = pb.RetrieveRequest(namespace=namespace, query="three", max_context_tokens=4)
+    assert stub.Retrieve(budgeted).context == "Caroline: one…"
+    assert stub.Retrieve(pb.RetrieveRequest(namespace=namespace, query="three")).hits

@@ -45,11 +45,11 @@ class GatedSQLite(SQLiteKeywordMemory):
         assert data_dir is not None
         return cls(namespace_path(data_dir, namespace))
 
-    def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
+    def store(self, items: Iterable[tuple[Message, Session]]) -> list[str]:
         items = list(items)
         gate = GATES.get(items[0][0].content)
         if gate is None:
-            return super().ingest_many(items)
+            return super().store(items)
         gate.started.set()
         deadline = time.monotonic() + HANG_SECONDS
         try:
@@ -59,7 +59,7 @@ class GatedSQLite(SQLiteKeywordMemory):
                 except Exception:
                     break
                 time.sleep(0.01)
-            return super().ingest_many(items)
+            return super().store(items)
         except BaseException as error:
             gate.outcome = error
             raise

@@ -41,6 +41,9 @@ COMPATIBLE: dict[str, set[int]] = {
     "number": {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT},
     "boolean": {FieldDescriptor.TYPE_BOOL},
 }
+# The proto message each JSON Schema format is carried as: a well-known type whose ProtoJSON
+# form is that format (a Timestamp prints as an RFC 3339 string in UTC with `Z`).
+FORMATS = {"date-time": "google.protobuf.Timestamp"}
 
 TIMESTAMP = "google.protobuf.Timestamp"
 
@@ -102,6 +105,13 @@ def mirror_problems(descriptor: Descriptor, schema: dict[str, Any], base: str = 
             if not field.is_repeated:
                 problems.append(f"{name}.{key}: an array in the schema, not repeated in the proto")
             prop = prop.get("items", {})
+        elif prop.get("type") == "object" and isinstance(prop.get("additionalProperties"), dict):
+            if not is_map(field):
+                problems.append(f"{name}.{key}: a map in the schema, not a map in the proto")
+                continue
+            # A map's keys are strings in both; its values must agree like any field's.
+            field = field.message_type.fields_by_name["value"]
+            prop = prop["additionalProperties"]
         elif field.is_repeated:
             problems.append(f"{name}.{key}: repeated in the proto, not an array in the schema")
         elif field.has_presence != needs_presence(key in required, prop, field):
@@ -122,6 +132,10 @@ def needs_presence(required: bool, prop: dict[str, Any], field: FieldDescriptor)
     return default is None or default not in ("", 0)
 
 
+def is_map(field: FieldDescriptor) -> bool:
+    return field.message_type is not None and field.message_type.GetOptions().map_entry
+
+
 def type_problems(where: str, field: FieldDescriptor, prop: dict[str, Any], base: str) -> list[str]:
     held = field.message_type.full_name if field.message_type is not None else None
     if "$ref" in prop:
@@ -137,6 +151,8 @@ def type_problems(where: str, field: FieldDescriptor, prop: dict[str, Any], base
         if held == TIMESTAMP:
             return []
         return [f"{where}: a date-time in the schema, not a {TIMESTAMP} in the proto"]
+    if is_map(field):
+        return [f"{where}: {prop.get('type')} in the schema, a map in the proto"]
     json_types = prop.get("type")
     json_types = [json_types] if isinstance(json_types, str) else list(json_types or [])
     for json_type in (t for t in json_types if t != "null"):
@@ -187,6 +203,16 @@ def _changed(type_name: str, change: str) -> dict[str, Any]:
         properties["duration_seconds"]["default"] = 60
     elif change == "reference to a string":
         properties["phase"] = {"$ref": "task_context.json"}
+    elif change == "date-time as a plain string":
+        properties["timestamp"] = {"type": "string"}
+    elif change == "a string as a date-time":
+        properties["turn_id"] = {"type": "string", "format": "date-time"}
+    elif change == "map values":
+        properties["metadata"]["additionalProperties"] = {"type": "integer"}
+    elif change == "not a map":
+        properties["metadata"] = {"type": "string"}
+    elif change == "a string as a map":
+        properties["turn_id"] = {"type": "object", "additionalProperties": {"type": "string"}}
     return schema
 
 
@@ -206,6 +232,11 @@ def _changed(type_name: str, change: str) -> dict[str, Any]:
         ("EpisodeTrace", "date-time as a string", "EpisodeTrace.timestamp: string in the schema"),
         ("EpisodeTrace", "another default", "EpisodeTrace.duration_seconds: optional in the"),
         ("TaskContext", "reference to a string", "TaskContext.phase: TaskContext in the schema"),
+        ("Message", "date-time as a plain string", "Message.timestamp: string in the schema"),
+        ("Message", "a string as a date-time", "Message.turn_id: a date-time in the schema"),
+        ("Message", "map values", "Message.metadata: integer in the schema"),
+        ("Message", "not a map", "Message.metadata: string in the schema, a map in the proto"),
+        ("Message", "a string as a map", "Message.turn_id: a map in the schema, not a map"),
     ],
 )
 def test_the_check_finds_each_kind_of_difference(type_name: str, change: str, problem: str) -> None:

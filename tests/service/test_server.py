@@ -34,7 +34,7 @@ def test_reflection_lists_and_describes_both_services(listing_server: str) -> No
         file = database.FindFileContainingSymbol(SERVICE_NAME)
     methods = {s.name: {m.name for m in s.method} for s in file.service}
     assert methods == {
-        "MemoryService": {"Ingest", "IngestBatch", "Retrieve", "Reset"},
+        "MemoryService": {"Ingest", "IngestBatch", "Retrieve", "Reset", "Delete", "ListMessages"},
         "EpisodeService": {
             "RecordEpisode",
             "RecordEpisodes",

@@ -119,6 +119,44 @@ test("Reset forgets the namespace, which stays usable", async () => {
   await memory.reset({ namespace });
 });
 
+test("a filter keeps Retrieve in one session, and Delete forgets that session", async () => {
+  const space = `${namespace}-filter`;
+  const reply = await memory.ingestBatch({
+    namespace: space,
+    items: items.map(({ message, session }) => ingestItem(message, session)),
+  });
+  assert.deepEqual(
+    reply.ids,
+    items.map(({ message }) => message.turn_id),
+  );
+  const [first] = conversation.sessions;
+  assert.ok(first !== undefined);
+  const inFirst = { sessionIds: [first.session_id] };
+  const count = first.messages?.length ?? 0;
+  let hits = 0;
+  for (const q of asked) {
+    const answer = await memory.retrieve({ namespace: space, query: q.question, filter: inFirst });
+    for (const hit of answer.hits) assert.equal(hit.sessionId, first.session_id, q.question);
+    hits += answer.hits.length;
+  }
+  assert.ok(hits > 0, `no hit in ${first.session_id} for ${asked.length} questions`);
+
+  const { deleted } = await memory.delete({ namespace: space, filter: inFirst });
+  assert.equal(deleted, count);
+  for (const q of asked) {
+    const answer = await memory.retrieve({ namespace: space, query: q.question, limit: LIMIT });
+    for (const hit of answer.hits) assert.notEqual(hit.sessionId, first.session_id, q.question);
+  }
+  const listed = await memory.listMessages({ namespace: space, filter: inFirst });
+  assert.deepEqual(listed.messages, []);
+  const error = await memory.delete({ namespace: space }).then(
+    () => assert.fail("a Delete naming nothing was accepted"),
+    (e: unknown) => ConnectError.from(e),
+  );
+  assert.equal(errorReason(error), Reason.InvalidRequest, error.message);
+  await memory.reset({ namespace: space });
+});
+
 test("a batch with an empty role is INVALID_ARGUMENT naming the field, and stores nothing", async () => {
   const [good] = items;
   assert.ok(good !== undefined);

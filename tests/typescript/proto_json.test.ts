@@ -150,6 +150,9 @@ for (const { id, title, message } of mirrored) {
         [],
         `${description}: ${JSON.stringify(back)}`,
       );
+      // Each field comes back as it was; an empty map or list, which the proto cannot tell from
+      // an absent one, may come back where the document left it out (a nested message's
+      // metadata), so empty ones are left out of the comparison.
       for (const [key, value] of Object.entries(fields)) {
         assert.ok(sameData(back[key], value), `${description}: ${key}: ${JSON.stringify(back[key])}`);
       }

@@ -1,6 +1,7 @@
 // Command client is a Go agent keeping a LoCoMo conversation in a himga memory server:
 // it stores the first conversation of a locomo10-layout file in batches, asks its first
-// questions, prints what the memory recalls, and forgets it all again.
+// questions, prints what the memory recalls, asks again within the first session only (a
+// filter), forgets that session (a delete), and forgets it all again.
 //
 //	make serve    # in another terminal: the server on 127.0.0.1:50051
 //	go run ./examples/go/client -locomo ../shared/data/locomo/locomo-dev.json
@@ -104,10 +105,54 @@ func run(target string, reach dial.Options, path, namespace, memoryName string, 
 		}
 	}
 
+	if len(sample.QA) > 0 && len(items) > 0 {
+		if err := forgetASession(ctx, memory, namespace, memoryName, sample.QA[0].Question,
+			items[0].GetSession().GetSessionId()); err != nil {
+			return err
+		}
+	}
+
 	_, err = memory.Reset(ctx, &memoryv1.ResetRequest{Namespace: namespace, Memory: memoryName})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("\nreset namespace %q\n", namespace)
+	return nil
+}
+
+// forgetASession asks `question` within one session only (a filter: no hit comes from another
+// session), deletes that session, and asks again: nothing of it is left.
+func forgetASession(ctx context.Context, memory memoryv1.MemoryServiceClient, namespace, memoryName,
+	question, session string) error {
+	inSession := &memoryv1.MessageFilter{SessionIds: []string{session}}
+	ask := func() (*memoryv1.RetrieveResponse, error) {
+		return memory.Retrieve(ctx, &memoryv1.RetrieveRequest{
+			Namespace: namespace, Query: question, Limit: 3, Filter: inSession, Memory: memoryName})
+	}
+	resp, err := ask()
+	if err != nil {
+		if memoryerr.Reason(err) == memoryerr.Unsupported {
+			fmt.Printf("\nnamespace %q cannot filter: %v\n", namespace, err)
+			return nil
+		}
+		return err
+	}
+	fmt.Printf("\nQ: %s (in %s only)\n", question, session)
+	for _, hit := range resp.GetHits() {
+		fmt.Printf("  %-6s %.2f  %s %s: %s\n", hit.GetTurnId(), hit.GetScore(), hit.GetSessionId(),
+			hit.GetRole(), hit.GetContent())
+	}
+
+	deleted, err := memory.Delete(ctx, &memoryv1.DeleteRequest{
+		Namespace: namespace, Filter: inSession, Memory: memoryName})
+	if err != nil {
+		return err
+	}
+	resp, err = ask()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("deleted %d messages of %s; %d hits left there\n", deleted.GetDeleted(), session,
+		len(resp.GetHits()))
 	return nil
 }

@@ -41,6 +41,9 @@ const (
 	// ResourceExhausted (RESOURCE_EXHAUSTED): the server ran out of file descriptors or memory
 	// for the call; nothing changed.
 	ResourceExhausted = "RESOURCE_EXHAUSTED"
+	// Unsupported (FAILED_PRECONDITION): the namespace's memory cannot do what the call asks (a
+	// filter, a delete, a listing) and refuses rather than ignore part of the request.
+	Unsupported = "UNSUPPORTED"
 	// Internal (INTERNAL): the server failed unexpectedly (it logs why).
 	Internal = "INTERNAL"
 )

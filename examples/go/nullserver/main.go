@@ -1,7 +1,8 @@
 // Command nullserver is the smallest MemoryService in Go: a NullMemory that stores nothing,
-// recalls nothing and checks nothing. It answers every call with success, which keeps the
-// contracts a memory that stores nothing can keep, and breaks the ones about malformed requests;
-// `himga conformance` shows which (tests/conformance/ asserts the exact table).
+// recalls nothing and checks nothing. It answers every call with success (each message's id, a
+// delete of nothing, an empty listing), which keeps the contracts a memory that stores nothing
+// can keep, and breaks the ones about malformed requests; `himga conformance` shows which
+// (tests/conformance/ asserts the exact table).
 //
 //	go run ./examples/go/nullserver -addr 127.0.0.1:50052
 //	himga conformance --target 127.0.0.1:50052
@@ -9,6 +10,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"log"
@@ -29,12 +32,36 @@ type nullMemory struct {
 	memoryv1.UnimplementedMemoryServiceServer
 }
 
-func (nullMemory) Ingest(context.Context, *memoryv1.IngestRequest) (*memoryv1.IngestResponse, error) {
-	return &memoryv1.IngestResponse{}, nil
+func (nullMemory) Ingest(_ context.Context, req *memoryv1.IngestRequest) (*memoryv1.IngestResponse, error) {
+	return &memoryv1.IngestResponse{Id: messageID(req.GetMessage())}, nil
 }
 
 func (nullMemory) IngestBatch(_ context.Context, req *memoryv1.IngestBatchRequest) (*memoryv1.IngestBatchResponse, error) {
-	return &memoryv1.IngestBatchResponse{Ingested: uint32(len(req.GetItems()))}, nil
+	ids := make([]string, len(req.GetItems()))
+	for i, item := range req.GetItems() {
+		ids[i] = messageID(item.GetMessage())
+	}
+	return &memoryv1.IngestBatchResponse{Ingested: uint32(len(ids)), Ids: ids}, nil
+}
+
+// messageID is the id a message is stored under: its turn_id, or a new random one.
+func messageID(message *memoryv1.Message) string {
+	if id := message.GetTurnId(); id != "" {
+		return id
+	}
+	made := make([]byte, 16)
+	if _, err := rand.Read(made); err != nil {
+		log.Fatal(err)
+	}
+	return hex.EncodeToString(made)
+}
+
+func (nullMemory) Delete(context.Context, *memoryv1.DeleteRequest) (*memoryv1.DeleteResponse, error) {
+	return &memoryv1.DeleteResponse{}, nil
+}
+
+func (nullMemory) ListMessages(context.Context, *memoryv1.ListMessagesRequest) (*memoryv1.ListMessagesResponse, error) {
+	return &memoryv1.ListMessagesResponse{}, nil
 }
 
 func (nullMemory) Retrieve(context.Context, *memoryv1.RetrieveRequest) (*memoryv1.RetrieveResponse, error) {

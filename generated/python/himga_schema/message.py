@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from typing import Annotated
-from pydantic import ConfigDict, Field
-from pydantic.experimental.missing_sentinel import MISSING
+from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints
 from himga.model_base import SchemaModel
+from typing_extensions import TypeAliasType
+from pydantic.experimental.missing_sentinel import MISSING
 
 
 class Message(SchemaModel):
@@ -30,5 +31,24 @@ class Message(SchemaModel):
     """
     turn_id: str | MISSING = MISSING
     """
-    Optional identifier of the turn within its conversation, such as LoCoMo's `dia_id` (`D1:3`); evidence refers to turns by it.
+    Optional identifier of the turn within its conversation, such as LoCoMo's `dia_id` (`D1:3`); evidence refers to turns by it. A memory service keeps it as the message's id, unique in its namespace (it makes one for a message without): storing a message whose id is already stored replaces that message.
     """
+    timestamp: AwareDatetime | MISSING = MISSING
+    """
+    Optional: when the message was said, an RFC 3339 date-time in UTC written with a `Z` suffix. Without it, the message's time is its session's.
+    """
+    metadata: Annotated[
+        dict[
+            Annotated[str, StringConstraints(min_length=1, max_length=64)],
+            MetadataAdditionalProperty,
+        ],
+        Field(max_length=32),
+    ] = {}
+    """
+    Optional labels that filters match exactly: at most 32 pairs, each key 1 to 64 characters, each value at most 1024 characters. Absent means none.
+    """
+
+
+MetadataAdditionalProperty = TypeAliasType(
+    "MetadataAdditionalProperty", Annotated[str, Field(max_length=1024)]
+)

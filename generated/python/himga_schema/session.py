@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated
-from pydantic import ConfigDict, Field
+from pydantic import AwareDatetime, ConfigDict, Field
 from pydantic.experimental.missing_sentinel import MISSING
 from himga.model_base import SchemaModel
 from . import message
@@ -31,5 +31,9 @@ class Session(SchemaModel):
     """
     date_str: str | MISSING = MISSING
     """
-    When the session took place, kept exactly as the source gives it (LoCoMo: `1:56 pm on 8 May, 2023`; LongMemEval: `2023/05/20 (Sat) 02:21`). Not parsed, so not a date-time.
+    When the session took place, kept exactly as the source gives it (LoCoMo: `1:56 pm on 8 May, 2023`; LongMemEval: `2023/05/20 (Sat) 02:21`). Not parsed here; a memory service reads the time of a session without `timestamp` from it where it can.
+    """
+    timestamp: AwareDatetime | MISSING = MISSING
+    """
+    Optional: when the session took place, an RFC 3339 date-time in UTC written with a `Z` suffix. The time of each of its messages that has none of its own.
     """

@@ -174,9 +174,19 @@ export interface Message {
    */
   content: string;
   /**
-   * Optional identifier of the turn within its conversation, such as LoCoMo's `dia_id` (`D1:3`); evidence refers to turns by it.
+   * Optional identifier of the turn within its conversation, such as LoCoMo's `dia_id` (`D1:3`); evidence refers to turns by it. A memory service keeps it as the message's id, unique in its namespace (it makes one for a message without): storing a message whose id is already stored replaces that message.
    */
   turn_id?: string;
+  /**
+   * Optional: when the message was said, an RFC 3339 date-time in UTC written with a `Z` suffix. Without it, the message's time is its session's.
+   */
+  timestamp?: string;
+  /**
+   * Optional labels that filters match exactly: at most 32 pairs, each key 1 to 64 characters, each value at most 1024 characters. Absent means none.
+   */
+  metadata?: {
+    [k: string]: string;
+  };
 }
 /**
  * One sitting of a conversation: its identifier, when it happened, and its ordered messages.
@@ -195,9 +205,13 @@ export interface Session {
    */
   messages?: Message[];
   /**
-   * When the session took place, kept exactly as the source gives it (LoCoMo: `1:56 pm on 8 May, 2023`; LongMemEval: `2023/05/20 (Sat) 02:21`). Not parsed, so not a date-time.
+   * When the session took place, kept exactly as the source gives it (LoCoMo: `1:56 pm on 8 May, 2023`; LongMemEval: `2023/05/20 (Sat) 02:21`). Not parsed here; a memory service reads the time of a session without `timestamp` from it where it can.
    */
   date_str?: string;
+  /**
+   * Optional: when the session took place, an RFC 3339 date-time in UTC written with a `Z` suffix. The time of each of its messages that has none of its own.
+   */
+  timestamp?: string;
 }
 /**
  * The least an agent needs to know about the task at hand: its goal, phase, files and constraints.

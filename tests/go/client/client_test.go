@@ -154,6 +154,81 @@ func TestGoAgentKeepsAConversation(t *testing.T) {
 	t.Logf("%d messages ingested, %d questions asked", ingested, len(questions))
 }
 
+// A Go agent asks within one session (a filter: every hit comes from it), deletes that session
+// (the count of its messages), and nothing of it is a hit or listed again.
+func TestGoAgentFiltersBySessionAndDeletesIt(t *testing.T) {
+	client := connect(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	sample, items := testenv.Conversation(t)
+	questions := findable(sample, items)
+	if len(questions) == 0 {
+		t.Fatal("the rule picked no question from the sample")
+	}
+	namespace := newNamespace(t)
+	sessionOf := map[string]string{}
+	for start := 0; start < len(items); start += batchSize {
+		batch := items[start:min(start+batchSize, len(items))]
+		resp, err := client.IngestBatch(ctx, &memoryv1.IngestBatchRequest{Namespace: namespace, Items: batch})
+		if err != nil {
+			t.Fatalf("IngestBatch of items %d..: %v", start, err)
+		}
+		for i, id := range resp.GetIds() {
+			sessionOf[id] = batch[i].GetSession().GetSessionId()
+		}
+	}
+	q := questions[0]
+	session := sessionOf[q.evidence]
+	inSession := &memoryv1.MessageFilter{SessionIds: []string{session}}
+	inThatSession := 0
+	for _, s := range sessionOf {
+		if s == session {
+			inThatSession++
+		}
+	}
+
+	resp, err := client.Retrieve(ctx, &memoryv1.RetrieveRequest{
+		Namespace: namespace, Query: q.text, Limit: hitLimit, Filter: inSession})
+	if err != nil {
+		t.Fatalf("Retrieve with a filter: %v", err)
+	}
+	if !slices.Contains(hitIDs(resp.GetHits()), q.evidence) {
+		t.Errorf("%q in %s: evidence %s is not among the hits %v", q.text, session, q.evidence,
+			hitIDs(resp.GetHits()))
+	}
+	for _, hit := range resp.GetHits() {
+		if hit.GetSessionId() != session {
+			t.Errorf("a hit of %s with a filter on %s", hit.GetSessionId(), session)
+		}
+	}
+
+	deleted, err := client.Delete(ctx, &memoryv1.DeleteRequest{Namespace: namespace, Filter: inSession})
+	if err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if int(deleted.GetDeleted()) != inThatSession {
+		t.Errorf("deleted %d messages, %s had %d", deleted.GetDeleted(), session, inThatSession)
+	}
+	resp, err = client.Retrieve(ctx, &memoryv1.RetrieveRequest{Namespace: namespace, Query: q.text, Limit: hitLimit})
+	if err != nil {
+		t.Fatalf("Retrieve after Delete: %v", err)
+	}
+	for _, hit := range resp.GetHits() {
+		if hit.GetSessionId() == session {
+			t.Errorf("hit %s of the deleted session %s", hit.GetTurnId(), session)
+		}
+	}
+	listed, err := client.ListMessages(ctx, &memoryv1.ListMessagesRequest{Namespace: namespace, Filter: inSession})
+	if err != nil {
+		t.Fatalf("ListMessages: %v", err)
+	}
+	if len(listed.GetMessages()) != 0 {
+		t.Errorf("%d messages of the deleted session listed", len(listed.GetMessages()))
+	}
+	t.Logf("%s: %d messages filtered to and deleted", session, inThatSession)
+}
+
 func TestEmptyRoleIsInvalidArgumentNamingTheField(t *testing.T) {
 	client := connect(t)
 

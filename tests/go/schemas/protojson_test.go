@@ -23,8 +23,9 @@ func TestProtoJSONOfGoMessagesFollowsTheSchemas(t *testing.T) {
 	}
 	messageSchema := c.MustCompile("https://himga.dev/schemas/v1/message.json")
 	sessionSchema := c.MustCompile("https://himga.dev/schemas/v1/session.json")
-	// Empty strings are data here (content may be ""), so print every field without presence.
-	printer := protojson.MarshalOptions{EmitUnpopulated: true}
+	// Empty strings are data here (content may be ""), so print every field without presence;
+	// unset message fields (a Timestamp) stay out, as the schemas want absent, not null.
+	printer := protojson.MarshalOptions{EmitDefaultValues: true}
 	validate := func(schema interface{ Validate(any) error }, m proto.Message) error {
 		raw, err := printer.Marshal(m)
 		if err != nil {

@@ -48,7 +48,15 @@ type Message struct {
 	// What was said. May be empty (an image-only turn).
 	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
 	// The turn's identifier within its conversation, such as LoCoMo's dia_id "D1:3". Optional.
-	TurnId        *string `protobuf:"bytes,3,opt,name=turn_id,proto3,oneof" json:"turn_id,omitempty"`
+	// The server keeps it as the message's id, unique in its namespace, and makes one for a
+	// message stored without it: storing a message whose id is already stored replaces that one.
+	TurnId *string `protobuf:"bytes,3,opt,name=turn_id,proto3,oneof" json:"turn_id,omitempty"`
+	// When the message was said (in UTC, written with a `Z` in JSON). Optional: without it, the
+	// message's time is its session's.
+	Timestamp *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	// Labels a filter can match exactly: at most 32 pairs, keys of 1 to 64 characters, values of
+	// at most 1024 (more is INVALID_ARGUMENT naming the key).
+	Metadata      map[string]string `protobuf:"bytes,5,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -104,6 +112,20 @@ func (x *Message) GetTurnId() string {
 	return ""
 }
 
+func (x *Message) GetTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Timestamp
+	}
+	return nil
+}
+
+func (x *Message) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
 // One sitting of a conversation (schemas/v1/session.json).
 type Session struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -113,7 +135,12 @@ type Session struct {
 	// empty; the server ignores it there.
 	Messages []*Message `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
 	// When the session took place, exactly as the source gives it ("1:56 pm on 8 May, 2023").
-	DateStr       *string `protobuf:"bytes,3,opt,name=date_str,proto3,oneof" json:"date_str,omitempty"`
+	DateStr *string `protobuf:"bytes,3,opt,name=date_str,proto3,oneof" json:"date_str,omitempty"`
+	// When the session took place (in UTC). Optional: without it, the server reads the time from
+	// date_str where it can (LoCoMo's "1:56 pm on 8 May, 2023", LongMemEval's
+	// "2023/05/20 (Sat) 02:21", an RFC 3339 date-time), and a date_str it cannot read leaves the
+	// session's messages without a time.
+	Timestamp     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -167,6 +194,13 @@ func (x *Session) GetDateStr() string {
 		return *x.DateStr
 	}
 	return ""
+}
+
+func (x *Session) GetTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Timestamp
+	}
+	return nil
 }
 
 // Ingest's request: one message and its session, for one namespace.
@@ -256,9 +290,11 @@ func (x *IngestRequest) GetRequestId() string {
 	return ""
 }
 
-// Ingest's answer: empty; the message is stored once it arrives.
+// Ingest's answer; the message is stored once it arrives.
 type IngestResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stored message's id: its turn_id, or the one the server made for it.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -291,6 +327,13 @@ func (x *IngestResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use IngestResponse.ProtoReflect.Descriptor instead.
 func (*IngestResponse) Descriptor() ([]byte, []int) {
 	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *IngestResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
 }
 
 // One message with the session it belongs to.
@@ -425,8 +468,10 @@ func (x *IngestBatchRequest) GetRequestId() string {
 // IngestBatch's answer.
 type IngestBatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// How many messages were stored.
-	Ingested      uint32 `protobuf:"varint,1,opt,name=ingested,proto3" json:"ingested,omitempty"`
+	// How many items were stored.
+	Ingested uint32 `protobuf:"varint,1,opt,name=ingested,proto3" json:"ingested,omitempty"`
+	// The id of each item's message, in the order of the items.
+	Ids           []string `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -468,6 +513,13 @@ func (x *IngestBatchResponse) GetIngested() uint32 {
 	return 0
 }
 
+func (x *IngestBatchResponse) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
 // Retrieve's request: a query to one namespace.
 type RetrieveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -478,9 +530,17 @@ type RetrieveRequest struct {
 	// At most this many hits; 0 means the server's default (10). At most 1000.
 	Limit uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	// As in IngestRequest.
-	Memory        string `protobuf:"bytes,4,opt,name=memory,proto3" json:"memory,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Memory string `protobuf:"bytes,4,opt,name=memory,proto3" json:"memory,omitempty"`
+	// Only messages that match this filter are hits or in the context. Optional. A memory that
+	// cannot filter refuses the call (FAILED_PRECONDITION, reason UNSUPPORTED); it never
+	// ignores a filter.
+	Filter *MessageFilter `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	// The most tokens the context may hold, counted as the server documents (himga: one token
+	// per run of letters or digits and per other non-space character); 0 means no budget beyond
+	// the server's own. Whole hits are left out of the context, the lowest ranked first.
+	MaxContextTokens uint32 `protobuf:"varint,6,opt,name=max_context_tokens,json=maxContextTokens,proto3" json:"max_context_tokens,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *RetrieveRequest) Reset() {
@@ -541,10 +601,108 @@ func (x *RetrieveRequest) GetMemory() string {
 	return ""
 }
 
+func (x *RetrieveRequest) GetFilter() *MessageFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *RetrieveRequest) GetMaxContextTokens() uint32 {
+	if x != nil {
+		return x.MaxContextTokens
+	}
+	return 0
+}
+
+// Which messages a call concerns: each field that is set must hold (an unset field does not
+// restrict), so every criterion added narrows the selection.
+type MessageFilter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only messages of these sessions (by session_id). Empty: any session.
+	SessionIds []string `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	// Only messages said by one of these speakers (exact role). Empty: anyone.
+	Roles []string `protobuf:"bytes,2,rep,name=roles,proto3" json:"roles,omitempty"`
+	// Only messages whose time is at or after this instant. A message without a time does not
+	// match a filter that sets after or before.
+	After *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=after,proto3" json:"after,omitempty"`
+	// Only messages whose time is strictly before this instant.
+	Before *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=before,proto3" json:"before,omitempty"`
+	// Only messages whose metadata holds every one of these pairs, exactly.
+	Metadata      map[string]string `protobuf:"bytes,5,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MessageFilter) Reset() {
+	*x = MessageFilter{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MessageFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MessageFilter) ProtoMessage() {}
+
+func (x *MessageFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MessageFilter.ProtoReflect.Descriptor instead.
+func (*MessageFilter) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *MessageFilter) GetSessionIds() []string {
+	if x != nil {
+		return x.SessionIds
+	}
+	return nil
+}
+
+func (x *MessageFilter) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *MessageFilter) GetAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *MessageFilter) GetBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *MessageFilter) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
 // One stored message that matched a query, with what is known of where it came from.
 type Hit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The message's turn_id; empty when it had none.
+	// The message's id (its turn_id, or the one the server made for it).
 	TurnId string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	// The session_id of the session the message was said in.
 	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -555,14 +713,18 @@ type Hit struct {
 	// The session's date_str; empty when the session had none.
 	DateStr string `protobuf:"bytes,5,opt,name=date_str,json=dateStr,proto3" json:"date_str,omitempty"`
 	// Relevance as the memory scores it: higher is better, comparable only within one answer.
-	Score         float64 `protobuf:"fixed64,6,opt,name=score,proto3" json:"score,omitempty"`
+	Score float64 `protobuf:"fixed64,6,opt,name=score,proto3" json:"score,omitempty"`
+	// The message's time (its own, else its session's); unset when it has none.
+	Time *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=time,proto3" json:"time,omitempty"`
+	// The message's metadata.
+	Metadata      map[string]string `protobuf:"bytes,8,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hit) Reset() {
 	*x = Hit{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[8]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +736,7 @@ func (x *Hit) String() string {
 func (*Hit) ProtoMessage() {}
 
 func (x *Hit) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[8]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +749,7 @@ func (x *Hit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hit.ProtoReflect.Descriptor instead.
 func (*Hit) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{8}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Hit) GetTurnId() string {
@@ -632,6 +794,20 @@ func (x *Hit) GetScore() float64 {
 	return 0
 }
 
+func (x *Hit) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Hit) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
 // Retrieve's answer: the context for a prompt and the hits behind it.
 type RetrieveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -645,7 +821,7 @@ type RetrieveResponse struct {
 
 func (x *RetrieveResponse) Reset() {
 	*x = RetrieveResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[9]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +833,7 @@ func (x *RetrieveResponse) String() string {
 func (*RetrieveResponse) ProtoMessage() {}
 
 func (x *RetrieveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[9]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +846,7 @@ func (x *RetrieveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveResponse.ProtoReflect.Descriptor instead.
 func (*RetrieveResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{9}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RetrieveResponse) GetContext() string {
@@ -700,7 +876,7 @@ type ResetRequest struct {
 
 func (x *ResetRequest) Reset() {
 	*x = ResetRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[10]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +888,7 @@ func (x *ResetRequest) String() string {
 func (*ResetRequest) ProtoMessage() {}
 
 func (x *ResetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[10]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +901,7 @@ func (x *ResetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetRequest.ProtoReflect.Descriptor instead.
 func (*ResetRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{10}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResetRequest) GetNamespace() string {
@@ -751,7 +927,7 @@ type ResetResponse struct {
 
 func (x *ResetResponse) Reset() {
 	*x = ResetResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[11]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +939,7 @@ func (x *ResetResponse) String() string {
 func (*ResetResponse) ProtoMessage() {}
 
 func (x *ResetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[11]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +952,330 @@ func (x *ResetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetResponse.ProtoReflect.Descriptor instead.
 func (*ResetResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{11}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{12}
+}
+
+// Delete's request: which messages of one namespace to forget. A message is deleted when its id
+// is among ids (if any are given) and it matches the filter (if one is given); at least one of
+// the two must name something.
+type DeleteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The namespace to delete from. Required.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The ids of the messages to delete.
+	Ids []string `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
+	// The messages to delete: those of some sessions, those in a time range, and so on.
+	Filter *MessageFilter `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	// As in IngestRequest.
+	Memory        string `protobuf:"bytes,4,opt,name=memory,proto3" json:"memory,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRequest) Reset() {
+	*x = DeleteRequest{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRequest) ProtoMessage() {}
+
+func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRequest) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DeleteRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *DeleteRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *DeleteRequest) GetFilter() *MessageFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *DeleteRequest) GetMemory() string {
+	if x != nil {
+		return x.Memory
+	}
+	return ""
+}
+
+// Delete's answer; the messages are forgotten once it arrives.
+type DeleteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many stored messages were deleted.
+	Deleted       uint32 `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteResponse) Reset() {
+	*x = DeleteResponse{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteResponse) ProtoMessage() {}
+
+func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
+func (*DeleteResponse) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DeleteResponse) GetDeleted() uint32 {
+	if x != nil {
+		return x.Deleted
+	}
+	return 0
+}
+
+// ListMessages' request: one page of a namespace's messages.
+type ListMessagesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The namespace to list. Required.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Only messages that match this filter are listed. Optional.
+	Filter *MessageFilter `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
+	// At most this many messages in the page; 0 means the server's default (100). At most 1000.
+	PageSize uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
+	// A token the server did not make is INVALID_ARGUMENT.
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// As in IngestRequest.
+	Memory        string `protobuf:"bytes,5,opt,name=memory,proto3" json:"memory,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMessagesRequest) Reset() {
+	*x = ListMessagesRequest{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMessagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMessagesRequest) ProtoMessage() {}
+
+func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
+func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListMessagesRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ListMessagesRequest) GetFilter() *MessageFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *ListMessagesRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListMessagesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListMessagesRequest) GetMemory() string {
+	if x != nil {
+		return x.Memory
+	}
+	return ""
+}
+
+// One stored message as the namespace holds it.
+type StoredMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The message, its turn_id set to its id.
+	Message *Message `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The session it was said in, without messages.
+	Session *Session `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	// The message's time (its own, else its session's); unset when it has none.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoredMessage) Reset() {
+	*x = StoredMessage{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredMessage) ProtoMessage() {}
+
+func (x *StoredMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredMessage.ProtoReflect.Descriptor instead.
+func (*StoredMessage) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *StoredMessage) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *StoredMessage) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *StoredMessage) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+// ListMessages' answer: one page.
+type ListMessagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The page's messages, in the namespace's order.
+	Messages []*StoredMessage `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	// The token for the next page; empty when this page is the last.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMessagesResponse) Reset() {
+	*x = ListMessagesResponse{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMessagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMessagesResponse) ProtoMessage() {}
+
+func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
+func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ListMessagesResponse) GetMessages() []*StoredMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *ListMessagesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // One tool call made during an episode (schemas/v1/action_entry.json). The wire uses the
@@ -797,7 +1296,7 @@ type ActionEntry struct {
 
 func (x *ActionEntry) Reset() {
 	*x = ActionEntry{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[12]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +1308,7 @@ func (x *ActionEntry) String() string {
 func (*ActionEntry) ProtoMessage() {}
 
 func (x *ActionEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[12]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +1321,7 @@ func (x *ActionEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionEntry.ProtoReflect.Descriptor instead.
 func (*ActionEntry) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{12}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ActionEntry) GetT() float64 {
@@ -868,7 +1367,7 @@ type ErrorEntry struct {
 
 func (x *ErrorEntry) Reset() {
 	*x = ErrorEntry{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[13]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -880,7 +1379,7 @@ func (x *ErrorEntry) String() string {
 func (*ErrorEntry) ProtoMessage() {}
 
 func (x *ErrorEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[13]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -893,7 +1392,7 @@ func (x *ErrorEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorEntry.ProtoReflect.Descriptor instead.
 func (*ErrorEntry) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{13}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ErrorEntry) GetType() string {
@@ -933,7 +1432,7 @@ type EpisodeContext struct {
 
 func (x *EpisodeContext) Reset() {
 	*x = EpisodeContext{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[14]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1444,7 @@ func (x *EpisodeContext) String() string {
 func (*EpisodeContext) ProtoMessage() {}
 
 func (x *EpisodeContext) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[14]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1457,7 @@ func (x *EpisodeContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpisodeContext.ProtoReflect.Descriptor instead.
 func (*EpisodeContext) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{14}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *EpisodeContext) GetGoal() string {
@@ -1026,7 +1525,7 @@ type EpisodeTrace struct {
 
 func (x *EpisodeTrace) Reset() {
 	*x = EpisodeTrace{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[15]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1537,7 @@ func (x *EpisodeTrace) String() string {
 func (*EpisodeTrace) ProtoMessage() {}
 
 func (x *EpisodeTrace) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[15]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1550,7 @@ func (x *EpisodeTrace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpisodeTrace.ProtoReflect.Descriptor instead.
 func (*EpisodeTrace) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{15}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EpisodeTrace) GetId() string {
@@ -1190,7 +1689,7 @@ type TaskContext struct {
 
 func (x *TaskContext) Reset() {
 	*x = TaskContext{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1701,7 @@ func (x *TaskContext) String() string {
 func (*TaskContext) ProtoMessage() {}
 
 func (x *TaskContext) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[16]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1714,7 @@ func (x *TaskContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskContext.ProtoReflect.Descriptor instead.
 func (*TaskContext) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{16}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TaskContext) GetGoal() string {
@@ -1259,7 +1758,7 @@ type RecordEpisodeRequest struct {
 
 func (x *RecordEpisodeRequest) Reset() {
 	*x = RecordEpisodeRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1770,7 @@ func (x *RecordEpisodeRequest) String() string {
 func (*RecordEpisodeRequest) ProtoMessage() {}
 
 func (x *RecordEpisodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[17]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1783,7 @@ func (x *RecordEpisodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEpisodeRequest.ProtoReflect.Descriptor instead.
 func (*RecordEpisodeRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{17}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RecordEpisodeRequest) GetNamespace() string {
@@ -1310,7 +1809,7 @@ type RecordEpisodeResponse struct {
 
 func (x *RecordEpisodeResponse) Reset() {
 	*x = RecordEpisodeResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1821,7 @@ func (x *RecordEpisodeResponse) String() string {
 func (*RecordEpisodeResponse) ProtoMessage() {}
 
 func (x *RecordEpisodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1834,7 @@ func (x *RecordEpisodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEpisodeResponse.ProtoReflect.Descriptor instead.
 func (*RecordEpisodeResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{18}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{24}
 }
 
 // RecordEpisodes' request: many episodes for one namespace, stored together or not at all.
@@ -1351,7 +1850,7 @@ type RecordEpisodesRequest struct {
 
 func (x *RecordEpisodesRequest) Reset() {
 	*x = RecordEpisodesRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1862,7 @@ func (x *RecordEpisodesRequest) String() string {
 func (*RecordEpisodesRequest) ProtoMessage() {}
 
 func (x *RecordEpisodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1875,7 @@ func (x *RecordEpisodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEpisodesRequest.ProtoReflect.Descriptor instead.
 func (*RecordEpisodesRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{19}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RecordEpisodesRequest) GetNamespace() string {
@@ -1404,7 +1903,7 @@ type RecordEpisodesResponse struct {
 
 func (x *RecordEpisodesResponse) Reset() {
 	*x = RecordEpisodesResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1915,7 @@ func (x *RecordEpisodesResponse) String() string {
 func (*RecordEpisodesResponse) ProtoMessage() {}
 
 func (x *RecordEpisodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1928,7 @@ func (x *RecordEpisodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEpisodesResponse.ProtoReflect.Descriptor instead.
 func (*RecordEpisodesResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{20}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RecordEpisodesResponse) GetRecorded() uint32 {
@@ -1452,7 +1951,7 @@ type GetEpisodeRequest struct {
 
 func (x *GetEpisodeRequest) Reset() {
 	*x = GetEpisodeRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1963,7 @@ func (x *GetEpisodeRequest) String() string {
 func (*GetEpisodeRequest) ProtoMessage() {}
 
 func (x *GetEpisodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1976,7 @@ func (x *GetEpisodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEpisodeRequest.ProtoReflect.Descriptor instead.
 func (*GetEpisodeRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{21}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetEpisodeRequest) GetNamespace() string {
@@ -1505,7 +2004,7 @@ type GetEpisodeResponse struct {
 
 func (x *GetEpisodeResponse) Reset() {
 	*x = GetEpisodeResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +2016,7 @@ func (x *GetEpisodeResponse) String() string {
 func (*GetEpisodeResponse) ProtoMessage() {}
 
 func (x *GetEpisodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +2029,7 @@ func (x *GetEpisodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEpisodeResponse.ProtoReflect.Descriptor instead.
 func (*GetEpisodeResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetEpisodeResponse) GetEpisode() *EpisodeTrace {
@@ -1553,7 +2052,7 @@ type DeleteEpisodeRequest struct {
 
 func (x *DeleteEpisodeRequest) Reset() {
 	*x = DeleteEpisodeRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +2064,7 @@ func (x *DeleteEpisodeRequest) String() string {
 func (*DeleteEpisodeRequest) ProtoMessage() {}
 
 func (x *DeleteEpisodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +2077,7 @@ func (x *DeleteEpisodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEpisodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteEpisodeRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{23}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeleteEpisodeRequest) GetNamespace() string {
@@ -1606,7 +2105,7 @@ type DeleteEpisodeResponse struct {
 
 func (x *DeleteEpisodeResponse) Reset() {
 	*x = DeleteEpisodeResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +2117,7 @@ func (x *DeleteEpisodeResponse) String() string {
 func (*DeleteEpisodeResponse) ProtoMessage() {}
 
 func (x *DeleteEpisodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +2130,7 @@ func (x *DeleteEpisodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEpisodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteEpisodeResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{24}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteEpisodeResponse) GetDeleted() bool {
@@ -1672,7 +2171,7 @@ type ListEpisodesRequest struct {
 
 func (x *ListEpisodesRequest) Reset() {
 	*x = ListEpisodesRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +2183,7 @@ func (x *ListEpisodesRequest) String() string {
 func (*ListEpisodesRequest) ProtoMessage() {}
 
 func (x *ListEpisodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +2196,7 @@ func (x *ListEpisodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEpisodesRequest.ProtoReflect.Descriptor instead.
 func (*ListEpisodesRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{25}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListEpisodesRequest) GetNamespace() string {
@@ -1783,7 +2282,7 @@ type ListEpisodesResponse struct {
 
 func (x *ListEpisodesResponse) Reset() {
 	*x = ListEpisodesResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1795,7 +2294,7 @@ func (x *ListEpisodesResponse) String() string {
 func (*ListEpisodesResponse) ProtoMessage() {}
 
 func (x *ListEpisodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1808,7 +2307,7 @@ func (x *ListEpisodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEpisodesResponse.ProtoReflect.Descriptor instead.
 func (*ListEpisodesResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{26}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListEpisodesResponse) GetEpisodes() []*EpisodeTrace {
@@ -1845,7 +2344,7 @@ type SearchEpisodesRequest struct {
 
 func (x *SearchEpisodesRequest) Reset() {
 	*x = SearchEpisodesRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[27]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2356,7 @@ func (x *SearchEpisodesRequest) String() string {
 func (*SearchEpisodesRequest) ProtoMessage() {}
 
 func (x *SearchEpisodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[27]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2369,7 @@ func (x *SearchEpisodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchEpisodesRequest.ProtoReflect.Descriptor instead.
 func (*SearchEpisodesRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{27}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SearchEpisodesRequest) GetNamespace() string {
@@ -1921,7 +2420,7 @@ type EpisodeHit struct {
 
 func (x *EpisodeHit) Reset() {
 	*x = EpisodeHit{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[28]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1933,7 +2432,7 @@ func (x *EpisodeHit) String() string {
 func (*EpisodeHit) ProtoMessage() {}
 
 func (x *EpisodeHit) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[28]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2445,7 @@ func (x *EpisodeHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpisodeHit.ProtoReflect.Descriptor instead.
 func (*EpisodeHit) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{28}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EpisodeHit) GetEpisode() *EpisodeTrace {
@@ -1978,7 +2477,7 @@ type SearchEpisodesResponse struct {
 
 func (x *SearchEpisodesResponse) Reset() {
 	*x = SearchEpisodesResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[29]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1990,7 +2489,7 @@ func (x *SearchEpisodesResponse) String() string {
 func (*SearchEpisodesResponse) ProtoMessage() {}
 
 func (x *SearchEpisodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[29]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2003,7 +2502,7 @@ func (x *SearchEpisodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchEpisodesResponse.ProtoReflect.Descriptor instead.
 func (*SearchEpisodesResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{29}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SearchEpisodesResponse) GetContext() string {
@@ -2024,19 +2523,25 @@ var File_himga_proto_memory_v1_memory_proto protoreflect.FileDescriptor
 
 const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\"himga_proto/memory/v1/memory.proto\x12\x0fhimga.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"b\n" +
+	"\"himga_proto/memory/v1/memory.proto\x12\x0fhimga.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9d\x02\n" +
 	"\aMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x1d\n" +
-	"\aturn_id\x18\x03 \x01(\tH\x00R\aturn_id\x88\x01\x01B\n" +
+	"\aturn_id\x18\x03 \x01(\tH\x00R\aturn_id\x88\x01\x01\x128\n" +
+	"\ttimestamp\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12B\n" +
+	"\bmetadata\x18\x05 \x03(\v2&.himga.memory.v1.Message.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\n" +
 	"\n" +
-	"\b_turn_id\"\x8d\x01\n" +
+	"\b_turn_id\"\xc7\x01\n" +
 	"\aSession\x12\x1e\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\n" +
 	"session_id\x124\n" +
 	"\bmessages\x18\x02 \x03(\v2\x18.himga.memory.v1.MessageR\bmessages\x12\x1f\n" +
-	"\bdate_str\x18\x03 \x01(\tH\x00R\bdate_str\x88\x01\x01B\v\n" +
+	"\bdate_str\x18\x03 \x01(\tH\x00R\bdate_str\x88\x01\x01\x128\n" +
+	"\ttimestamp\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestampB\v\n" +
 	"\t_date_str\"\xcd\x01\n" +
 	"\rIngestRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x122\n" +
@@ -2045,8 +2550,9 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\x06memory\x18\x04 \x01(\tR\x06memory\x12\x1e\n" +
 	"\n" +
 	"request_id\x18\x05 \x01(\tR\n" +
-	"request_id\"\x10\n" +
-	"\x0eIngestResponse\"t\n" +
+	"request_id\" \n" +
+	"\x0eIngestResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"t\n" +
 	"\n" +
 	"IngestItem\x122\n" +
 	"\amessage\x18\x01 \x01(\v2\x18.himga.memory.v1.MessageR\amessage\x122\n" +
@@ -2057,14 +2563,27 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\x06memory\x18\x03 \x01(\tR\x06memory\x12\x1e\n" +
 	"\n" +
 	"request_id\x18\x04 \x01(\tR\n" +
-	"request_id\"1\n" +
+	"request_id\"C\n" +
 	"\x13IngestBatchResponse\x12\x1a\n" +
-	"\bingested\x18\x01 \x01(\rR\bingested\"s\n" +
+	"\bingested\x18\x01 \x01(\rR\bingested\x12\x10\n" +
+	"\x03ids\x18\x02 \x03(\tR\x03ids\"\xd9\x01\n" +
 	"\x0fRetrieveRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\rR\x05limit\x12\x16\n" +
-	"\x06memory\x18\x04 \x01(\tR\x06memory\"\x9c\x01\n" +
+	"\x06memory\x18\x04 \x01(\tR\x06memory\x126\n" +
+	"\x06filter\x18\x05 \x01(\v2\x1e.himga.memory.v1.MessageFilterR\x06filter\x12,\n" +
+	"\x12max_context_tokens\x18\x06 \x01(\rR\x10maxContextTokens\"\xb3\x02\n" +
+	"\rMessageFilter\x12\x1f\n" +
+	"\vsession_ids\x18\x01 \x03(\tR\n" +
+	"sessionIds\x12\x14\n" +
+	"\x05roles\x18\x02 \x03(\tR\x05roles\x120\n" +
+	"\x05after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05after\x122\n" +
+	"\x06before\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06before\x12H\n" +
+	"\bmetadata\x18\x05 \x03(\v2,.himga.memory.v1.MessageFilter.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc9\x02\n" +
 	"\x03Hit\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
 	"\n" +
@@ -2072,14 +2591,40 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\x04role\x18\x03 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x04 \x01(\tR\acontent\x12\x19\n" +
 	"\bdate_str\x18\x05 \x01(\tR\adateStr\x12\x14\n" +
-	"\x05score\x18\x06 \x01(\x01R\x05score\"V\n" +
+	"\x05score\x18\x06 \x01(\x01R\x05score\x12.\n" +
+	"\x04time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12>\n" +
+	"\bmetadata\x18\b \x03(\v2\".himga.memory.v1.Hit.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"V\n" +
 	"\x10RetrieveResponse\x12\x18\n" +
 	"\acontext\x18\x01 \x01(\tR\acontext\x12(\n" +
 	"\x04hits\x18\x02 \x03(\v2\x14.himga.memory.v1.HitR\x04hits\"D\n" +
 	"\fResetRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x16\n" +
 	"\x06memory\x18\x02 \x01(\tR\x06memory\"\x0f\n" +
-	"\rResetResponse\"c\n" +
+	"\rResetResponse\"\x8f\x01\n" +
+	"\rDeleteRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x10\n" +
+	"\x03ids\x18\x02 \x03(\tR\x03ids\x126\n" +
+	"\x06filter\x18\x03 \x01(\v2\x1e.himga.memory.v1.MessageFilterR\x06filter\x12\x16\n" +
+	"\x06memory\x18\x04 \x01(\tR\x06memory\"*\n" +
+	"\x0eDeleteResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\rR\adeleted\"\xbf\x01\n" +
+	"\x13ListMessagesRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x126\n" +
+	"\x06filter\x18\x02 \x01(\v2\x1e.himga.memory.v1.MessageFilterR\x06filter\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x16\n" +
+	"\x06memory\x18\x05 \x01(\tR\x06memory\"\xa7\x01\n" +
+	"\rStoredMessage\x122\n" +
+	"\amessage\x18\x01 \x01(\v2\x18.himga.memory.v1.MessageR\amessage\x122\n" +
+	"\asession\x18\x02 \x01(\v2\x18.himga.memory.v1.SessionR\asession\x12.\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"z\n" +
+	"\x14ListMessagesResponse\x12:\n" +
+	"\bmessages\x18\x01 \x03(\v2\x1e.himga.memory.v1.StoredMessageR\bmessages\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"c\n" +
 	"\vActionEntry\x12\f\n" +
 	"\x01t\x18\x01 \x01(\x01R\x01t\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
@@ -2180,12 +2725,14 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\x05score\x18\x02 \x01(\x01R\x05score\"c\n" +
 	"\x16SearchEpisodesResponse\x12\x18\n" +
 	"\acontext\x18\x01 \x01(\tR\acontext\x12/\n" +
-	"\x04hits\x18\x02 \x03(\v2\x1b.himga.memory.v1.EpisodeHitR\x04hits2\xcd\x02\n" +
+	"\x04hits\x18\x02 \x03(\v2\x1b.himga.memory.v1.EpisodeHitR\x04hits2\xf5\x03\n" +
 	"\rMemoryService\x12I\n" +
 	"\x06Ingest\x12\x1e.himga.memory.v1.IngestRequest\x1a\x1f.himga.memory.v1.IngestResponse\x12X\n" +
 	"\vIngestBatch\x12#.himga.memory.v1.IngestBatchRequest\x1a$.himga.memory.v1.IngestBatchResponse\x12O\n" +
 	"\bRetrieve\x12 .himga.memory.v1.RetrieveRequest\x1a!.himga.memory.v1.RetrieveResponse\x12F\n" +
-	"\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponse2\xca\x04\n" +
+	"\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponse\x12I\n" +
+	"\x06Delete\x12\x1e.himga.memory.v1.DeleteRequest\x1a\x1f.himga.memory.v1.DeleteResponse\x12[\n" +
+	"\fListMessages\x12$.himga.memory.v1.ListMessagesRequest\x1a%.himga.memory.v1.ListMessagesResponse2\xca\x04\n" +
 	"\x0eEpisodeService\x12^\n" +
 	"\rRecordEpisode\x12%.himga.memory.v1.RecordEpisodeRequest\x1a&.himga.memory.v1.RecordEpisodeResponse\x12a\n" +
 	"\x0eRecordEpisodes\x12&.himga.memory.v1.RecordEpisodesRequest\x1a'.himga.memory.v1.RecordEpisodesResponse\x12U\n" +
@@ -2207,7 +2754,7 @@ func file_himga_proto_memory_v1_memory_proto_rawDescGZIP() []byte {
 	return file_himga_proto_memory_v1_memory_proto_rawDescData
 }
 
-var file_himga_proto_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_himga_proto_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_himga_proto_memory_v1_memory_proto_goTypes = []any{
 	(*Message)(nil),                // 0: himga.memory.v1.Message
 	(*Session)(nil),                // 1: himga.memory.v1.Session
@@ -2217,77 +2764,105 @@ var file_himga_proto_memory_v1_memory_proto_goTypes = []any{
 	(*IngestBatchRequest)(nil),     // 5: himga.memory.v1.IngestBatchRequest
 	(*IngestBatchResponse)(nil),    // 6: himga.memory.v1.IngestBatchResponse
 	(*RetrieveRequest)(nil),        // 7: himga.memory.v1.RetrieveRequest
-	(*Hit)(nil),                    // 8: himga.memory.v1.Hit
-	(*RetrieveResponse)(nil),       // 9: himga.memory.v1.RetrieveResponse
-	(*ResetRequest)(nil),           // 10: himga.memory.v1.ResetRequest
-	(*ResetResponse)(nil),          // 11: himga.memory.v1.ResetResponse
-	(*ActionEntry)(nil),            // 12: himga.memory.v1.ActionEntry
-	(*ErrorEntry)(nil),             // 13: himga.memory.v1.ErrorEntry
-	(*EpisodeContext)(nil),         // 14: himga.memory.v1.EpisodeContext
-	(*EpisodeTrace)(nil),           // 15: himga.memory.v1.EpisodeTrace
-	(*TaskContext)(nil),            // 16: himga.memory.v1.TaskContext
-	(*RecordEpisodeRequest)(nil),   // 17: himga.memory.v1.RecordEpisodeRequest
-	(*RecordEpisodeResponse)(nil),  // 18: himga.memory.v1.RecordEpisodeResponse
-	(*RecordEpisodesRequest)(nil),  // 19: himga.memory.v1.RecordEpisodesRequest
-	(*RecordEpisodesResponse)(nil), // 20: himga.memory.v1.RecordEpisodesResponse
-	(*GetEpisodeRequest)(nil),      // 21: himga.memory.v1.GetEpisodeRequest
-	(*GetEpisodeResponse)(nil),     // 22: himga.memory.v1.GetEpisodeResponse
-	(*DeleteEpisodeRequest)(nil),   // 23: himga.memory.v1.DeleteEpisodeRequest
-	(*DeleteEpisodeResponse)(nil),  // 24: himga.memory.v1.DeleteEpisodeResponse
-	(*ListEpisodesRequest)(nil),    // 25: himga.memory.v1.ListEpisodesRequest
-	(*ListEpisodesResponse)(nil),   // 26: himga.memory.v1.ListEpisodesResponse
-	(*SearchEpisodesRequest)(nil),  // 27: himga.memory.v1.SearchEpisodesRequest
-	(*EpisodeHit)(nil),             // 28: himga.memory.v1.EpisodeHit
-	(*SearchEpisodesResponse)(nil), // 29: himga.memory.v1.SearchEpisodesResponse
-	(*timestamppb.Timestamp)(nil),  // 30: google.protobuf.Timestamp
+	(*MessageFilter)(nil),          // 8: himga.memory.v1.MessageFilter
+	(*Hit)(nil),                    // 9: himga.memory.v1.Hit
+	(*RetrieveResponse)(nil),       // 10: himga.memory.v1.RetrieveResponse
+	(*ResetRequest)(nil),           // 11: himga.memory.v1.ResetRequest
+	(*ResetResponse)(nil),          // 12: himga.memory.v1.ResetResponse
+	(*DeleteRequest)(nil),          // 13: himga.memory.v1.DeleteRequest
+	(*DeleteResponse)(nil),         // 14: himga.memory.v1.DeleteResponse
+	(*ListMessagesRequest)(nil),    // 15: himga.memory.v1.ListMessagesRequest
+	(*StoredMessage)(nil),          // 16: himga.memory.v1.StoredMessage
+	(*ListMessagesResponse)(nil),   // 17: himga.memory.v1.ListMessagesResponse
+	(*ActionEntry)(nil),            // 18: himga.memory.v1.ActionEntry
+	(*ErrorEntry)(nil),             // 19: himga.memory.v1.ErrorEntry
+	(*EpisodeContext)(nil),         // 20: himga.memory.v1.EpisodeContext
+	(*EpisodeTrace)(nil),           // 21: himga.memory.v1.EpisodeTrace
+	(*TaskContext)(nil),            // 22: himga.memory.v1.TaskContext
+	(*RecordEpisodeRequest)(nil),   // 23: himga.memory.v1.RecordEpisodeRequest
+	(*RecordEpisodeResponse)(nil),  // 24: himga.memory.v1.RecordEpisodeResponse
+	(*RecordEpisodesRequest)(nil),  // 25: himga.memory.v1.RecordEpisodesRequest
+	(*RecordEpisodesResponse)(nil), // 26: himga.memory.v1.RecordEpisodesResponse
+	(*GetEpisodeRequest)(nil),      // 27: himga.memory.v1.GetEpisodeRequest
+	(*GetEpisodeResponse)(nil),     // 28: himga.memory.v1.GetEpisodeResponse
+	(*DeleteEpisodeRequest)(nil),   // 29: himga.memory.v1.DeleteEpisodeRequest
+	(*DeleteEpisodeResponse)(nil),  // 30: himga.memory.v1.DeleteEpisodeResponse
+	(*ListEpisodesRequest)(nil),    // 31: himga.memory.v1.ListEpisodesRequest
+	(*ListEpisodesResponse)(nil),   // 32: himga.memory.v1.ListEpisodesResponse
+	(*SearchEpisodesRequest)(nil),  // 33: himga.memory.v1.SearchEpisodesRequest
+	(*EpisodeHit)(nil),             // 34: himga.memory.v1.EpisodeHit
+	(*SearchEpisodesResponse)(nil), // 35: himga.memory.v1.SearchEpisodesResponse
+	nil,                            // 36: himga.memory.v1.Message.MetadataEntry
+	nil,                            // 37: himga.memory.v1.MessageFilter.MetadataEntry
+	nil,                            // 38: himga.memory.v1.Hit.MetadataEntry
+	(*timestamppb.Timestamp)(nil),  // 39: google.protobuf.Timestamp
 }
 var file_himga_proto_memory_v1_memory_proto_depIdxs = []int32{
-	0,  // 0: himga.memory.v1.Session.messages:type_name -> himga.memory.v1.Message
-	0,  // 1: himga.memory.v1.IngestRequest.message:type_name -> himga.memory.v1.Message
-	1,  // 2: himga.memory.v1.IngestRequest.session:type_name -> himga.memory.v1.Session
-	0,  // 3: himga.memory.v1.IngestItem.message:type_name -> himga.memory.v1.Message
-	1,  // 4: himga.memory.v1.IngestItem.session:type_name -> himga.memory.v1.Session
-	4,  // 5: himga.memory.v1.IngestBatchRequest.items:type_name -> himga.memory.v1.IngestItem
-	8,  // 6: himga.memory.v1.RetrieveResponse.hits:type_name -> himga.memory.v1.Hit
-	30, // 7: himga.memory.v1.EpisodeTrace.timestamp:type_name -> google.protobuf.Timestamp
-	14, // 8: himga.memory.v1.EpisodeTrace.context:type_name -> himga.memory.v1.EpisodeContext
-	12, // 9: himga.memory.v1.EpisodeTrace.action_log:type_name -> himga.memory.v1.ActionEntry
-	13, // 10: himga.memory.v1.EpisodeTrace.errors_encountered:type_name -> himga.memory.v1.ErrorEntry
-	30, // 11: himga.memory.v1.EpisodeTrace.last_accessed:type_name -> google.protobuf.Timestamp
-	15, // 12: himga.memory.v1.RecordEpisodeRequest.episode:type_name -> himga.memory.v1.EpisodeTrace
-	15, // 13: himga.memory.v1.RecordEpisodesRequest.episodes:type_name -> himga.memory.v1.EpisodeTrace
-	15, // 14: himga.memory.v1.GetEpisodeResponse.episode:type_name -> himga.memory.v1.EpisodeTrace
-	30, // 15: himga.memory.v1.ListEpisodesRequest.since:type_name -> google.protobuf.Timestamp
-	30, // 16: himga.memory.v1.ListEpisodesRequest.until:type_name -> google.protobuf.Timestamp
-	15, // 17: himga.memory.v1.ListEpisodesResponse.episodes:type_name -> himga.memory.v1.EpisodeTrace
-	16, // 18: himga.memory.v1.SearchEpisodesRequest.task:type_name -> himga.memory.v1.TaskContext
-	15, // 19: himga.memory.v1.EpisodeHit.episode:type_name -> himga.memory.v1.EpisodeTrace
-	28, // 20: himga.memory.v1.SearchEpisodesResponse.hits:type_name -> himga.memory.v1.EpisodeHit
-	2,  // 21: himga.memory.v1.MemoryService.Ingest:input_type -> himga.memory.v1.IngestRequest
-	5,  // 22: himga.memory.v1.MemoryService.IngestBatch:input_type -> himga.memory.v1.IngestBatchRequest
-	7,  // 23: himga.memory.v1.MemoryService.Retrieve:input_type -> himga.memory.v1.RetrieveRequest
-	10, // 24: himga.memory.v1.MemoryService.Reset:input_type -> himga.memory.v1.ResetRequest
-	17, // 25: himga.memory.v1.EpisodeService.RecordEpisode:input_type -> himga.memory.v1.RecordEpisodeRequest
-	19, // 26: himga.memory.v1.EpisodeService.RecordEpisodes:input_type -> himga.memory.v1.RecordEpisodesRequest
-	21, // 27: himga.memory.v1.EpisodeService.GetEpisode:input_type -> himga.memory.v1.GetEpisodeRequest
-	23, // 28: himga.memory.v1.EpisodeService.DeleteEpisode:input_type -> himga.memory.v1.DeleteEpisodeRequest
-	25, // 29: himga.memory.v1.EpisodeService.ListEpisodes:input_type -> himga.memory.v1.ListEpisodesRequest
-	27, // 30: himga.memory.v1.EpisodeService.SearchEpisodes:input_type -> himga.memory.v1.SearchEpisodesRequest
-	3,  // 31: himga.memory.v1.MemoryService.Ingest:output_type -> himga.memory.v1.IngestResponse
-	6,  // 32: himga.memory.v1.MemoryService.IngestBatch:output_type -> himga.memory.v1.IngestBatchResponse
-	9,  // 33: himga.memory.v1.MemoryService.Retrieve:output_type -> himga.memory.v1.RetrieveResponse
-	11, // 34: himga.memory.v1.MemoryService.Reset:output_type -> himga.memory.v1.ResetResponse
-	18, // 35: himga.memory.v1.EpisodeService.RecordEpisode:output_type -> himga.memory.v1.RecordEpisodeResponse
-	20, // 36: himga.memory.v1.EpisodeService.RecordEpisodes:output_type -> himga.memory.v1.RecordEpisodesResponse
-	22, // 37: himga.memory.v1.EpisodeService.GetEpisode:output_type -> himga.memory.v1.GetEpisodeResponse
-	24, // 38: himga.memory.v1.EpisodeService.DeleteEpisode:output_type -> himga.memory.v1.DeleteEpisodeResponse
-	26, // 39: himga.memory.v1.EpisodeService.ListEpisodes:output_type -> himga.memory.v1.ListEpisodesResponse
-	29, // 40: himga.memory.v1.EpisodeService.SearchEpisodes:output_type -> himga.memory.v1.SearchEpisodesResponse
-	31, // [31:41] is the sub-list for method output_type
-	21, // [21:31] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	39, // 0: himga.memory.v1.Message.timestamp:type_name -> google.protobuf.Timestamp
+	36, // 1: himga.memory.v1.Message.metadata:type_name -> himga.memory.v1.Message.MetadataEntry
+	0,  // 2: himga.memory.v1.Session.messages:type_name -> himga.memory.v1.Message
+	39, // 3: himga.memory.v1.Session.timestamp:type_name -> google.protobuf.Timestamp
+	0,  // 4: himga.memory.v1.IngestRequest.message:type_name -> himga.memory.v1.Message
+	1,  // 5: himga.memory.v1.IngestRequest.session:type_name -> himga.memory.v1.Session
+	0,  // 6: himga.memory.v1.IngestItem.message:type_name -> himga.memory.v1.Message
+	1,  // 7: himga.memory.v1.IngestItem.session:type_name -> himga.memory.v1.Session
+	4,  // 8: himga.memory.v1.IngestBatchRequest.items:type_name -> himga.memory.v1.IngestItem
+	8,  // 9: himga.memory.v1.RetrieveRequest.filter:type_name -> himga.memory.v1.MessageFilter
+	39, // 10: himga.memory.v1.MessageFilter.after:type_name -> google.protobuf.Timestamp
+	39, // 11: himga.memory.v1.MessageFilter.before:type_name -> google.protobuf.Timestamp
+	37, // 12: himga.memory.v1.MessageFilter.metadata:type_name -> himga.memory.v1.MessageFilter.MetadataEntry
+	39, // 13: himga.memory.v1.Hit.time:type_name -> google.protobuf.Timestamp
+	38, // 14: himga.memory.v1.Hit.metadata:type_name -> himga.memory.v1.Hit.MetadataEntry
+	9,  // 15: himga.memory.v1.RetrieveResponse.hits:type_name -> himga.memory.v1.Hit
+	8,  // 16: himga.memory.v1.DeleteRequest.filter:type_name -> himga.memory.v1.MessageFilter
+	8,  // 17: himga.memory.v1.ListMessagesRequest.filter:type_name -> himga.memory.v1.MessageFilter
+	0,  // 18: himga.memory.v1.StoredMessage.message:type_name -> himga.memory.v1.Message
+	1,  // 19: himga.memory.v1.StoredMessage.session:type_name -> himga.memory.v1.Session
+	39, // 20: himga.memory.v1.StoredMessage.time:type_name -> google.protobuf.Timestamp
+	16, // 21: himga.memory.v1.ListMessagesResponse.messages:type_name -> himga.memory.v1.StoredMessage
+	39, // 22: himga.memory.v1.EpisodeTrace.timestamp:type_name -> google.protobuf.Timestamp
+	20, // 23: himga.memory.v1.EpisodeTrace.context:type_name -> himga.memory.v1.EpisodeContext
+	18, // 24: himga.memory.v1.EpisodeTrace.action_log:type_name -> himga.memory.v1.ActionEntry
+	19, // 25: himga.memory.v1.EpisodeTrace.errors_encountered:type_name -> himga.memory.v1.ErrorEntry
+	39, // 26: himga.memory.v1.EpisodeTrace.last_accessed:type_name -> google.protobuf.Timestamp
+	21, // 27: himga.memory.v1.RecordEpisodeRequest.episode:type_name -> himga.memory.v1.EpisodeTrace
+	21, // 28: himga.memory.v1.RecordEpisodesRequest.episodes:type_name -> himga.memory.v1.EpisodeTrace
+	21, // 29: himga.memory.v1.GetEpisodeResponse.episode:type_name -> himga.memory.v1.EpisodeTrace
+	39, // 30: himga.memory.v1.ListEpisodesRequest.since:type_name -> google.protobuf.Timestamp
+	39, // 31: himga.memory.v1.ListEpisodesRequest.until:type_name -> google.protobuf.Timestamp
+	21, // 32: himga.memory.v1.ListEpisodesResponse.episodes:type_name -> himga.memory.v1.EpisodeTrace
+	22, // 33: himga.memory.v1.SearchEpisodesRequest.task:type_name -> himga.memory.v1.TaskContext
+	21, // 34: himga.memory.v1.EpisodeHit.episode:type_name -> himga.memory.v1.EpisodeTrace
+	34, // 35: himga.memory.v1.SearchEpisodesResponse.hits:type_name -> himga.memory.v1.EpisodeHit
+	2,  // 36: himga.memory.v1.MemoryService.Ingest:input_type -> himga.memory.v1.IngestRequest
+	5,  // 37: himga.memory.v1.MemoryService.IngestBatch:input_type -> himga.memory.v1.IngestBatchRequest
+	7,  // 38: himga.memory.v1.MemoryService.Retrieve:input_type -> himga.memory.v1.RetrieveRequest
+	11, // 39: himga.memory.v1.MemoryService.Reset:input_type -> himga.memory.v1.ResetRequest
+	13, // 40: himga.memory.v1.MemoryService.Delete:input_type -> himga.memory.v1.DeleteRequest
+	15, // 41: himga.memory.v1.MemoryService.ListMessages:input_type -> himga.memory.v1.ListMessagesRequest
+	23, // 42: himga.memory.v1.EpisodeService.RecordEpisode:input_type -> himga.memory.v1.RecordEpisodeRequest
+	25, // 43: himga.memory.v1.EpisodeService.RecordEpisodes:input_type -> himga.memory.v1.RecordEpisodesRequest
+	27, // 44: himga.memory.v1.EpisodeService.GetEpisode:input_type -> himga.memory.v1.GetEpisodeRequest
+	29, // 45: himga.memory.v1.EpisodeService.DeleteEpisode:input_type -> himga.memory.v1.DeleteEpisodeRequest
+	31, // 46: himga.memory.v1.EpisodeService.ListEpisodes:input_type -> himga.memory.v1.ListEpisodesRequest
+	33, // 47: himga.memory.v1.EpisodeService.SearchEpisodes:input_type -> himga.memory.v1.SearchEpisodesRequest
+	3,  // 48: himga.memory.v1.MemoryService.Ingest:output_type -> himga.memory.v1.IngestResponse
+	6,  // 49: himga.memory.v1.MemoryService.IngestBatch:output_type -> himga.memory.v1.IngestBatchResponse
+	10, // 50: himga.memory.v1.MemoryService.Retrieve:output_type -> himga.memory.v1.RetrieveResponse
+	12, // 51: himga.memory.v1.MemoryService.Reset:output_type -> himga.memory.v1.ResetResponse
+	14, // 52: himga.memory.v1.MemoryService.Delete:output_type -> himga.memory.v1.DeleteResponse
+	17, // 53: himga.memory.v1.MemoryService.ListMessages:output_type -> himga.memory.v1.ListMessagesResponse
+	24, // 54: himga.memory.v1.EpisodeService.RecordEpisode:output_type -> himga.memory.v1.RecordEpisodeResponse
+	26, // 55: himga.memory.v1.EpisodeService.RecordEpisodes:output_type -> himga.memory.v1.RecordEpisodesResponse
+	28, // 56: himga.memory.v1.EpisodeService.GetEpisode:output_type -> himga.memory.v1.GetEpisodeResponse
+	30, // 57: himga.memory.v1.EpisodeService.DeleteEpisode:output_type -> himga.memory.v1.DeleteEpisodeResponse
+	32, // 58: himga.memory.v1.EpisodeService.ListEpisodes:output_type -> himga.memory.v1.ListEpisodesResponse
+	35, // 59: himga.memory.v1.EpisodeService.SearchEpisodes:output_type -> himga.memory.v1.SearchEpisodesResponse
+	48, // [48:60] is the sub-list for method output_type
+	36, // [36:48] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_himga_proto_memory_v1_memory_proto_init() }
@@ -2297,14 +2872,14 @@ func file_himga_proto_memory_v1_memory_proto_init() {
 	}
 	file_himga_proto_memory_v1_memory_proto_msgTypes[0].OneofWrappers = []any{}
 	file_himga_proto_memory_v1_memory_proto_msgTypes[1].OneofWrappers = []any{}
-	file_himga_proto_memory_v1_memory_proto_msgTypes[15].OneofWrappers = []any{}
+	file_himga_proto_memory_v1_memory_proto_msgTypes[21].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_himga_proto_memory_v1_memory_proto_rawDesc), len(file_himga_proto_memory_v1_memory_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

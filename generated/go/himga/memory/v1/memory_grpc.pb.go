@@ -37,10 +37,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	MemoryService_Ingest_FullMethodName      = "/himga.memory.v1.MemoryService/Ingest"
-	MemoryService_IngestBatch_FullMethodName = "/himga.memory.v1.MemoryService/IngestBatch"
-	MemoryService_Retrieve_FullMethodName    = "/himga.memory.v1.MemoryService/Retrieve"
-	MemoryService_Reset_FullMethodName       = "/himga.memory.v1.MemoryService/Reset"
+	MemoryService_Ingest_FullMethodName       = "/himga.memory.v1.MemoryService/Ingest"
+	MemoryService_IngestBatch_FullMethodName  = "/himga.memory.v1.MemoryService/IngestBatch"
+	MemoryService_Retrieve_FullMethodName     = "/himga.memory.v1.MemoryService/Retrieve"
+	MemoryService_Reset_FullMethodName        = "/himga.memory.v1.MemoryService/Reset"
+	MemoryService_Delete_FullMethodName       = "/himga.memory.v1.MemoryService/Delete"
+	MemoryService_ListMessages_FullMethodName = "/himga.memory.v1.MemoryService/ListMessages"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -86,10 +88,17 @@ const (
 //	                                         stored; health is NOT_SERVING until it can.
 //	RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
 //	                                         for the call: nothing changed; try later or less.
+//	UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+//	                                         asks (a filter, a delete, a listing); it refuses
+//	                                         rather than ignore part of the request.
 //	INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
 //
 // Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
 // request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+//
+// Every stored message has an id, unique in its namespace: its turn_id, or one the server
+// makes. A message's time is its own timestamp, else its session's timestamp, else the time
+// read from its session's date_str; a message may have none.
 //
 // A write's status is true as far as the server can know: it checks, just before it commits,
 // that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -97,21 +106,35 @@ const (
 // makes the retry safe: the same write sent again with the same id within 24 hours is stored
 // once and answered as the first was.
 type MemoryServiceClient interface {
-	// Stores one message, said in the given session, in a namespace. The namespace is created on
-	// its first ingest.
+	// Stores one message, said in the given session, in a namespace, and answers its id. A
+	// message whose id is already stored replaces that message (text, role, session, time and
+	// metadata), keeping its place in the namespace's order. The namespace is created on its
+	// first ingest.
 	Ingest(ctx context.Context, in *IngestRequest, opts ...grpc.CallOption) (*IngestResponse, error)
 	// Stores many messages, each with its session, in one call: all of them or, when any item is
-	// malformed, none (the violations name the item, as "items[3].message.role").
+	// malformed, none (the violations name the item, as "items[3].message.role"). It is as if
+	// each were ingested in turn: when two items share an id, the last one is what stays.
 	IngestBatch(ctx context.Context, in *IngestBatchRequest, opts ...grpc.CallOption) (*IngestBatchResponse, error)
 	// Recalls what a namespace holds about a query: the context string an agent puts in its
 	// prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
 	// unknown namespace (which this call does not create), an empty query or a memory that stores
-	// nothing gives an empty answer. An answer larger than the server's message limit is cut to
-	// fit: the weakest hits first, then the end of the context.
+	// nothing gives an empty answer. With a filter, only messages that match it are ranked among
+	// the hits and put into the context; with max_context_tokens, the context fits that budget.
+	// An answer larger than the server's message limit is cut to fit: the weakest hits first,
+	// then the end of the context.
 	Retrieve(ctx context.Context, in *RetrieveRequest, opts ...grpc.CallOption) (*RetrieveResponse, error)
 	// Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
 	// namespace succeeds and creates nothing.
 	Reset(ctx context.Context, in *ResetRequest, opts ...grpc.CallOption) (*ResetResponse, error)
+	// Forgets the messages of a namespace that a request names, by ids, by a filter (sessions,
+	// a time range, ...), or both, and answers how many there were. Naming messages that are not
+	// stored is not an error. A request that names nothing is INVALID_ARGUMENT: it never deletes
+	// everything (Reset does that).
+	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
+	// Lists the messages of a namespace in a stable order (the order their ids were first
+	// stored), a page at a time, optionally filtered. Messages stored before the first page are
+	// each listed exactly once however the namespace changes between pages, unless deleted.
+	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -162,6 +185,26 @@ func (c *memoryServiceClient) Reset(ctx context.Context, in *ResetRequest, opts 
 	return out, nil
 }
 
+func (c *memoryServiceClient) Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteResponse)
+	err := c.cc.Invoke(ctx, MemoryService_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMessagesResponse)
+	err := c.cc.Invoke(ctx, MemoryService_ListMessages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -205,10 +248,17 @@ func (c *memoryServiceClient) Reset(ctx context.Context, in *ResetRequest, opts 
 //	                                         stored; health is NOT_SERVING until it can.
 //	RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
 //	                                         for the call: nothing changed; try later or less.
+//	UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+//	                                         asks (a filter, a delete, a listing); it refuses
+//	                                         rather than ignore part of the request.
 //	INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
 //
 // Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
 // request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+//
+// Every stored message has an id, unique in its namespace: its turn_id, or one the server
+// makes. A message's time is its own timestamp, else its session's timestamp, else the time
+// read from its session's date_str; a message may have none.
 //
 // A write's status is true as far as the server can know: it checks, just before it commits,
 // that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -216,21 +266,35 @@ func (c *memoryServiceClient) Reset(ctx context.Context, in *ResetRequest, opts 
 // makes the retry safe: the same write sent again with the same id within 24 hours is stored
 // once and answered as the first was.
 type MemoryServiceServer interface {
-	// Stores one message, said in the given session, in a namespace. The namespace is created on
-	// its first ingest.
+	// Stores one message, said in the given session, in a namespace, and answers its id. A
+	// message whose id is already stored replaces that message (text, role, session, time and
+	// metadata), keeping its place in the namespace's order. The namespace is created on its
+	// first ingest.
 	Ingest(context.Context, *IngestRequest) (*IngestResponse, error)
 	// Stores many messages, each with its session, in one call: all of them or, when any item is
-	// malformed, none (the violations name the item, as "items[3].message.role").
+	// malformed, none (the violations name the item, as "items[3].message.role"). It is as if
+	// each were ingested in turn: when two items share an id, the last one is what stays.
 	IngestBatch(context.Context, *IngestBatchRequest) (*IngestBatchResponse, error)
 	// Recalls what a namespace holds about a query: the context string an agent puts in its
 	// prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
 	// unknown namespace (which this call does not create), an empty query or a memory that stores
-	// nothing gives an empty answer. An answer larger than the server's message limit is cut to
-	// fit: the weakest hits first, then the end of the context.
+	// nothing gives an empty answer. With a filter, only messages that match it are ranked among
+	// the hits and put into the context; with max_context_tokens, the context fits that budget.
+	// An answer larger than the server's message limit is cut to fit: the weakest hits first,
+	// then the end of the context.
 	Retrieve(context.Context, *RetrieveRequest) (*RetrieveResponse, error)
 	// Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
 	// namespace succeeds and creates nothing.
 	Reset(context.Context, *ResetRequest) (*ResetResponse, error)
+	// Forgets the messages of a namespace that a request names, by ids, by a filter (sessions,
+	// a time range, ...), or both, and answers how many there were. Naming messages that are not
+	// stored is not an error. A request that names nothing is INVALID_ARGUMENT: it never deletes
+	// everything (Reset does that).
+	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
+	// Lists the messages of a namespace in a stable order (the order their ids were first
+	// stored), a page at a time, optionally filtered. Messages stored before the first page are
+	// each listed exactly once however the namespace changes between pages, unless deleted.
+	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -252,6 +316,12 @@ func (UnimplementedMemoryServiceServer) Retrieve(context.Context, *RetrieveReque
 }
 func (UnimplementedMemoryServiceServer) Reset(context.Context, *ResetRequest) (*ResetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Reset not implemented")
+}
+func (UnimplementedMemoryServiceServer) Delete(context.Context, *DeleteRequest) (*DeleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedMemoryServiceServer) ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListMessages not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -346,6 +416,42 @@ func _MemoryService_Reset_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).Delete(ctx, req.(*DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_ListMessages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMessagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).ListMessages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_ListMessages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).ListMessages(ctx, req.(*ListMessagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -368,6 +474,14 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Reset",
 			Handler:    _MemoryService_Reset_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _MemoryService_Delete_Handler,
+		},
+		{
+			MethodName: "ListMessages",
+			Handler:    _MemoryService_ListMessages_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

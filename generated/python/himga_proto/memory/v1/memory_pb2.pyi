@@ -28,25 +28,64 @@ class Message(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ROLE_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     TURN_ID_FIELD_NUMBER: _builtins.int
+    TIMESTAMP_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
     role: _builtins.str
     """The speaker: a name such as "Caroline", or "user" / "assistant". Required, non-empty."""
     content: _builtins.str
     """What was said. May be empty (an image-only turn)."""
     turn_id: _builtins.str
-    """The turn's identifier within its conversation, such as LoCoMo's dia_id "D1:3". Optional."""
+    """The turn's identifier within its conversation, such as LoCoMo's dia_id "D1:3". Optional.
+    The server keeps it as the message's id, unique in its namespace, and makes one for a
+    message stored without it: storing a message whose id is already stored replaces that one.
+    """
+    @_builtins.property
+    def timestamp(self) -> _timestamp_pb2.Timestamp:
+        """When the message was said (in UTC, written with a `Z` in JSON). Optional: without it, the
+        message's time is its session's.
+        """
+
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Labels a filter can match exactly: at most 32 pairs, keys of 1 to 64 characters, values of
+        at most 1024 (more is INVALID_ARGUMENT naming the key).
+        """
+
     def __init__(
         self,
         *,
         role: _builtins.str = ...,
         content: _builtins.str = ...,
         turn_id: _builtins.str | None = ...,
+        timestamp: _timestamp_pb2.Timestamp | None = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_turn_id", b"_turn_id", "turn_id", b"turn_id"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_turn_id", b"_turn_id", "timestamp", b"timestamp", "turn_id", b"turn_id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_turn_id", b"_turn_id", "content", b"content", "role", b"role", "turn_id", b"turn_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_turn_id", b"_turn_id", "content", b"content", "metadata", b"metadata", "role", b"role", "timestamp", b"timestamp", "turn_id", b"turn_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__turn_id: _TypeAlias = _typing.Literal["turn_id"]  # noqa: Y015
     _WhichOneofArgType__turn_id: _TypeAlias = _typing.Literal["_turn_id", b"_turn_id"]  # noqa: Y015
@@ -63,6 +102,7 @@ class Session(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     DATE_STR_FIELD_NUMBER: _builtins.int
+    TIMESTAMP_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     """Identifier of the session. Required, non-empty."""
     date_str: _builtins.str
@@ -73,16 +113,25 @@ class Session(_message.Message):
         empty; the server ignores it there.
         """
 
+    @_builtins.property
+    def timestamp(self) -> _timestamp_pb2.Timestamp:
+        """When the session took place (in UTC). Optional: without it, the server reads the time from
+        date_str where it can (LoCoMo's "1:56 pm on 8 May, 2023", LongMemEval's
+        "2023/05/20 (Sat) 02:21", an RFC 3339 date-time), and a date_str it cannot read leaves the
+        session's messages without a time.
+        """
+
     def __init__(
         self,
         *,
         session_id: _builtins.str = ...,
         messages: _abc.Iterable[Global___Message] | None = ...,
         date_str: _builtins.str | None = ...,
+        timestamp: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_date_str", b"_date_str", "date_str", b"date_str"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_date_str", b"_date_str", "date_str", b"date_str", "timestamp", b"timestamp"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_date_str", b"_date_str", "date_str", b"date_str", "messages", b"messages", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_date_str", b"_date_str", "date_str", b"date_str", "messages", b"messages", "session_id", b"session_id", "timestamp", b"timestamp"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__date_str: _TypeAlias = _typing.Literal["date_str"]  # noqa: Y015
     _WhichOneofArgType__date_str: _TypeAlias = _typing.Literal["_date_str", b"_date_str"]  # noqa: Y015
@@ -141,16 +190,21 @@ Global___IngestRequest: _TypeAlias = IngestRequest  # noqa: Y015
 
 @_typing.final
 class IngestResponse(_message.Message):
-    """Ingest's answer: empty; the message is stored once it arrives."""
+    """Ingest's answer; the message is stored once it arrives."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    ID_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """The stored message's id: its turn_id, or the one the server made for it."""
     def __init__(
         self,
+        *,
+        id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -231,16 +285,22 @@ class IngestBatchResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     INGESTED_FIELD_NUMBER: _builtins.int
+    IDS_FIELD_NUMBER: _builtins.int
     ingested: _builtins.int
-    """How many messages were stored."""
+    """How many items were stored."""
+    @_builtins.property
+    def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The id of each item's message, in the order of the items."""
+
     def __init__(
         self,
         *,
         ingested: _builtins.int = ...,
+        ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ingested", b"ingested"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ids", b"ids", "ingested", b"ingested"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -256,6 +316,8 @@ class RetrieveRequest(_message.Message):
     QUERY_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     MEMORY_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    MAX_CONTEXT_TOKENS_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to search. Required."""
     query: _builtins.str
@@ -264,6 +326,18 @@ class RetrieveRequest(_message.Message):
     """At most this many hits; 0 means the server's default (10). At most 1000."""
     memory: _builtins.str
     """As in IngestRequest."""
+    max_context_tokens: _builtins.int
+    """The most tokens the context may hold, counted as the server documents (himga: one token
+    per run of letters or digits and per other non-space character); 0 means no budget beyond
+    the server's own. Whole hits are left out of the context, the lowest ranked first.
+    """
+    @_builtins.property
+    def filter(self) -> Global___MessageFilter:
+        """Only messages that match this filter are hits or in the context. Optional. A memory that
+        cannot filter refuses the call (FAILED_PRECONDITION, reason UNSUPPORTED); it never
+        ignores a filter.
+        """
+
     def __init__(
         self,
         *,
@@ -271,14 +345,88 @@ class RetrieveRequest(_message.Message):
         query: _builtins.str = ...,
         limit: _builtins.int = ...,
         memory: _builtins.str = ...,
+        filter: Global___MessageFilter | None = ...,
+        max_context_tokens: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "memory", b"memory", "namespace", b"namespace", "query", b"query"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "limit", b"limit", "max_context_tokens", b"max_context_tokens", "memory", b"memory", "namespace", b"namespace", "query", b"query"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RetrieveRequest: _TypeAlias = RetrieveRequest  # noqa: Y015
+
+@_typing.final
+class MessageFilter(_message.Message):
+    """Which messages a call concerns: each field that is set must hold (an unset field does not
+    restrict), so every criterion added narrows the selection.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    SESSION_IDS_FIELD_NUMBER: _builtins.int
+    ROLES_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    BEFORE_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def session_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Only messages of these sessions (by session_id). Empty: any session."""
+
+    @_builtins.property
+    def roles(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Only messages said by one of these speakers (exact role). Empty: anyone."""
+
+    @_builtins.property
+    def after(self) -> _timestamp_pb2.Timestamp:
+        """Only messages whose time is at or after this instant. A message without a time does not
+        match a filter that sets after or before.
+        """
+
+    @_builtins.property
+    def before(self) -> _timestamp_pb2.Timestamp:
+        """Only messages whose time is strictly before this instant."""
+
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Only messages whose metadata holds every one of these pairs, exactly."""
+
+    def __init__(
+        self,
+        *,
+        session_ids: _abc.Iterable[_builtins.str] | None = ...,
+        roles: _abc.Iterable[_builtins.str] | None = ...,
+        after: _timestamp_pb2.Timestamp | None = ...,
+        before: _timestamp_pb2.Timestamp | None = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "metadata", b"metadata", "roles", b"roles", "session_ids", b"session_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MessageFilter: _TypeAlias = MessageFilter  # noqa: Y015
 
 @_typing.final
 class Hit(_message.Message):
@@ -286,14 +434,36 @@ class Hit(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     TURN_ID_FIELD_NUMBER: _builtins.int
     SESSION_ID_FIELD_NUMBER: _builtins.int
     ROLE_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     DATE_STR_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
     turn_id: _builtins.str
-    """The message's turn_id; empty when it had none."""
+    """The message's id (its turn_id, or the one the server made for it)."""
     session_id: _builtins.str
     """The session_id of the session the message was said in."""
     role: _builtins.str
@@ -304,6 +474,14 @@ class Hit(_message.Message):
     """The session's date_str; empty when the session had none."""
     score: _builtins.float
     """Relevance as the memory scores it: higher is better, comparable only within one answer."""
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """The message's time (its own, else its session's); unset when it has none."""
+
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The message's metadata."""
+
     def __init__(
         self,
         *,
@@ -313,10 +491,12 @@ class Hit(_message.Message):
         content: _builtins.str = ...,
         date_str: _builtins.str = ...,
         score: _builtins.float = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "date_str", b"date_str", "role", b"role", "score", b"score", "session_id", b"session_id", "turn_id", b"turn_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "date_str", b"date_str", "metadata", b"metadata", "role", b"role", "score", b"score", "session_id", b"session_id", "time", b"time", "turn_id", b"turn_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -392,6 +572,175 @@ class ResetResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResetResponse: _TypeAlias = ResetResponse  # noqa: Y015
+
+@_typing.final
+class DeleteRequest(_message.Message):
+    """Delete's request: which messages of one namespace to forget. A message is deleted when its id
+    is among ids (if any are given) and it matches the filter (if one is given); at least one of
+    the two must name something.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    IDS_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    MEMORY_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to delete from. Required."""
+    memory: _builtins.str
+    """As in IngestRequest."""
+    @_builtins.property
+    def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The ids of the messages to delete."""
+
+    @_builtins.property
+    def filter(self) -> Global___MessageFilter:
+        """The messages to delete: those of some sessions, those in a time range, and so on."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        ids: _abc.Iterable[_builtins.str] | None = ...,
+        filter: Global___MessageFilter | None = ...,
+        memory: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "ids", b"ids", "memory", b"memory", "namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteRequest: _TypeAlias = DeleteRequest  # noqa: Y015
+
+@_typing.final
+class DeleteResponse(_message.Message):
+    """Delete's answer; the messages are forgotten once it arrives."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    deleted: _builtins.int
+    """How many stored messages were deleted."""
+    def __init__(
+        self,
+        *,
+        deleted: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteResponse: _TypeAlias = DeleteResponse  # noqa: Y015
+
+@_typing.final
+class ListMessagesRequest(_message.Message):
+    """ListMessages' request: one page of a namespace's messages."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    MEMORY_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to list. Required."""
+    page_size: _builtins.int
+    """At most this many messages in the page; 0 means the server's default (100). At most 1000."""
+    page_token: _builtins.str
+    """Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
+    A token the server did not make is INVALID_ARGUMENT.
+    """
+    memory: _builtins.str
+    """As in IngestRequest."""
+    @_builtins.property
+    def filter(self) -> Global___MessageFilter:
+        """Only messages that match this filter are listed. Optional."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        filter: Global___MessageFilter | None = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+        memory: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "memory", b"memory", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListMessagesRequest: _TypeAlias = ListMessagesRequest  # noqa: Y015
+
+@_typing.final
+class StoredMessage(_message.Message):
+    """One stored message as the namespace holds it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    SESSION_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def message(self) -> Global___Message:
+        """The message, its turn_id set to its id."""
+
+    @_builtins.property
+    def session(self) -> Global___Session:
+        """The session it was said in, without messages."""
+
+    @_builtins.property
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """The message's time (its own, else its session's); unset when it has none."""
+
+    def __init__(
+        self,
+        *,
+        message: Global___Message | None = ...,
+        session: Global___Session | None = ...,
+        time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "session", b"session", "time", b"time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "session", b"session", "time", b"time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoredMessage: _TypeAlias = StoredMessage  # noqa: Y015
+
+@_typing.final
+class ListMessagesResponse(_message.Message):
+    """ListMessages' answer: one page."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """The token for the next page; empty when this page is the last."""
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoredMessage]:
+        """The page's messages, in the namespace's order."""
+
+    def __init__(
+        self,
+        *,
+        messages: _abc.Iterable[Global___StoredMessage] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListMessagesResponse: _TypeAlias = ListMessagesResponse  # noqa: Y015
 
 @_typing.final
 class ActionEntry(_message.Message):

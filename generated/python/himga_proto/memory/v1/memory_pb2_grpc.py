@@ -64,9 +64,16 @@ class MemoryServiceStub:
     stored; health is NOT_SERVING until it can.
     RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
     for the call: nothing changed; try later or less.
+    UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+    asks (a filter, a delete, a listing); it refuses
+    rather than ignore part of the request.
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    Every stored message has an id, unique in its namespace: its turn_id, or one the server
+    makes. A message's time is its own timestamp, else its session's timestamp, else the time
+    read from its session's date_str; a message may have none.
 
     A write's status is true as far as the server can know: it checks, just before it commits,
     that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -100,6 +107,16 @@ class MemoryServiceStub:
                 '/himga.memory.v1.MemoryService/Reset',
                 request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ResetRequest.SerializeToString,
                 response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ResetResponse.FromString,
+                _registered_method=True)
+        self.Delete = channel.unary_unary(
+                '/himga.memory.v1.MemoryService/Delete',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteResponse.FromString,
+                _registered_method=True)
+        self.ListMessages = channel.unary_unary(
+                '/himga.memory.v1.MemoryService/ListMessages',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse.FromString,
                 _registered_method=True)
 
 
@@ -142,9 +159,16 @@ class MemoryServiceServicer:
     stored; health is NOT_SERVING until it can.
     RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
     for the call: nothing changed; try later or less.
+    UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+    asks (a filter, a delete, a listing); it refuses
+    rather than ignore part of the request.
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    Every stored message has an id, unique in its namespace: its turn_id, or one the server
+    makes. A message's time is its own timestamp, else its session's timestamp, else the time
+    read from its session's date_str; a message may have none.
 
     A write's status is true as far as the server can know: it checks, just before it commits,
     that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -154,8 +178,10 @@ class MemoryServiceServicer:
     """
 
     def Ingest(self, request, context):
-        """Stores one message, said in the given session, in a namespace. The namespace is created on
-        its first ingest.
+        """Stores one message, said in the given session, in a namespace, and answers its id. A
+        message whose id is already stored replaces that message (text, role, session, time and
+        metadata), keeping its place in the namespace's order. The namespace is created on its
+        first ingest.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -163,7 +189,8 @@ class MemoryServiceServicer:
 
     def IngestBatch(self, request, context):
         """Stores many messages, each with its session, in one call: all of them or, when any item is
-        malformed, none (the violations name the item, as "items[3].message.role").
+        malformed, none (the violations name the item, as "items[3].message.role"). It is as if
+        each were ingested in turn: when two items share an id, the last one is what stays.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -173,8 +200,10 @@ class MemoryServiceServicer:
         """Recalls what a namespace holds about a query: the context string an agent puts in its
         prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
         unknown namespace (which this call does not create), an empty query or a memory that stores
-        nothing gives an empty answer. An answer larger than the server's message limit is cut to
-        fit: the weakest hits first, then the end of the context.
+        nothing gives an empty answer. With a filter, only messages that match it are ranked among
+        the hits and put into the context; with max_context_tokens, the context fits that budget.
+        An answer larger than the server's message limit is cut to fit: the weakest hits first,
+        then the end of the context.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -183,6 +212,25 @@ class MemoryServiceServicer:
     def Reset(self, request, context):
         """Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
         namespace succeeds and creates nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Delete(self, request, context):
+        """Forgets the messages of a namespace that a request names, by ids, by a filter (sessions,
+        a time range, ...), or both, and answers how many there were. Naming messages that are not
+        stored is not an error. A request that names nothing is INVALID_ARGUMENT: it never deletes
+        everything (Reset does that).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListMessages(self, request, context):
+        """Lists the messages of a namespace in a stable order (the order their ids were first
+        stored), a page at a time, optionally filtered. Messages stored before the first page are
+        each listed exactly once however the namespace changes between pages, unless deleted.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -210,6 +258,16 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Reset,
                     request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ResetRequest.FromString,
                     response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ResetResponse.SerializeToString,
+            ),
+            'Delete': grpc.unary_unary_rpc_method_handler(
+                    servicer.Delete,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteResponse.SerializeToString,
+            ),
+            'ListMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMessages,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -258,9 +316,16 @@ class MemoryService:
     stored; health is NOT_SERVING until it can.
     RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
     for the call: nothing changed; try later or less.
+    UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+    asks (a filter, a delete, a listing); it refuses
+    rather than ignore part of the request.
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    Every stored message has an id, unique in its namespace: its turn_id, or one the server
+    makes. A message's time is its own timestamp, else its session's timestamp, else the time
+    read from its session's date_str; a message may have none.
 
     A write's status is true as far as the server can know: it checks, just before it commits,
     that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -367,6 +432,60 @@ class MemoryService:
             '/himga.memory.v1.MemoryService/Reset',
             himga__proto_dot_memory_dot_v1_dot_memory__pb2.ResetRequest.SerializeToString,
             himga__proto_dot_memory_dot_v1_dot_memory__pb2.ResetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Delete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.MemoryService/Delete',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.MemoryService/ListMessages',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -68,9 +68,16 @@ class MemoryServiceStub:
                                                stored; health is NOT_SERVING until it can.
       RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
                                                for the call: nothing changed; try later or less.
+      UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+                                               asks (a filter, a delete, a listing); it refuses
+                                               rather than ignore part of the request.
       INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    Every stored message has an id, unique in its namespace: its turn_id, or one the server
+    makes. A message's time is its own timestamp, else its session's timestamp, else the time
+    read from its session's date_str; a message may have none.
 
     A write's status is true as far as the server can know: it checks, just before it commits,
     that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -84,23 +91,39 @@ class MemoryServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> MemoryServiceAsyncStub: ...
     Ingest: _grpc.UnaryUnaryMultiCallable[_memory_pb2.IngestRequest, _memory_pb2.IngestResponse]
-    """Stores one message, said in the given session, in a namespace. The namespace is created on
-    its first ingest.
+    """Stores one message, said in the given session, in a namespace, and answers its id. A
+    message whose id is already stored replaces that message (text, role, session, time and
+    metadata), keeping its place in the namespace's order. The namespace is created on its
+    first ingest.
     """
     IngestBatch: _grpc.UnaryUnaryMultiCallable[_memory_pb2.IngestBatchRequest, _memory_pb2.IngestBatchResponse]
     """Stores many messages, each with its session, in one call: all of them or, when any item is
-    malformed, none (the violations name the item, as "items[3].message.role").
+    malformed, none (the violations name the item, as "items[3].message.role"). It is as if
+    each were ingested in turn: when two items share an id, the last one is what stays.
     """
     Retrieve: _grpc.UnaryUnaryMultiCallable[_memory_pb2.RetrieveRequest, _memory_pb2.RetrieveResponse]
     """Recalls what a namespace holds about a query: the context string an agent puts in its
     prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
     unknown namespace (which this call does not create), an empty query or a memory that stores
-    nothing gives an empty answer. An answer larger than the server's message limit is cut to
-    fit: the weakest hits first, then the end of the context.
+    nothing gives an empty answer. With a filter, only messages that match it are ranked among
+    the hits and put into the context; with max_context_tokens, the context fits that budget.
+    An answer larger than the server's message limit is cut to fit: the weakest hits first,
+    then the end of the context.
     """
     Reset: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ResetRequest, _memory_pb2.ResetResponse]
     """Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
     namespace succeeds and creates nothing.
+    """
+    Delete: _grpc.UnaryUnaryMultiCallable[_memory_pb2.DeleteRequest, _memory_pb2.DeleteResponse]
+    """Forgets the messages of a namespace that a request names, by ids, by a filter (sessions,
+    a time range, ...), or both, and answers how many there were. Naming messages that are not
+    stored is not an error. A request that names nothing is INVALID_ARGUMENT: it never deletes
+    everything (Reset does that).
+    """
+    ListMessages: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListMessagesRequest, _memory_pb2.ListMessagesResponse]
+    """Lists the messages of a namespace in a stable order (the order their ids were first
+    stored), a page at a time, optionally filtered. Messages stored before the first page are
+    each listed exactly once however the namespace changes between pages, unless deleted.
     """
 
 @_typing.type_check_only
@@ -143,9 +166,16 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
                                                stored; health is NOT_SERVING until it can.
       RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
                                                for the call: nothing changed; try later or less.
+      UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+                                               asks (a filter, a delete, a listing); it refuses
+                                               rather than ignore part of the request.
       INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    Every stored message has an id, unique in its namespace: its turn_id, or one the server
+    makes. A message's time is its own timestamp, else its session's timestamp, else the time
+    read from its session's date_str; a message may have none.
 
     A write's status is true as far as the server can know: it checks, just before it commits,
     that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -156,23 +186,39 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Ingest: _aio.UnaryUnaryMultiCallable[_memory_pb2.IngestRequest, _memory_pb2.IngestResponse]  # type: ignore[assignment]
-    """Stores one message, said in the given session, in a namespace. The namespace is created on
-    its first ingest.
+    """Stores one message, said in the given session, in a namespace, and answers its id. A
+    message whose id is already stored replaces that message (text, role, session, time and
+    metadata), keeping its place in the namespace's order. The namespace is created on its
+    first ingest.
     """
     IngestBatch: _aio.UnaryUnaryMultiCallable[_memory_pb2.IngestBatchRequest, _memory_pb2.IngestBatchResponse]  # type: ignore[assignment]
     """Stores many messages, each with its session, in one call: all of them or, when any item is
-    malformed, none (the violations name the item, as "items[3].message.role").
+    malformed, none (the violations name the item, as "items[3].message.role"). It is as if
+    each were ingested in turn: when two items share an id, the last one is what stays.
     """
     Retrieve: _aio.UnaryUnaryMultiCallable[_memory_pb2.RetrieveRequest, _memory_pb2.RetrieveResponse]  # type: ignore[assignment]
     """Recalls what a namespace holds about a query: the context string an agent puts in its
     prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
     unknown namespace (which this call does not create), an empty query or a memory that stores
-    nothing gives an empty answer. An answer larger than the server's message limit is cut to
-    fit: the weakest hits first, then the end of the context.
+    nothing gives an empty answer. With a filter, only messages that match it are ranked among
+    the hits and put into the context; with max_context_tokens, the context fits that budget.
+    An answer larger than the server's message limit is cut to fit: the weakest hits first,
+    then the end of the context.
     """
     Reset: _aio.UnaryUnaryMultiCallable[_memory_pb2.ResetRequest, _memory_pb2.ResetResponse]  # type: ignore[assignment]
     """Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
     namespace succeeds and creates nothing.
+    """
+    Delete: _aio.UnaryUnaryMultiCallable[_memory_pb2.DeleteRequest, _memory_pb2.DeleteResponse]  # type: ignore[assignment]
+    """Forgets the messages of a namespace that a request names, by ids, by a filter (sessions,
+    a time range, ...), or both, and answers how many there were. Naming messages that are not
+    stored is not an error. A request that names nothing is INVALID_ARGUMENT: it never deletes
+    everything (Reset does that).
+    """
+    ListMessages: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListMessagesRequest, _memory_pb2.ListMessagesResponse]  # type: ignore[assignment]
+    """Lists the messages of a namespace in a stable order (the order their ids were first
+    stored), a page at a time, optionally filtered. Messages stored before the first page are
+    each listed exactly once however the namespace changes between pages, unless deleted.
     """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -214,9 +260,16 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
                                                stored; health is NOT_SERVING until it can.
       RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
                                                for the call: nothing changed; try later or less.
+      UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+                                               asks (a filter, a delete, a listing); it refuses
+                                               rather than ignore part of the request.
       INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+
+    Every stored message has an id, unique in its namespace: its turn_id, or one the server
+    makes. A message's time is its own timestamp, else its session's timestamp, else the time
+    read from its session's date_str; a message may have none.
 
     A write's status is true as far as the server can know: it checks, just before it commits,
     that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -231,8 +284,10 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_pb2.IngestRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.IngestResponse, _abc.Awaitable[_memory_pb2.IngestResponse]]:
-        """Stores one message, said in the given session, in a namespace. The namespace is created on
-        its first ingest.
+        """Stores one message, said in the given session, in a namespace, and answers its id. A
+        message whose id is already stored replaces that message (text, role, session, time and
+        metadata), keeping its place in the namespace's order. The namespace is created on its
+        first ingest.
         """
 
     @_abc_1.abstractmethod
@@ -242,7 +297,8 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.IngestBatchResponse, _abc.Awaitable[_memory_pb2.IngestBatchResponse]]:
         """Stores many messages, each with its session, in one call: all of them or, when any item is
-        malformed, none (the violations name the item, as "items[3].message.role").
+        malformed, none (the violations name the item, as "items[3].message.role"). It is as if
+        each were ingested in turn: when two items share an id, the last one is what stays.
         """
 
     @_abc_1.abstractmethod
@@ -254,8 +310,10 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         """Recalls what a namespace holds about a query: the context string an agent puts in its
         prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
         unknown namespace (which this call does not create), an empty query or a memory that stores
-        nothing gives an empty answer. An answer larger than the server's message limit is cut to
-        fit: the weakest hits first, then the end of the context.
+        nothing gives an empty answer. With a filter, only messages that match it are ranked among
+        the hits and put into the context; with max_context_tokens, the context fits that budget.
+        An answer larger than the server's message limit is cut to fit: the weakest hits first,
+        then the end of the context.
         """
 
     @_abc_1.abstractmethod
@@ -266,6 +324,29 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_memory_pb2.ResetResponse, _abc.Awaitable[_memory_pb2.ResetResponse]]:
         """Forgets everything a namespace holds. The namespace stays usable; resetting an unknown
         namespace succeeds and creates nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def Delete(
+        self,
+        request: _memory_pb2.DeleteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.DeleteResponse, _abc.Awaitable[_memory_pb2.DeleteResponse]]:
+        """Forgets the messages of a namespace that a request names, by ids, by a filter (sessions,
+        a time range, ...), or both, and answers how many there were. Naming messages that are not
+        stored is not an error. A request that names nothing is INVALID_ARGUMENT: it never deletes
+        everything (Reset does that).
+        """
+
+    @_abc_1.abstractmethod
+    def ListMessages(
+        self,
+        request: _memory_pb2.ListMessagesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ListMessagesResponse, _abc.Awaitable[_memory_pb2.ListMessagesResponse]]:
+        """Lists the messages of a namespace in a stable order (the order their ids were first
+        stored), a page at a time, optionally filtered. Messages stored before the first page are
+        each listed exactly once however the namespace changes between pages, unless deleted.
         """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -30,7 +30,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file himga_proto/memory/v1/memory.proto.
  */
 export const file_himga_proto_memory_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEiUwoHTWVzc2FnZRIMCgRyb2xlGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSHQoHdHVybl9pZBgDIAEoCUgAUgd0dXJuX2lkiAEBQgoKCF90dXJuX2lkIoMBCgdTZXNzaW9uEh4KCnNlc3Npb25faWQYASABKAlSCnNlc3Npb25faWQSKgoIbWVzc2FnZXMYAiADKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIfCghkYXRlX3N0chgDIAEoCUgAUghkYXRlX3N0cogBAUILCglfZGF0ZV9zdHIiqAEKDUluZ2VzdFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEikKB21lc3NhZ2UYAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAMgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SDgoGbWVtb3J5GAQgASgJEh4KCnJlcXVlc3RfaWQYBSABKAlSCnJlcXVlc3RfaWQiEAoOSW5nZXN0UmVzcG9uc2UiYgoKSW5nZXN0SXRlbRIpCgdtZXNzYWdlGAEgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgCIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uIoMBChJJbmdlc3RCYXRjaFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBWl0ZW1zGAIgAygLMhsuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEl0ZW0SDgoGbWVtb3J5GAMgASgJEh4KCnJlcXVlc3RfaWQYBCABKAlSCnJlcXVlc3RfaWQiJwoTSW5nZXN0QmF0Y2hSZXNwb25zZRIQCghpbmdlc3RlZBgBIAEoDSJSCg9SZXRyaWV2ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBm1lbW9yeRgEIAEoCSJqCgNIaXQSDwoHdHVybl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEgwKBHJvbGUYAyABKAkSDwoHY29udGVudBgEIAEoCRIQCghkYXRlX3N0chgFIAEoCRINCgVzY29yZRgGIAEoASJHChBSZXRyaWV2ZVJlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSIgoEaGl0cxgCIAMoCzIULmhpbWdhLm1lbW9yeS52MS5IaXQiMQoMUmVzZXRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZtZW1vcnkYAiABKAkiDwoNUmVzZXRSZXNwb25zZSJICgtBY3Rpb25FbnRyeRIJCgF0GAEgASgBEg4KBmFjdGlvbhgCIAEoCRIOCgZ0YXJnZXQYAyABKAkSDgoGcmVzdWx0GAQgASgJIj8KCkVycm9yRW50cnkSDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhIKCnJlc29sdXRpb24YAyABKAkiVQoORXBpc29kZUNvbnRleHQSDAoEZ29hbBgBIAEoCRINCgVwaGFzZRgCIAEoCRImCg5maWxlc19pbnZvbHZlZBgDIAMoCVIOZmlsZXNfaW52b2x2ZWQi2QUKDEVwaXNvZGVUcmFjZRIKCgJpZBgBIAEoCRIYCgd0YXNrX2lkGAIgASgJUgd0YXNrX2lkEi0KCXRpbWVzdGFtcBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoQZHVyYXRpb25fc2Vjb25kcxgEIAEoAVIQZHVyYXRpb25fc2Vjb25kcxINCgVhZ2VudBgFIAEoCRIwCgdjb250ZXh0GAYgASgLMh8uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVDb250ZXh0EjwKCmFjdGlvbl9sb2cYByADKAsyHC5oaW1nYS5tZW1vcnkudjEuQWN0aW9uRW50cnlSCmFjdGlvbl9sb2cSFAoHb3V0Y29tZRgIIAEoCUgAiAEBEksKEmVycm9yc19lbmNvdW50ZXJlZBgJIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5FcnJvckVudHJ5UhJlcnJvcnNfZW5jb3VudGVyZWQSLgoSYXJ0aWZhY3RzX3Byb2R1Y2VkGAogAygJUhJhcnRpZmFjdHNfcHJvZHVjZWQSIwoKZ2l0X2NvbW1pdBgLIAEoCUgBUgpnaXRfY29tbWl0iAEBEiAKC3Rva2Vuc191c2VkGAwgASgBUgt0b2tlbnNfdXNlZBIeCgpmaWxlc19yZWFkGA0gAygJUgpmaWxlc19yZWFkEiYKDmZpbGVzX21vZGlmaWVkGA4gAygJUg5maWxlc19tb2RpZmllZBIXCgppbXBvcnRhbmNlGA8gASgBSAKIAQESIgoMYWNjZXNzX2NvdW50GBAgASgBUgxhY2Nlc3NfY291bnQSQAoNbGFzdF9hY2Nlc3NlZBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSDWxhc3RfYWNjZXNzZWRCCgoIX291dGNvbWVCDQoLX2dpdF9jb21taXRCDQoLX2ltcG9ydGFuY2UiZwoLVGFza0NvbnRleHQSDAoEZ29hbBgBIAEoCRINCgVwaGFzZRgCIAEoCRImCg5maWxlc19pbnZvbHZlZBgDIAMoCVIOZmlsZXNfaW52b2x2ZWQSEwoLY29uc3RyYWludHMYBCADKAkiWQoUUmVjb3JkRXBpc29kZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi4KB2VwaXNvZGUYAiABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlIhcKFVJlY29yZEVwaXNvZGVSZXNwb25zZSJbChVSZWNvcmRFcGlzb2Rlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi8KCGVwaXNvZGVzGAIgAygLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZSIqChZSZWNvcmRFcGlzb2Rlc1Jlc3BvbnNlEhAKCHJlY29yZGVkGAEgASgNIjIKEUdldEVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIKCgJpZBgCIAEoCSJEChJHZXRFcGlzb2RlUmVzcG9uc2USLgoHZXBpc29kZRgBIAEoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2UiNQoURGVsZXRlRXBpc29kZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgoKAmlkGAIgASgJIigKFURlbGV0ZUVwaXNvZGVSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIIpMCChNMaXN0RXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIYCgd0YXNrX2lkGAIgASgJUgd0YXNrX2lkEg0KBWFnZW50GAMgASgJEg0KBXBoYXNlGAQgASgJEg8KB291dGNvbWUYBSABKAkSKQoFc2luY2UYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRmaWxlGAggASgJEhwKCXBhZ2Vfc2l6ZRgJIAEoDVIJcGFnZV9zaXplEh4KCnBhZ2VfdG9rZW4YCiABKAlSCnBhZ2VfdG9rZW4icQoUTGlzdEVwaXNvZGVzUmVzcG9uc2USLwoIZXBpc29kZXMYASADKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEigKD25leHRfcGFnZV90b2tlbhgCIAEoCVIPbmV4dF9wYWdlX3Rva2VuIqQBChVTZWFyY2hFcGlzb2Rlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBHRhc2sYAiABKAsyHC5oaW1nYS5tZW1vcnkudjEuVGFza0NvbnRleHQSDQoFcXVlcnkYAyABKAkSDQoFbGltaXQYBCABKA0SLgoSbWF4X2NvbnRleHRfdG9rZW5zGAUgASgNUhJtYXhfY29udGV4dF90b2tlbnMiSwoKRXBpc29kZUhpdBIuCgdlcGlzb2RlGAEgASgLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRINCgVzY29yZRgCIAEoASJUChZTZWFyY2hFcGlzb2Rlc1Jlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSKQoEaGl0cxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlSGl0Ms0CCg1NZW1vcnlTZXJ2aWNlEkkKBkluZ2VzdBIeLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXF1ZXN0Gh8uaGltZ2EubWVtb3J5LnYxLkluZ2VzdFJlc3BvbnNlElgKC0luZ2VzdEJhdGNoEiMuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEJhdGNoUmVxdWVzdBokLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlc3BvbnNlEk8KCFJldHJpZXZlEiAuaGltZ2EubWVtb3J5LnYxLlJldHJpZXZlUmVxdWVzdBohLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlc3BvbnNlEkYKBVJlc2V0Eh0uaGltZ2EubWVtb3J5LnYxLlJlc2V0UmVxdWVzdBoeLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlc3BvbnNlMsoECg5FcGlzb2RlU2VydmljZRJeCg1SZWNvcmRFcGlzb2RlEiUuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVSZXF1ZXN0GiYuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVSZXNwb25zZRJhCg5SZWNvcmRFcGlzb2RlcxImLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2Rlc1JlcXVlc3QaJy5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZXNSZXNwb25zZRJVCgpHZXRFcGlzb2RlEiIuaGltZ2EubWVtb3J5LnYxLkdldEVwaXNvZGVSZXF1ZXN0GiMuaGltZ2EubWVtb3J5LnYxLkdldEVwaXNvZGVSZXNwb25zZRJeCg1EZWxldGVFcGlzb2RlEiUuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZUVwaXNvZGVSZXF1ZXN0GiYuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZUVwaXNvZGVSZXNwb25zZRJbCgxMaXN0RXBpc29kZXMSJC5oaW1nYS5tZW1vcnkudjEuTGlzdEVwaXNvZGVzUmVxdWVzdBolLmhpbWdhLm1lbW9yeS52MS5MaXN0RXBpc29kZXNSZXNwb25zZRJhCg5TZWFyY2hFcGlzb2RlcxImLmhpbWdhLm1lbW9yeS52MS5TZWFyY2hFcGlzb2Rlc1JlcXVlc3QaJy5oaW1nYS5tZW1vcnkudjEuU2VhcmNoRXBpc29kZXNSZXNwb25zZUI3WjVoaW1nYS5kZXYvaGltZ2EvZ2VuZXJhdGVkL2dvL2hpbWdhL21lbW9yeS92MTttZW1vcnl2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEi7QEKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIPCgdjb250ZW50GAIgASgJEh0KB3R1cm5faWQYAyABKAlIAFIHdHVybl9pZIgBARItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjgKCG1ldGFkYXRhGAUgAygLMiYuaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2UuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIX3R1cm5faWQisgEKB1Nlc3Npb24SHgoKc2Vzc2lvbl9pZBgBIAEoCVIKc2Vzc2lvbl9pZBIqCghtZXNzYWdlcxgCIAMoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEh8KCGRhdGVfc3RyGAMgASgJSABSCGRhdGVfc3RyiAEBEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2RhdGVfc3RyIqgBCg1Jbmdlc3RSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIpCgdtZXNzYWdlGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgDIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uEg4KBm1lbW9yeRgEIAEoCRIeCgpyZXF1ZXN0X2lkGAUgASgJUgpyZXF1ZXN0X2lkIhwKDkluZ2VzdFJlc3BvbnNlEgoKAmlkGAEgASgJImIKCkluZ2VzdEl0ZW0SKQoHbWVzc2FnZRgBIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEikKB3Nlc3Npb24YAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuU2Vzc2lvbiKDAQoSSW5nZXN0QmF0Y2hSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgVpdGVtcxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RJdGVtEg4KBm1lbW9yeRgDIAEoCRIeCgpyZXF1ZXN0X2lkGAQgASgJUgpyZXF1ZXN0X2lkIjQKE0luZ2VzdEJhdGNoUmVzcG9uc2USEAoIaW5nZXN0ZWQYASABKA0SCwoDaWRzGAIgAygJIp4BCg9SZXRyaWV2ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBm1lbW9yeRgEIAEoCRIuCgZmaWx0ZXIYBSABKAsyHi5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlchIaChJtYXhfY29udGV4dF90b2tlbnMYBiABKA0i+wEKDU1lc3NhZ2VGaWx0ZXISEwoLc2Vzc2lvbl9pZHMYASADKAkSDQoFcm9sZXMYAiADKAkSKQoFYWZ0ZXIYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBmJlZm9yZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoIbWV0YWRhdGEYBSADKAsyLC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlci5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASL7AQoDSGl0Eg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIMCgRyb2xlGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIZGF0ZV9zdHIYBSABKAkSDQoFc2NvcmUYBiABKAESKAoEdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoIbWV0YWRhdGEYCCADKAsyIi5oaW1nYS5tZW1vcnkudjEuSGl0Lk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkcKEFJldHJpZXZlUmVzcG9uc2USDwoHY29udGV4dBgBIAEoCRIiCgRoaXRzGAIgAygLMhQuaGltZ2EubWVtb3J5LnYxLkhpdCIxCgxSZXNldFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBm1lbW9yeRgCIAEoCSIPCg1SZXNldFJlc3BvbnNlIm8KDURlbGV0ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgsKA2lkcxgCIAMoCRIuCgZmaWx0ZXIYAyABKAsyHi5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlchIOCgZtZW1vcnkYBCABKAkiIQoORGVsZXRlUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoDSKPAQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSLgoGZmlsdGVyGAIgASgLMh4uaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2VGaWx0ZXISEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDgoGbWVtb3J5GAUgASgJIo8BCg1TdG9yZWRNZXNzYWdlEikKB21lc3NhZ2UYASABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiYQoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5oaW1nYS5tZW1vcnkudjEuU3RvcmVkTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSAoLQWN0aW9uRW50cnkSCQoBdBgBIAEoARIOCgZhY3Rpb24YAiABKAkSDgoGdGFyZ2V0GAMgASgJEg4KBnJlc3VsdBgEIAEoCSI/CgpFcnJvckVudHJ5EgwKBHR5cGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRISCgpyZXNvbHV0aW9uGAMgASgJIlUKDkVwaXNvZGVDb250ZXh0EgwKBGdvYWwYASABKAkSDQoFcGhhc2UYAiABKAkSJgoOZmlsZXNfaW52b2x2ZWQYAyADKAlSDmZpbGVzX2ludm9sdmVkItkFCgxFcGlzb2RlVHJhY2USCgoCaWQYASABKAkSGAoHdGFza19pZBgCIAEoCVIHdGFza19pZBItCgl0aW1lc3RhbXAYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKEGR1cmF0aW9uX3NlY29uZHMYBCABKAFSEGR1cmF0aW9uX3NlY29uZHMSDQoFYWdlbnQYBSABKAkSMAoHY29udGV4dBgGIAEoCzIfLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlQ29udGV4dBI8CgphY3Rpb25fbG9nGAcgAygLMhwuaGltZ2EubWVtb3J5LnYxLkFjdGlvbkVudHJ5UgphY3Rpb25fbG9nEhQKB291dGNvbWUYCCABKAlIAIgBARJLChJlcnJvcnNfZW5jb3VudGVyZWQYCSADKAsyGy5oaW1nYS5tZW1vcnkudjEuRXJyb3JFbnRyeVISZXJyb3JzX2VuY291bnRlcmVkEi4KEmFydGlmYWN0c19wcm9kdWNlZBgKIAMoCVISYXJ0aWZhY3RzX3Byb2R1Y2VkEiMKCmdpdF9jb21taXQYCyABKAlIAVIKZ2l0X2NvbW1pdIgBARIgCgt0b2tlbnNfdXNlZBgMIAEoAVILdG9rZW5zX3VzZWQSHgoKZmlsZXNfcmVhZBgNIAMoCVIKZmlsZXNfcmVhZBImCg5maWxlc19tb2RpZmllZBgOIAMoCVIOZmlsZXNfbW9kaWZpZWQSFwoKaW1wb3J0YW5jZRgPIAEoAUgCiAEBEiIKDGFjY2Vzc19jb3VudBgQIAEoAVIMYWNjZXNzX2NvdW50EkAKDWxhc3RfYWNjZXNzZWQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUg1sYXN0X2FjY2Vzc2VkQgoKCF9vdXRjb21lQg0KC19naXRfY29tbWl0Qg0KC19pbXBvcnRhbmNlImcKC1Rhc2tDb250ZXh0EgwKBGdvYWwYASABKAkSDQoFcGhhc2UYAiABKAkSJgoOZmlsZXNfaW52b2x2ZWQYAyADKAlSDmZpbGVzX2ludm9sdmVkEhMKC2NvbnN0cmFpbnRzGAQgAygJIlkKFFJlY29yZEVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIuCgdlcGlzb2RlGAIgASgLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZSIXChVSZWNvcmRFcGlzb2RlUmVzcG9uc2UiWwoVUmVjb3JkRXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIvCghlcGlzb2RlcxgCIAMoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2UiKgoWUmVjb3JkRXBpc29kZXNSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoDSIyChFHZXRFcGlzb2RlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCgoCaWQYAiABKAkiRAoSR2V0RXBpc29kZVJlc3BvbnNlEi4KB2VwaXNvZGUYASABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlIjUKFERlbGV0ZUVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIKCgJpZBgCIAEoCSIoChVEZWxldGVFcGlzb2RlUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCCKTAgoTTGlzdEVwaXNvZGVzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSGAoHdGFza19pZBgCIAEoCVIHdGFza19pZBINCgVhZ2VudBgDIAEoCRINCgVwaGFzZRgEIAEoCRIPCgdvdXRjb21lGAUgASgJEikKBXNpbmNlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEZmlsZRgIIAEoCRIcCglwYWdlX3NpemUYCSABKA1SCXBhZ2Vfc2l6ZRIeCgpwYWdlX3Rva2VuGAogASgJUgpwYWdlX3Rva2VuInEKFExpc3RFcGlzb2Rlc1Jlc3BvbnNlEi8KCGVwaXNvZGVzGAEgAygLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRIoCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlSD25leHRfcGFnZV90b2tlbiKkAQoVU2VhcmNoRXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgR0YXNrGAIgASgLMhwuaGltZ2EubWVtb3J5LnYxLlRhc2tDb250ZXh0Eg0KBXF1ZXJ5GAMgASgJEg0KBWxpbWl0GAQgASgNEi4KEm1heF9jb250ZXh0X3Rva2VucxgFIAEoDVISbWF4X2NvbnRleHRfdG9rZW5zIksKCkVwaXNvZGVIaXQSLgoHZXBpc29kZRgBIAEoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2USDQoFc2NvcmUYAiABKAEiVAoWU2VhcmNoRXBpc29kZXNSZXNwb25zZRIPCgdjb250ZXh0GAEgASgJEikKBGhpdHMYAiADKAsyGy5oaW1nYS5tZW1vcnkudjEuRXBpc29kZUhpdDL1AwoNTWVtb3J5U2VydmljZRJJCgZJbmdlc3QSHi5oaW1nYS5tZW1vcnkudjEuSW5nZXN0UmVxdWVzdBofLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXNwb25zZRJYCgtJbmdlc3RCYXRjaBIjLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlcXVlc3QaJC5oaW1nYS5tZW1vcnkudjEuSW5nZXN0QmF0Y2hSZXNwb25zZRJPCghSZXRyaWV2ZRIgLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlcXVlc3QaIS5oaW1nYS5tZW1vcnkudjEuUmV0cmlldmVSZXNwb25zZRJGCgVSZXNldBIdLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlcXVlc3QaHi5oaW1nYS5tZW1vcnkudjEuUmVzZXRSZXNwb25zZRJJCgZEZWxldGUSHi5oaW1nYS5tZW1vcnkudjEuRGVsZXRlUmVxdWVzdBofLmhpbWdhLm1lbW9yeS52MS5EZWxldGVSZXNwb25zZRJbCgxMaXN0TWVzc2FnZXMSJC5oaW1nYS5tZW1vcnkudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBolLmhpbWdhLm1lbW9yeS52MS5MaXN0TWVzc2FnZXNSZXNwb25zZTLKBAoORXBpc29kZVNlcnZpY2USXgoNUmVjb3JkRXBpc29kZRIlLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2RlUmVxdWVzdBomLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2RlUmVzcG9uc2USYQoOUmVjb3JkRXBpc29kZXMSJi5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZXNSZXF1ZXN0GicuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVzUmVzcG9uc2USVQoKR2V0RXBpc29kZRIiLmhpbWdhLm1lbW9yeS52MS5HZXRFcGlzb2RlUmVxdWVzdBojLmhpbWdhLm1lbW9yeS52MS5HZXRFcGlzb2RlUmVzcG9uc2USXgoNRGVsZXRlRXBpc29kZRIlLmhpbWdhLm1lbW9yeS52MS5EZWxldGVFcGlzb2RlUmVxdWVzdBomLmhpbWdhLm1lbW9yeS52MS5EZWxldGVFcGlzb2RlUmVzcG9uc2USWwoMTGlzdEVwaXNvZGVzEiQuaGltZ2EubWVtb3J5LnYxLkxpc3RFcGlzb2Rlc1JlcXVlc3QaJS5oaW1nYS5tZW1vcnkudjEuTGlzdEVwaXNvZGVzUmVzcG9uc2USYQoOU2VhcmNoRXBpc29kZXMSJi5oaW1nYS5tZW1vcnkudjEuU2VhcmNoRXBpc29kZXNSZXF1ZXN0GicuaGltZ2EubWVtb3J5LnYxLlNlYXJjaEVwaXNvZGVzUmVzcG9uc2VCN1o1aGltZ2EuZGV2L2hpbWdhL2dlbmVyYXRlZC9nby9oaW1nYS9tZW1vcnkvdjE7bWVtb3J5djFiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * One turn of a conversation (schemas/v1/message.json).
@@ -54,10 +54,28 @@ export type Message = Message$1<"himga.memory.v1.Message"> & {
 
   /**
    * The turn's identifier within its conversation, such as LoCoMo's dia_id "D1:3". Optional.
+   * The server keeps it as the message's id, unique in its namespace, and makes one for a
+   * message stored without it: storing a message whose id is already stored replaces that one.
    *
    * @generated from field: optional string turn_id = 3 [json_name = "turn_id"];
    */
   turnId?: string | undefined;
+
+  /**
+   * When the message was said (in UTC, written with a `Z` in JSON). Optional: without it, the
+   * message's time is its session's.
+   *
+   * @generated from field: google.protobuf.Timestamp timestamp = 4;
+   */
+  timestamp?: Timestamp | undefined;
+
+  /**
+   * Labels a filter can match exactly: at most 32 pairs, keys of 1 to 64 characters, values of
+   * at most 1024 (more is INVALID_ARGUMENT naming the key).
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata: { [key: string]: string };
 };
 
 /**
@@ -82,10 +100,28 @@ export type MessageJson = {
 
   /**
    * The turn's identifier within its conversation, such as LoCoMo's dia_id "D1:3". Optional.
+   * The server keeps it as the message's id, unique in its namespace, and makes one for a
+   * message stored without it: storing a message whose id is already stored replaces that one.
    *
    * @generated from field: optional string turn_id = 3 [json_name = "turn_id"];
    */
   turn_id?: string;
+
+  /**
+   * When the message was said (in UTC, written with a `Z` in JSON). Optional: without it, the
+   * message's time is its session's.
+   *
+   * @generated from field: google.protobuf.Timestamp timestamp = 4;
+   */
+  timestamp?: TimestampJson;
+
+  /**
+   * Labels a filter can match exactly: at most 32 pairs, keys of 1 to 64 characters, values of
+   * at most 1024 (more is INVALID_ARGUMENT naming the key).
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata?: { [key: string]: string };
 };
 
 /**
@@ -122,6 +158,16 @@ export type Session = Message$1<"himga.memory.v1.Session"> & {
    * @generated from field: optional string date_str = 3 [json_name = "date_str"];
    */
   dateStr?: string | undefined;
+
+  /**
+   * When the session took place (in UTC). Optional: without it, the server reads the time from
+   * date_str where it can (LoCoMo's "1:56 pm on 8 May, 2023", LongMemEval's
+   * "2023/05/20 (Sat) 02:21", an RFC 3339 date-time), and a date_str it cannot read leaves the
+   * session's messages without a time.
+   *
+   * @generated from field: google.protobuf.Timestamp timestamp = 4;
+   */
+  timestamp?: Timestamp | undefined;
 };
 
 /**
@@ -151,6 +197,16 @@ export type SessionJson = {
    * @generated from field: optional string date_str = 3 [json_name = "date_str"];
    */
   date_str?: string;
+
+  /**
+   * When the session took place (in UTC). Optional: without it, the server reads the time from
+   * date_str where it can (LoCoMo's "1:56 pm on 8 May, 2023", LongMemEval's
+   * "2023/05/20 (Sat) 02:21", an RFC 3339 date-time), and a date_str it cannot read leaves the
+   * session's messages without a time.
+   *
+   * @generated from field: google.protobuf.Timestamp timestamp = 4;
+   */
+  timestamp?: TimestampJson;
 };
 
 /**
@@ -262,19 +318,31 @@ export const IngestRequestSchema: GenMessage<IngestRequest, {jsonType: IngestReq
   messageDesc(file_himga_proto_memory_v1_memory, 2);
 
 /**
- * Ingest's answer: empty; the message is stored once it arrives.
+ * Ingest's answer; the message is stored once it arrives.
  *
  * @generated from message himga.memory.v1.IngestResponse
  */
 export type IngestResponse = Message$1<"himga.memory.v1.IngestResponse"> & {
+  /**
+   * The stored message's id: its turn_id, or the one the server made for it.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
 };
 
 /**
- * Ingest's answer: empty; the message is stored once it arrives.
+ * Ingest's answer; the message is stored once it arrives.
  *
  * @generated from message himga.memory.v1.IngestResponse
  */
 export type IngestResponseJson = {
+  /**
+   * The stored message's id: its turn_id, or the one the server made for it.
+   *
+   * @generated from field: string id = 1;
+   */
+  id?: string;
 };
 
 /**
@@ -419,11 +487,18 @@ export const IngestBatchRequestSchema: GenMessage<IngestBatchRequest, {jsonType:
  */
 export type IngestBatchResponse = Message$1<"himga.memory.v1.IngestBatchResponse"> & {
   /**
-   * How many messages were stored.
+   * How many items were stored.
    *
    * @generated from field: uint32 ingested = 1;
    */
   ingested: number;
+
+  /**
+   * The id of each item's message, in the order of the items.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids: string[];
 };
 
 /**
@@ -433,11 +508,18 @@ export type IngestBatchResponse = Message$1<"himga.memory.v1.IngestBatchResponse
  */
 export type IngestBatchResponseJson = {
   /**
-   * How many messages were stored.
+   * How many items were stored.
    *
    * @generated from field: uint32 ingested = 1;
    */
   ingested?: number;
+
+  /**
+   * The id of each item's message, in the order of the items.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids?: string[];
 };
 
 /**
@@ -480,6 +562,24 @@ export type RetrieveRequest = Message$1<"himga.memory.v1.RetrieveRequest"> & {
    * @generated from field: string memory = 4;
    */
   memory: string;
+
+  /**
+   * Only messages that match this filter are hits or in the context. Optional. A memory that
+   * cannot filter refuses the call (FAILED_PRECONDITION, reason UNSUPPORTED); it never
+   * ignores a filter.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 5;
+   */
+  filter?: MessageFilter | undefined;
+
+  /**
+   * The most tokens the context may hold, counted as the server documents (himga: one token
+   * per run of letters or digits and per other non-space character); 0 means no budget beyond
+   * the server's own. Whole hits are left out of the context, the lowest ranked first.
+   *
+   * @generated from field: uint32 max_context_tokens = 6;
+   */
+  maxContextTokens: number;
 };
 
 /**
@@ -515,6 +615,24 @@ export type RetrieveRequestJson = {
    * @generated from field: string memory = 4;
    */
   memory?: string;
+
+  /**
+   * Only messages that match this filter are hits or in the context. Optional. A memory that
+   * cannot filter refuses the call (FAILED_PRECONDITION, reason UNSUPPORTED); it never
+   * ignores a filter.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 5;
+   */
+  filter?: MessageFilterJson;
+
+  /**
+   * The most tokens the context may hold, counted as the server documents (himga: one token
+   * per run of letters or digits and per other non-space character); 0 means no budget beyond
+   * the server's own. Whole hits are left out of the context, the lowest ranked first.
+   *
+   * @generated from field: uint32 max_context_tokens = 6;
+   */
+  maxContextTokens?: number;
 };
 
 /**
@@ -525,13 +643,108 @@ export const RetrieveRequestSchema: GenMessage<RetrieveRequest, {jsonType: Retri
   messageDesc(file_himga_proto_memory_v1_memory, 7);
 
 /**
+ * Which messages a call concerns: each field that is set must hold (an unset field does not
+ * restrict), so every criterion added narrows the selection.
+ *
+ * @generated from message himga.memory.v1.MessageFilter
+ */
+export type MessageFilter = Message$1<"himga.memory.v1.MessageFilter"> & {
+  /**
+   * Only messages of these sessions (by session_id). Empty: any session.
+   *
+   * @generated from field: repeated string session_ids = 1;
+   */
+  sessionIds: string[];
+
+  /**
+   * Only messages said by one of these speakers (exact role). Empty: anyone.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles: string[];
+
+  /**
+   * Only messages whose time is at or after this instant. A message without a time does not
+   * match a filter that sets after or before.
+   *
+   * @generated from field: google.protobuf.Timestamp after = 3;
+   */
+  after?: Timestamp | undefined;
+
+  /**
+   * Only messages whose time is strictly before this instant.
+   *
+   * @generated from field: google.protobuf.Timestamp before = 4;
+   */
+  before?: Timestamp | undefined;
+
+  /**
+   * Only messages whose metadata holds every one of these pairs, exactly.
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata: { [key: string]: string };
+};
+
+/**
+ * Which messages a call concerns: each field that is set must hold (an unset field does not
+ * restrict), so every criterion added narrows the selection.
+ *
+ * @generated from message himga.memory.v1.MessageFilter
+ */
+export type MessageFilterJson = {
+  /**
+   * Only messages of these sessions (by session_id). Empty: any session.
+   *
+   * @generated from field: repeated string session_ids = 1;
+   */
+  sessionIds?: string[];
+
+  /**
+   * Only messages said by one of these speakers (exact role). Empty: anyone.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles?: string[];
+
+  /**
+   * Only messages whose time is at or after this instant. A message without a time does not
+   * match a filter that sets after or before.
+   *
+   * @generated from field: google.protobuf.Timestamp after = 3;
+   */
+  after?: TimestampJson;
+
+  /**
+   * Only messages whose time is strictly before this instant.
+   *
+   * @generated from field: google.protobuf.Timestamp before = 4;
+   */
+  before?: TimestampJson;
+
+  /**
+   * Only messages whose metadata holds every one of these pairs, exactly.
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata?: { [key: string]: string };
+};
+
+/**
+ * Describes the message himga.memory.v1.MessageFilter.
+ * Use `create(MessageFilterSchema)` to create a new message.
+ */
+export const MessageFilterSchema: GenMessage<MessageFilter, {jsonType: MessageFilterJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 8);
+
+/**
  * One stored message that matched a query, with what is known of where it came from.
  *
  * @generated from message himga.memory.v1.Hit
  */
 export type Hit = Message$1<"himga.memory.v1.Hit"> & {
   /**
-   * The message's turn_id; empty when it had none.
+   * The message's id (its turn_id, or the one the server made for it).
    *
    * @generated from field: string turn_id = 1;
    */
@@ -571,6 +784,20 @@ export type Hit = Message$1<"himga.memory.v1.Hit"> & {
    * @generated from field: double score = 6;
    */
   score: number;
+
+  /**
+   * The message's time (its own, else its session's); unset when it has none.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 7;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The message's metadata.
+   *
+   * @generated from field: map<string, string> metadata = 8;
+   */
+  metadata: { [key: string]: string };
 };
 
 /**
@@ -580,7 +807,7 @@ export type Hit = Message$1<"himga.memory.v1.Hit"> & {
  */
 export type HitJson = {
   /**
-   * The message's turn_id; empty when it had none.
+   * The message's id (its turn_id, or the one the server made for it).
    *
    * @generated from field: string turn_id = 1;
    */
@@ -620,6 +847,20 @@ export type HitJson = {
    * @generated from field: double score = 6;
    */
   score?: number | "NaN" | "Infinity" | "-Infinity";
+
+  /**
+   * The message's time (its own, else its session's); unset when it has none.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 7;
+   */
+  time?: TimestampJson;
+
+  /**
+   * The message's metadata.
+   *
+   * @generated from field: map<string, string> metadata = 8;
+   */
+  metadata?: { [key: string]: string };
 };
 
 /**
@@ -627,7 +868,7 @@ export type HitJson = {
  * Use `create(HitSchema)` to create a new message.
  */
 export const HitSchema: GenMessage<Hit, {jsonType: HitJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 8);
+  messageDesc(file_himga_proto_memory_v1_memory, 9);
 
 /**
  * Retrieve's answer: the context for a prompt and the hits behind it.
@@ -676,7 +917,7 @@ export type RetrieveResponseJson = {
  * Use `create(RetrieveResponseSchema)` to create a new message.
  */
 export const RetrieveResponseSchema: GenMessage<RetrieveResponse, {jsonType: RetrieveResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 9);
+  messageDesc(file_himga_proto_memory_v1_memory, 10);
 
 /**
  * Reset's request: the namespace to clear.
@@ -725,7 +966,7 @@ export type ResetRequestJson = {
  * Use `create(ResetRequestSchema)` to create a new message.
  */
 export const ResetRequestSchema: GenMessage<ResetRequest, {jsonType: ResetRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 10);
+  messageDesc(file_himga_proto_memory_v1_memory, 11);
 
 /**
  * Reset's answer: empty; the namespace holds nothing once it arrives.
@@ -748,7 +989,328 @@ export type ResetResponseJson = {
  * Use `create(ResetResponseSchema)` to create a new message.
  */
 export const ResetResponseSchema: GenMessage<ResetResponse, {jsonType: ResetResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 11);
+  messageDesc(file_himga_proto_memory_v1_memory, 12);
+
+/**
+ * Delete's request: which messages of one namespace to forget. A message is deleted when its id
+ * is among ids (if any are given) and it matches the filter (if one is given); at least one of
+ * the two must name something.
+ *
+ * @generated from message himga.memory.v1.DeleteRequest
+ */
+export type DeleteRequest = Message$1<"himga.memory.v1.DeleteRequest"> & {
+  /**
+   * The namespace to delete from. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * The ids of the messages to delete.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids: string[];
+
+  /**
+   * The messages to delete: those of some sessions, those in a time range, and so on.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 3;
+   */
+  filter?: MessageFilter | undefined;
+
+  /**
+   * As in IngestRequest.
+   *
+   * @generated from field: string memory = 4;
+   */
+  memory: string;
+};
+
+/**
+ * Delete's request: which messages of one namespace to forget. A message is deleted when its id
+ * is among ids (if any are given) and it matches the filter (if one is given); at least one of
+ * the two must name something.
+ *
+ * @generated from message himga.memory.v1.DeleteRequest
+ */
+export type DeleteRequestJson = {
+  /**
+   * The namespace to delete from. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace?: string;
+
+  /**
+   * The ids of the messages to delete.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids?: string[];
+
+  /**
+   * The messages to delete: those of some sessions, those in a time range, and so on.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 3;
+   */
+  filter?: MessageFilterJson;
+
+  /**
+   * As in IngestRequest.
+   *
+   * @generated from field: string memory = 4;
+   */
+  memory?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.DeleteRequest.
+ * Use `create(DeleteRequestSchema)` to create a new message.
+ */
+export const DeleteRequestSchema: GenMessage<DeleteRequest, {jsonType: DeleteRequestJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 13);
+
+/**
+ * Delete's answer; the messages are forgotten once it arrives.
+ *
+ * @generated from message himga.memory.v1.DeleteResponse
+ */
+export type DeleteResponse = Message$1<"himga.memory.v1.DeleteResponse"> & {
+  /**
+   * How many stored messages were deleted.
+   *
+   * @generated from field: uint32 deleted = 1;
+   */
+  deleted: number;
+};
+
+/**
+ * Delete's answer; the messages are forgotten once it arrives.
+ *
+ * @generated from message himga.memory.v1.DeleteResponse
+ */
+export type DeleteResponseJson = {
+  /**
+   * How many stored messages were deleted.
+   *
+   * @generated from field: uint32 deleted = 1;
+   */
+  deleted?: number;
+};
+
+/**
+ * Describes the message himga.memory.v1.DeleteResponse.
+ * Use `create(DeleteResponseSchema)` to create a new message.
+ */
+export const DeleteResponseSchema: GenMessage<DeleteResponse, {jsonType: DeleteResponseJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 14);
+
+/**
+ * ListMessages' request: one page of a namespace's messages.
+ *
+ * @generated from message himga.memory.v1.ListMessagesRequest
+ */
+export type ListMessagesRequest = Message$1<"himga.memory.v1.ListMessagesRequest"> & {
+  /**
+   * The namespace to list. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * Only messages that match this filter are listed. Optional.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 2;
+   */
+  filter?: MessageFilter | undefined;
+
+  /**
+   * At most this many messages in the page; 0 means the server's default (100). At most 1000.
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
+   * A token the server did not make is INVALID_ARGUMENT.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+
+  /**
+   * As in IngestRequest.
+   *
+   * @generated from field: string memory = 5;
+   */
+  memory: string;
+};
+
+/**
+ * ListMessages' request: one page of a namespace's messages.
+ *
+ * @generated from message himga.memory.v1.ListMessagesRequest
+ */
+export type ListMessagesRequestJson = {
+  /**
+   * The namespace to list. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace?: string;
+
+  /**
+   * Only messages that match this filter are listed. Optional.
+   *
+   * @generated from field: himga.memory.v1.MessageFilter filter = 2;
+   */
+  filter?: MessageFilterJson;
+
+  /**
+   * At most this many messages in the page; 0 means the server's default (100). At most 1000.
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize?: number;
+
+  /**
+   * Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
+   * A token the server did not make is INVALID_ARGUMENT.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken?: string;
+
+  /**
+   * As in IngestRequest.
+   *
+   * @generated from field: string memory = 5;
+   */
+  memory?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.ListMessagesRequest.
+ * Use `create(ListMessagesRequestSchema)` to create a new message.
+ */
+export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest, {jsonType: ListMessagesRequestJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 15);
+
+/**
+ * One stored message as the namespace holds it.
+ *
+ * @generated from message himga.memory.v1.StoredMessage
+ */
+export type StoredMessage = Message$1<"himga.memory.v1.StoredMessage"> & {
+  /**
+   * The message, its turn_id set to its id.
+   *
+   * @generated from field: himga.memory.v1.Message message = 1;
+   */
+  message?: Message | undefined;
+
+  /**
+   * The session it was said in, without messages.
+   *
+   * @generated from field: himga.memory.v1.Session session = 2;
+   */
+  session?: Session | undefined;
+
+  /**
+   * The message's time (its own, else its session's); unset when it has none.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 3;
+   */
+  time?: Timestamp | undefined;
+};
+
+/**
+ * One stored message as the namespace holds it.
+ *
+ * @generated from message himga.memory.v1.StoredMessage
+ */
+export type StoredMessageJson = {
+  /**
+   * The message, its turn_id set to its id.
+   *
+   * @generated from field: himga.memory.v1.Message message = 1;
+   */
+  message?: MessageJson;
+
+  /**
+   * The session it was said in, without messages.
+   *
+   * @generated from field: himga.memory.v1.Session session = 2;
+   */
+  session?: SessionJson;
+
+  /**
+   * The message's time (its own, else its session's); unset when it has none.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 3;
+   */
+  time?: TimestampJson;
+};
+
+/**
+ * Describes the message himga.memory.v1.StoredMessage.
+ * Use `create(StoredMessageSchema)` to create a new message.
+ */
+export const StoredMessageSchema: GenMessage<StoredMessage, {jsonType: StoredMessageJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 16);
+
+/**
+ * ListMessages' answer: one page.
+ *
+ * @generated from message himga.memory.v1.ListMessagesResponse
+ */
+export type ListMessagesResponse = Message$1<"himga.memory.v1.ListMessagesResponse"> & {
+  /**
+   * The page's messages, in the namespace's order.
+   *
+   * @generated from field: repeated himga.memory.v1.StoredMessage messages = 1;
+   */
+  messages: StoredMessage[];
+
+  /**
+   * The token for the next page; empty when this page is the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * ListMessages' answer: one page.
+ *
+ * @generated from message himga.memory.v1.ListMessagesResponse
+ */
+export type ListMessagesResponseJson = {
+  /**
+   * The page's messages, in the namespace's order.
+   *
+   * @generated from field: repeated himga.memory.v1.StoredMessage messages = 1;
+   */
+  messages?: StoredMessageJson[];
+
+  /**
+   * The token for the next page; empty when this page is the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.ListMessagesResponse.
+ * Use `create(ListMessagesResponseSchema)` to create a new message.
+ */
+export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse, {jsonType: ListMessagesResponseJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 17);
 
 /**
  * One tool call made during an episode (schemas/v1/action_entry.json). The wire uses the
@@ -827,7 +1389,7 @@ export type ActionEntryJson = {
  * Use `create(ActionEntrySchema)` to create a new message.
  */
 export const ActionEntrySchema: GenMessage<ActionEntry, {jsonType: ActionEntryJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 12);
+  messageDesc(file_himga_proto_memory_v1_memory, 18);
 
 /**
  * One error met during an episode and how it was resolved (schemas/v1/error_entry.json).
@@ -890,7 +1452,7 @@ export type ErrorEntryJson = {
  * Use `create(ErrorEntrySchema)` to create a new message.
  */
 export const ErrorEntrySchema: GenMessage<ErrorEntry, {jsonType: ErrorEntryJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 13);
+  messageDesc(file_himga_proto_memory_v1_memory, 19);
 
 /**
  * An episode's goal, phase and files (EpisodeContext in schemas/v1/episode_trace.json).
@@ -955,7 +1517,7 @@ export type EpisodeContextJson = {
  * Use `create(EpisodeContextSchema)` to create a new message.
  */
 export const EpisodeContextSchema: GenMessage<EpisodeContext, {jsonType: EpisodeContextJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 14);
+  messageDesc(file_himga_proto_memory_v1_memory, 20);
 
 /**
  * What happened in one execution of a task (schemas/v1/episode_trace.json): the episodic
@@ -1216,7 +1778,7 @@ export type EpisodeTraceJson = {
  * Use `create(EpisodeTraceSchema)` to create a new message.
  */
 export const EpisodeTraceSchema: GenMessage<EpisodeTrace, {jsonType: EpisodeTraceJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 15);
+  messageDesc(file_himga_proto_memory_v1_memory, 21);
 
 /**
  * The least an agent needs to know about the task at hand (schemas/v1/task_context.json).
@@ -1293,7 +1855,7 @@ export type TaskContextJson = {
  * Use `create(TaskContextSchema)` to create a new message.
  */
 export const TaskContextSchema: GenMessage<TaskContext, {jsonType: TaskContextJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 16);
+  messageDesc(file_himga_proto_memory_v1_memory, 22);
 
 /**
  * RecordEpisode's request.
@@ -1342,7 +1904,7 @@ export type RecordEpisodeRequestJson = {
  * Use `create(RecordEpisodeRequestSchema)` to create a new message.
  */
 export const RecordEpisodeRequestSchema: GenMessage<RecordEpisodeRequest, {jsonType: RecordEpisodeRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 17);
+  messageDesc(file_himga_proto_memory_v1_memory, 23);
 
 /**
  * RecordEpisode's answer: empty; the episode is stored once it arrives.
@@ -1365,7 +1927,7 @@ export type RecordEpisodeResponseJson = {
  * Use `create(RecordEpisodeResponseSchema)` to create a new message.
  */
 export const RecordEpisodeResponseSchema: GenMessage<RecordEpisodeResponse, {jsonType: RecordEpisodeResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 18);
+  messageDesc(file_himga_proto_memory_v1_memory, 24);
 
 /**
  * RecordEpisodes' request: many episodes for one namespace, stored together or not at all.
@@ -1414,7 +1976,7 @@ export type RecordEpisodesRequestJson = {
  * Use `create(RecordEpisodesRequestSchema)` to create a new message.
  */
 export const RecordEpisodesRequestSchema: GenMessage<RecordEpisodesRequest, {jsonType: RecordEpisodesRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 19);
+  messageDesc(file_himga_proto_memory_v1_memory, 25);
 
 /**
  * RecordEpisodes' answer.
@@ -1449,7 +2011,7 @@ export type RecordEpisodesResponseJson = {
  * Use `create(RecordEpisodesResponseSchema)` to create a new message.
  */
 export const RecordEpisodesResponseSchema: GenMessage<RecordEpisodesResponse, {jsonType: RecordEpisodesResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 20);
+  messageDesc(file_himga_proto_memory_v1_memory, 26);
 
 /**
  * GetEpisode's request.
@@ -1498,7 +2060,7 @@ export type GetEpisodeRequestJson = {
  * Use `create(GetEpisodeRequestSchema)` to create a new message.
  */
 export const GetEpisodeRequestSchema: GenMessage<GetEpisodeRequest, {jsonType: GetEpisodeRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 21);
+  messageDesc(file_himga_proto_memory_v1_memory, 27);
 
 /**
  * GetEpisode's answer.
@@ -1533,7 +2095,7 @@ export type GetEpisodeResponseJson = {
  * Use `create(GetEpisodeResponseSchema)` to create a new message.
  */
 export const GetEpisodeResponseSchema: GenMessage<GetEpisodeResponse, {jsonType: GetEpisodeResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 22);
+  messageDesc(file_himga_proto_memory_v1_memory, 28);
 
 /**
  * DeleteEpisode's request.
@@ -1582,7 +2144,7 @@ export type DeleteEpisodeRequestJson = {
  * Use `create(DeleteEpisodeRequestSchema)` to create a new message.
  */
 export const DeleteEpisodeRequestSchema: GenMessage<DeleteEpisodeRequest, {jsonType: DeleteEpisodeRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 23);
+  messageDesc(file_himga_proto_memory_v1_memory, 29);
 
 /**
  * DeleteEpisode's answer.
@@ -1617,7 +2179,7 @@ export type DeleteEpisodeResponseJson = {
  * Use `create(DeleteEpisodeResponseSchema)` to create a new message.
  */
 export const DeleteEpisodeResponseSchema: GenMessage<DeleteEpisodeResponse, {jsonType: DeleteEpisodeResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 24);
+  messageDesc(file_himga_proto_memory_v1_memory, 30);
 
 /**
  * ListEpisodes' request: filters (each empty or unset one lets every episode pass) and a page.
@@ -1782,7 +2344,7 @@ export type ListEpisodesRequestJson = {
  * Use `create(ListEpisodesRequestSchema)` to create a new message.
  */
 export const ListEpisodesRequestSchema: GenMessage<ListEpisodesRequest, {jsonType: ListEpisodesRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 25);
+  messageDesc(file_himga_proto_memory_v1_memory, 31);
 
 /**
  * ListEpisodes' answer: one page.
@@ -1831,7 +2393,7 @@ export type ListEpisodesResponseJson = {
  * Use `create(ListEpisodesResponseSchema)` to create a new message.
  */
 export const ListEpisodesResponseSchema: GenMessage<ListEpisodesResponse, {jsonType: ListEpisodesResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 26);
+  messageDesc(file_himga_proto_memory_v1_memory, 32);
 
 /**
  * SearchEpisodes' request: the task at hand.
@@ -1924,7 +2486,7 @@ export type SearchEpisodesRequestJson = {
  * Use `create(SearchEpisodesRequestSchema)` to create a new message.
  */
 export const SearchEpisodesRequestSchema: GenMessage<SearchEpisodesRequest, {jsonType: SearchEpisodesRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 27);
+  messageDesc(file_himga_proto_memory_v1_memory, 33);
 
 /**
  * One episode found for a task.
@@ -1973,7 +2535,7 @@ export type EpisodeHitJson = {
  * Use `create(EpisodeHitSchema)` to create a new message.
  */
 export const EpisodeHitSchema: GenMessage<EpisodeHit, {jsonType: EpisodeHitJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 28);
+  messageDesc(file_himga_proto_memory_v1_memory, 34);
 
 /**
  * SearchEpisodes' answer.
@@ -2026,7 +2588,7 @@ export type SearchEpisodesResponseJson = {
  * Use `create(SearchEpisodesResponseSchema)` to create a new message.
  */
 export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {jsonType: SearchEpisodesResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 29);
+  messageDesc(file_himga_proto_memory_v1_memory, 35);
 
 /**
  * Keeps and recalls the conversational memory of agents. Every request names a namespace:
@@ -2067,9 +2629,16 @@ export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {j
  *                                            stored; health is NOT_SERVING until it can.
  *   RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
  *                                            for the call: nothing changed; try later or less.
+ *   UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
+ *                                            asks (a filter, a delete, a listing); it refuses
+ *                                            rather than ignore part of the request.
  *   INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
  * Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
  * request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
+ *
+ * Every stored message has an id, unique in its namespace: its turn_id, or one the server
+ * makes. A message's time is its own timestamp, else its session's timestamp, else the time
+ * read from its session's date_str; a message may have none.
  *
  * A write's status is true as far as the server can know: it checks, just before it commits,
  * that its caller still waits, and rolls back otherwise. What remains is a commit that ends just
@@ -2081,8 +2650,10 @@ export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {j
  */
 export const MemoryService: GenService<{
   /**
-   * Stores one message, said in the given session, in a namespace. The namespace is created on
-   * its first ingest.
+   * Stores one message, said in the given session, in a namespace, and answers its id. A
+   * message whose id is already stored replaces that message (text, role, session, time and
+   * metadata), keeping its place in the namespace's order. The namespace is created on its
+   * first ingest.
    *
    * @generated from rpc himga.memory.v1.MemoryService.Ingest
    */
@@ -2093,7 +2664,8 @@ export const MemoryService: GenService<{
   },
   /**
    * Stores many messages, each with its session, in one call: all of them or, when any item is
-   * malformed, none (the violations name the item, as "items[3].message.role").
+   * malformed, none (the violations name the item, as "items[3].message.role"). It is as if
+   * each were ingested in turn: when two items share an id, the last one is what stays.
    *
    * @generated from rpc himga.memory.v1.MemoryService.IngestBatch
    */
@@ -2106,8 +2678,10 @@ export const MemoryService: GenService<{
    * Recalls what a namespace holds about a query: the context string an agent puts in its
    * prompt (what BaseMemory.retrieve returns) and the ranked hits behind it, best first. An
    * unknown namespace (which this call does not create), an empty query or a memory that stores
-   * nothing gives an empty answer. An answer larger than the server's message limit is cut to
-   * fit: the weakest hits first, then the end of the context.
+   * nothing gives an empty answer. With a filter, only messages that match it are ranked among
+   * the hits and put into the context; with max_context_tokens, the context fits that budget.
+   * An answer larger than the server's message limit is cut to fit: the weakest hits first,
+   * then the end of the context.
    *
    * @generated from rpc himga.memory.v1.MemoryService.Retrieve
    */
@@ -2126,6 +2700,31 @@ export const MemoryService: GenService<{
     methodKind: "unary";
     input: typeof ResetRequestSchema;
     output: typeof ResetResponseSchema;
+  },
+  /**
+   * Forgets the messages of a namespace that a request names, by ids, by a filter (sessions,
+   * a time range, ...), or both, and answers how many there were. Naming messages that are not
+   * stored is not an error. A request that names nothing is INVALID_ARGUMENT: it never deletes
+   * everything (Reset does that).
+   *
+   * @generated from rpc himga.memory.v1.MemoryService.Delete
+   */
+  delete: {
+    methodKind: "unary";
+    input: typeof DeleteRequestSchema;
+    output: typeof DeleteResponseSchema;
+  },
+  /**
+   * Lists the messages of a namespace in a stable order (the order their ids were first
+   * stored), a page at a time, optionally filtered. Messages stored before the first page are
+   * each listed exactly once however the namespace changes between pages, unless deleted.
+   *
+   * @generated from rpc himga.memory.v1.MemoryService.ListMessages
+   */
+  listMessages: {
+    methodKind: "unary";
+    input: typeof ListMessagesRequestSchema;
+    output: typeof ListMessagesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_himga_proto_memory_v1_memory, 0);

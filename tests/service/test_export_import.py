@@ -1,0 +1,117 @@
+"""`himga export` and `himga import`: JSON Lines of Session documents that validate, and a round
+trip that changes no byte, for every storing memory."""
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from himga import validation
+from himga.cli import main
+from himga.data import Message, Session, load_dataset
+from himga.memory.filters import MessageFilter
+from himga.service import RemoteMemory, create_server
+from tests.memory.test_contract import NON_STORING
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "locomo" / "locomo-mini.json"
+STORING = ["sqlite", "keyword", "naive"]
+
+
+def fill(memory: RemoteMemory) -> None:
+    """A namespace that holds every kind of message: two conversations' sessions interleaved,
+    own and session times, metadata, an id the server made, a correction and a delete."""
+    items = [
+        (message, session)
+        for sample in load_dataset("locomo", FIXTURE)
+        for session in sample.sessions
+        for message in session.messages
+    ]
+    memory.store(items[::2])
+    memory.store(items[1::2])
+    timed = Session(session_id="s-timed", timestamp=datetime(2024, 2, 29, 23, 59, tzinfo=UTC))
+    memory.store(
+        [
+            (Message(role="Ada", content="no id, no time of its own", metadata={"k": "v"}), timed),
+            (
+                Message(
+                    role="Bo",
+                    content='王小明 said "hi"\n twice',
+                    turn_id="X:1",
+                    timestamp=datetime(2024, 3, 1, 8, 0, 0, 250_000, tzinfo=UTC),
+                    metadata={"user": "u1", "ключ": "значение"},
+                ),
+                timed,
+            ),
+        ]
+    )
+    memory.ingest(Message(role="Ada", content="a corrected first turn", turn_id="D1:1"), timed)
+    memory.delete(filter=MessageFilter(session_ids=["session_10"]))
+
+
+def export(target: str, namespace: str, memory: str, out: Path) -> bytes:
+    code = main(
+        ["export", "--target", target, "--namespace", namespace, "--memory", memory, "-o", str(out)]
+    )
+    assert code == 0
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("memory", STORING)
+def test_export_then_import_then_export_gives_the_same_bytes(
+    memory: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert memory not in NON_STORING
+    server, port = create_server("127.0.0.1:0", memory=memory, data_dir=tmp_path / "data")
+    target = f"127.0.0.1:{port}"
+    try:
+        with RemoteMemory(target, "original") as original:
+            fill(original)
+            held = [m.id for m in original.list(page_size=1000).messages]
+        first = export(target, "original", memory, tmp_path / "first.jsonl")
+        lines = first.decode("utf-8").splitlines()
+        assert sum(len(json.loads(line)["messages"]) for line in lines) == len(held) >= 10
+        for line in lines:
+            assert validation.validate(json.loads(line), "Session") == []
+        assert main(["validate", str(tmp_path / "first.jsonl")]) == 0  # by each line's $schema
+        code = main(
+            ["import", "--target", target, "--namespace", "copy", str(tmp_path / "first.jsonl")]
+        )
+        assert code == 0
+        assert export(target, "copy", memory, tmp_path / "second.jsonl") == first
+        with RemoteMemory(target, "copy") as copy:
+            assert [m.id for m in copy.list(page_size=1000).messages] == held
+    finally:
+        server.stop(None)
+    capsys.readouterr()
+
+
+def test_an_invalid_line_stores_nothing_and_names_the_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = {"session_id": "s1", "messages": [{"role": "Ada", "content": "kept?", "turn_id": "G"}]}
+    bad = {"session_id": "s2", "messages": [{"role": "", "content": "no speaker"}]}
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(f"{json.dumps(good)}\n\n{json.dumps(bad)}\nnot json\n", encoding="utf-8")
+    server, port = create_server("127.0.0.1:0", memory="keyword")
+    target = f"127.0.0.1:{port}"
+    try:
+        assert main(["import", "--target", target, "--namespace", "n", str(dump)]) == 1
+        err = capsys.readouterr().err
+        assert f"{dump}:3: $.messages[0].role: must not be empty" in err
+        assert f"{dump}:4: $: not JSON" in err
+        with RemoteMemory(target, "n") as memory:
+            assert memory.list().messages == []
+    finally:
+        server.stop(None)
+
+
+def test_export_of_a_server_that_is_not_there_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = main(["export", "--target", f"127.0.0.1:{port}", "--namespace", "n"])
+    assert code == 2
+    assert "himga export" in capsys.readouterr().err
