@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  rounds                  {tally.rounds}")
         print(
             f"  writes acknowledged     {tally.calls_acknowledged} calls, "
-            f"{tally.messages_acknowledged} messages, {tally.resets_acknowledged} resets"
+            f"{tally.messages_acknowledged} messages, {tally.resets_acknowledged} resets, "
+            f"{tally.deletes_acknowledged} deletes ({tally.messages_deleted} messages)"
         )
         print(
             f"  retried with request_id {tally.retried} "
@@ -54,8 +55,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  lost                    {tally.lost}")
         print(f"  duplicated              {tally.duplicated}")
         print(f"  present after a reset   {tally.resurrected}")
+        print(f"  present after a delete  {tally.undeleted}")
         print(f"  statuses seen           {dict(tally.statuses.most_common())}")
-        if tally.lost or tally.duplicated or tally.resurrected or tally.unexpected:
+        if (
+            tally.lost
+            or tally.duplicated
+            or tally.resurrected
+            or tally.undeleted
+            or tally.unexpected
+        ):
             failures.append(f"kill rounds: {tally.unexpected[:5]}")
 
         start = time.monotonic()
