@@ -2,13 +2,13 @@
 
     python -m tests.soak [--rounds N] [--fuzz-seconds S] [--seed N]
 
-1. Kill rounds (tests/soak/kill_rounds.py): clients write, reset and read across many
+1. Kill rounds (tests/soak/kill_rounds.py): clients write, delete, reset and read across many
    namespaces while the server is SIGKILLed at random moments; retries carry request ids.
 2. A disk that fills mid-run (tests/soak/full_disk.py, a tmpfs: needs root).
 3. Random and mutated request bytes against every method (tests/soak/fuzz.py).
 
-Exits 0 only when nothing acknowledged was lost, duplicated or reset back to life, the full
-disk behaved as documented, and no input crashed the server or got INTERNAL.
+Exits 0 only when nothing acknowledged was lost, duplicated, or reset or deleted back to life,
+the full disk behaved as documented, and no input crashed the server or got INTERNAL.
 """
 
 import argparse

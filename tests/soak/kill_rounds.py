@@ -306,7 +306,9 @@ def stored_contents(data_dir: Path, namespace: str) -> Counter[str]:
     path = namespace_path(data_dir, namespace)
     stored: Counter[str] = Counter()
     if path.exists():
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        # Read-write: no server runs now, and a database whose server was killed may need its
+        # WAL index rebuilt, which a read-only connection cannot do.
+        with sqlite3.connect(path) as db:
             tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
             if "messages" in tables:  # a server killed as it made the file left it empty
                 stored.update(c for (c,) in db.execute("SELECT content FROM messages"))
