@@ -52,8 +52,10 @@ class IndexedStore(EpisodeStore):
     # --- what each kind implements -------------------------------------------------------
 
     @abstractmethod
-    def _write(self, rows: builtins.list[tuple[Row, Features]]) -> None:
-        """Store the rows (replacing those of the same ids): all, or on any error none."""
+    def _write(self, rows: builtins.list[tuple[Row, Features]], recorded: int) -> None:
+        """Store the rows (replacing those of the same ids): all, or on any error none; and
+        only while the write is still wanted (himga.memory.commit), `recorded` being what the
+        call answers."""
 
     @abstractmethod
     def _read(self, ids: builtins.list[str]) -> dict[str, Row]:
@@ -96,7 +98,7 @@ class IndexedStore(EpisodeStore):
         if not rows:
             return 0
         with self._call():
-            self._write(builtins.list(rows.values()))
+            self._write(builtins.list(rows.values()), len(documents))
             for _, found in rows.values():
                 self._index.add(found)
         return len(documents)

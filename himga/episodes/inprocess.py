@@ -14,6 +14,7 @@ from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, passes, position
+from himga.memory import commit
 from himga.timeutil import to_utc_isoformat
 
 
@@ -30,7 +31,8 @@ class InProcessEpisodes(IndexedStore):
         """The registry's factory: every namespace starts empty, and none is kept."""
         return cls()
 
-    def _write(self, rows: list[tuple[Row, Features]]) -> None:
+    def _write(self, rows: list[tuple[Row, Features]], recorded: int) -> None:
+        commit.still_wanted()
         for row, _ in rows:
             self._erase(row["id"])
             self._rows[row["id"]] = json.dumps(row)
@@ -40,6 +42,7 @@ class InProcessEpisodes(IndexedStore):
         return {i: json.loads(self._rows[i]) for i in ids if i in self._rows}
 
     def _erase(self, episode_id: str) -> bool:
+        commit.still_wanted()
         text = self._rows.pop(episode_id, None)
         if text is None:
             return False

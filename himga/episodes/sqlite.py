@@ -14,7 +14,10 @@ makes it rebuild before the next call.
 
 Durability: WAL journal, `synchronous=FULL`, one transaction per record_many, so an episode
 recorded is on disk once the call returns (it survives SIGKILL and power loss) and a failed
-call leaves nothing behind. Access statistics are written with `synchronous=NORMAL`: they
+call leaves nothing behind. Just before COMMIT a record or delete asks
+`himga.memory.commit.before_commit` whether it is still wanted (a server's caller may have
+gone: it then rolls back) and writes the receipt of its request id in `himga_receipts`, in the
+same transaction. Access statistics are written with `synchronous=NORMAL`: they
 survive the process being killed, but the last few may be lost with the power, which spares
 every search an fsync.
 
@@ -36,7 +39,9 @@ from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, listed_files, micros
 from himga.errors import IncompatibleStoreError
+from himga.memory import commit
 from himga.memory.registry import namespace_file
+from himga.memory.sqlite_schema import RECEIPTS, keep_receipt, read_receipt
 from himga.memory.text import STEMMER
 from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 
@@ -65,6 +70,9 @@ _SCHEMA = (
         path TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (path, id)
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS episode_files_by_id ON episode_files (id)",
+    # The receipts of writes made with a request id, as the memory's (himga.memory.commit):
+    # added to a database of this format when it opens (a himga before them ignores them).
+    *RECEIPTS,
 )
 _INSERT = "INSERT OR REPLACE INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _COLUMNS = "id, document, access_count, last_accessed"
@@ -147,7 +155,15 @@ class SQLiteEpisodes(IndexedStore):
             index.add(_features(json.loads(text)))
         self._index = index
 
-    def _write(self, rows: list[tuple[Row, Features]]) -> None:
+    def receipt(self, request_id: str) -> commit.Receipt | None:
+        """The receipt of the write made with `request_id` within the receipt window, if any."""
+        with self._lock:
+            return read_receipt(self._db, request_id)
+
+    def _keep_receipt(self, receipt: commit.Receipt) -> None:
+        keep_receipt(self._db, receipt)
+
+    def _write(self, rows: list[tuple[Row, Features]], recorded: int) -> None:
         db = self._db
         with self._transaction():
             ids = [(row["id"],) for row, _ in rows]
@@ -157,6 +173,7 @@ class SQLiteEpisodes(IndexedStore):
                 "INSERT OR IGNORE INTO episode_files VALUES (?, ?)",
                 [(path, row["id"]) for row, _ in rows for path in listed_files(row)],
             )
+            commit.before_commit(self._keep_receipt, recorded)
 
     def _read(self, ids: list[str]) -> dict[str, Row]:
         rows = self._db.execute(
@@ -168,8 +185,9 @@ class SQLiteEpisodes(IndexedStore):
     def _erase(self, episode_id: str) -> bool:
         with self._transaction():
             self._db.execute("DELETE FROM episode_files WHERE id = ?", (episode_id,))
-            erased = self._db.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))
-        return erased.rowcount > 0
+            erased = self._db.execute("DELETE FROM episodes WHERE id = ?", (episode_id,)).rowcount
+            commit.before_commit(self._keep_receipt, erased > 0)
+        return erased > 0
 
     def _touch(self, ids: list[str], when: datetime) -> None:
         self._db.execute("PRAGMA synchronous=NORMAL")

@@ -12,6 +12,7 @@ The terms travel in a context variable, so no memory's signature changes: outsid
 (in-process use, the evaluations) `before_commit` does nothing.
 """
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -29,14 +30,25 @@ class CallerGone(HimgaError, RuntimeError):
     committed: nothing of it was stored."""
 
 
+Answer = tuple[str, ...] | int
+"""What a write answered: the ids of the messages it stored, or how many things it recorded or
+deleted (a bool for a delete of one). Kept as JSON: a list of strings, or a number."""
+
+
+def answer_from_json(text: str) -> Answer:
+    """The answer a receipt kept as JSON text (what `json.dumps` made of an Answer)."""
+    loaded = json.loads(text)
+    return tuple(loaded) if isinstance(loaded, list) else loaded
+
+
 @dataclass(frozen=True, slots=True)
 class Receipt:
     """What a write with a request id leaves: the id, a digest of the request (the same id with
-    another request is refused), and the answer it got (the ids of the messages it stored)."""
+    another request is refused), and the answer it got."""
 
     request_id: str
     digest: str
-    answer: tuple[str, ...] = ()
+    answer: Answer = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +73,7 @@ def committing(terms: Terms) -> Iterator[None]:
         _TERMS.reset(token)
 
 
-def before_commit(record: Callable[[Receipt], None], answer: Sequence[str]) -> None:
+def before_commit(record: Callable[[Receipt], None], answer: Sequence[str] | int) -> None:
     """Called by a durable memory in its write transaction, just before COMMIT: raises (the
     memory then rolls back) when the write is no longer wanted, and otherwise records its
     receipt, answering `answer`, with `record` (which writes in the same transaction)."""
@@ -71,7 +83,8 @@ def before_commit(record: Callable[[Receipt], None], answer: Sequence[str]) -> N
     terms.still_wanted()
     if terms.receipt is not None:
         receipt = terms.receipt
-        record(Receipt(receipt.request_id, receipt.digest, tuple(answer)))
+        kept = answer if isinstance(answer, int) else tuple(answer)
+        record(Receipt(receipt.request_id, receipt.digest, kept))
 
 
 def still_wanted() -> None:

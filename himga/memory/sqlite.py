@@ -38,7 +38,6 @@ import builtins
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,7 +59,14 @@ from himga.memory.filters import MessageFilter, deletion
 from himga.memory.paging import check_page_size, decode, encode
 from himga.memory.ranking import Turns
 from himga.memory.registry import namespace_file
-from himga.memory.sqlite_schema import bump_generation, is_current, metadata_json, open_store
+from himga.memory.sqlite_schema import (
+    bump_generation,
+    is_current,
+    keep_receipt,
+    metadata_json,
+    open_store,
+    read_receipt,
+)
 from himga.memory.text import query_terms, terms_of
 from himga.memory.times import from_micros, micros
 from himga.memory.windows import Windows
@@ -256,26 +262,11 @@ class SQLiteKeywordMemory(ContextFromHits):
 
     def receipt(self, request_id: str) -> commit.Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
-        since = time.time() - commit.RECEIPT_WINDOW_SECONDS
         with self._lock, self._transaction():
-            found = self._db.execute(
-                "SELECT digest, answer FROM himga_receipts WHERE request_id = ? AND at >= ?",
-                (request_id, since),
-            ).fetchone()
-        if found is None:
-            return None
-        return commit.Receipt(request_id, found[0], tuple(json.loads(found[1])))
+            return read_receipt(self._db, request_id)
 
     def _keep_receipt(self, receipt: commit.Receipt) -> None:
-        """Record `receipt` in the write's transaction, forgetting those past the window."""
-        now = time.time()
-        self._db.execute(
-            "DELETE FROM himga_receipts WHERE at < ?", (now - commit.RECEIPT_WINDOW_SECONDS,)
-        )
-        self._db.execute(
-            "INSERT INTO himga_receipts VALUES (?, ?, ?, ?)",
-            (receipt.request_id, receipt.digest, json.dumps(receipt.answer), now),
-        )
+        keep_receipt(self._db, receipt)
 
     def _ids(self, table: str, known: dict[str, int], keys: Iterable[str]) -> None:
         """Put the ids of `keys` in `table` (speakers or sessions) into `known`, adding the
@@ -374,16 +365,18 @@ class SQLiteKeywordMemory(ContextFromHits):
                 if chosen:
                     allowed = self._facets.selector(chosen, self._windows)
                     numbers = [number for number in numbers if allowed(number)]
-                if not numbers:
-                    return 0
-                self._unindex(numbers)
-                self._db.execute(
-                    "DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps([n + 1 for n in numbers]),),
-                )
-                generation = bump_generation(self._db)
-            self._generation = generation
-            return self._windows.remove(numbers)
+                if numbers:
+                    self._unindex(numbers)
+                    self._db.execute(
+                        "DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                        (json.dumps([n + 1 for n in numbers]),),
+                    )
+                    generation = bump_generation(self._db)
+                commit.before_commit(self._keep_receipt, len(numbers))
+            if numbers:
+                self._generation = generation
+                self._windows.remove(numbers)
+            return len(numbers)
 
     def _candidates(self, chosen: MessageFilter) -> builtins.list[int]:
         """The stored turns a filter may select: those of its sessions when it names some."""

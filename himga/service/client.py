@@ -132,7 +132,16 @@ class RemoteMemory(BaseMemory):
     def reset(self) -> None:
         self._call(self._stub.Reset, pb.ResetRequest(namespace=self.namespace, memory=self.memory))
 
-    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+    def delete(
+        self,
+        ids: Iterable[str] = (),
+        *,
+        filter: MessageFilter | None = None,
+        request_id: str = "",
+    ) -> int:
+        """Forget the messages named, in one Delete call; how many were stored. With a
+        `request_id`, the same delete sent again with it deletes nothing more and answers the
+        first one's count (a safe retry)."""
         if isinstance(ids, str):
             raise InvalidArgument("ids", "a list of ids, not one string")
         request = pb.DeleteRequest(
@@ -140,6 +149,7 @@ class RemoteMemory(BaseMemory):
             memory=self.memory,
             ids=builtins.list(ids),
             filter=convert.filter_to_proto(filter),
+            request_id=request_id,
         )
         response: pb.DeleteResponse = self._call(self._stub.Delete, request)
         return response.deleted

@@ -2,6 +2,7 @@
 episode store. Every handler runs under the one `rpc` path of himga.service.servicer, so errors
 reach the wire exactly as MemoryService's do."""
 
+import functools
 from collections.abc import Callable
 from datetime import UTC
 from typing import Any, Literal, TypeVar
@@ -15,7 +16,9 @@ from himga.episodes.paging import after
 from himga.service import convert
 from himga.service.episode_stores import EpisodeStores
 from himga.service.errors import FieldViolation, InvalidRequest
+from himga.service.lifecycle import Calls
 from himga.service.namespaces import namespace_violations
+from himga.service.receipts import InProcessReceipts, W, request_id_violations, write_once
 from himga.service.servicer import rpc
 
 T = TypeVar("T")
@@ -24,25 +27,27 @@ T = TypeVar("T")
 class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
     """Serves EpisodeService over the episode stores of one server."""
 
-    def __init__(self, stores: EpisodeStores) -> None:
+    def __init__(self, stores: EpisodeStores, calls: Calls | None = None) -> None:
         self.stores = stores
+        self.calls = calls or Calls()
+        self._receipts = InProcessReceipts()
 
     @rpc
     def RecordEpisode(
         self, request: pb.RecordEpisodeRequest, context: grpc.ServicerContext
     ) -> pb.RecordEpisodeResponse:
-        found: list[FieldViolation] = []
+        found = request_id_violations(request.request_id)
         episode = _required(request, "episode", found, convert.episode_document)
         store = self._store(request.namespace, found)
         assert episode is not None  # no violation found: the episode was read
-        store.record_documents([episode])
+        self._write(store, request, context, lambda: store.record_documents([episode]))
         return pb.RecordEpisodeResponse()
 
     @rpc
     def RecordEpisodes(
         self, request: pb.RecordEpisodesRequest, context: grpc.ServicerContext
     ) -> pb.RecordEpisodesResponse:
-        found: list[FieldViolation] = []
+        found = request_id_violations(request.request_id)
         episodes = []
         for i, episode in enumerate(request.episodes):
             try:
@@ -50,7 +55,8 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
             except InvalidRequest as error:
                 found.extend(error.violations)
         store = self._store(request.namespace, found)
-        return pb.RecordEpisodesResponse(recorded=store.record_documents(episodes))
+        recorded = self._write(store, request, context, lambda: store.record_documents(episodes))
+        return pb.RecordEpisodesResponse(recorded=recorded)
 
     @rpc
     def GetEpisode(
@@ -64,8 +70,10 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
     def DeleteEpisode(
         self, request: pb.DeleteEpisodeRequest, context: grpc.ServicerContext
     ) -> pb.DeleteEpisodeResponse:
-        store = self._store(request.namespace, _id_violations(request.id))
-        return pb.DeleteEpisodeResponse(deleted=store.delete(request.id))
+        found = _id_violations(request.id) + request_id_violations(request.request_id)
+        store = self._store(request.namespace, found)
+        deleted = self._write(store, request, context, lambda: store.delete(request.id))
+        return pb.DeleteEpisodeResponse(deleted=bool(deleted))
 
     @rpc
     def ListEpisodes(
@@ -115,6 +123,19 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
                 for episode, score in hits
             ],
         )
+
+    def _write(
+        self,
+        store: EpisodeStore,
+        request: Any,
+        context: grpc.ServicerContext,
+        write: Callable[[], W],
+    ) -> W:
+        """Run `write` (which returns how many episodes it recorded, or whether it deleted one)
+        so that it commits only while its caller still waits, and at most once per request id
+        (himga.service.receipts), as MemoryService's writes do."""
+        wanted = functools.partial(self.calls.still_wanted, context)
+        return write_once(store, request.namespace, request, wanted, self._receipts, write)
 
     def _store(self, namespace: str, found: list[FieldViolation]) -> EpisodeStore:
         """The namespace's store, once the request is known to be well formed: InvalidRequest

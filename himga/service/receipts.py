@@ -1,9 +1,11 @@
 """Safe retries: a write sent again with the same `request_id` is stored once.
 
 A write carrying a request id leaves a receipt (himga.memory.commit.Receipt): the id, a digest
-of the request, and its answer. A durable memory keeps receipts in its own store, written in the
-write's transaction, so a receipt exists exactly when its write does, across crashes too. Other
-memories (in process) get `InProcessReceipts`, which live exactly as long as their data.
+of the request, and its answer. A durable memory or episode store keeps receipts in its own
+store, written in the write's transaction, so a receipt exists exactly when its write does,
+across crashes too. Others (in process) get `InProcessReceipts`, which live exactly as long as
+their data. Receipts are per namespace: MemoryService's writes (Ingest, IngestBatch, Delete) and
+EpisodeService's (RecordEpisode, RecordEpisodes, DeleteEpisode) each have their own.
 
 Within `RECEIPT_WINDOW_SECONDS` (24 h) of the first write, the same request with the same id is
 answered as the first was, without storing anything; the same id with another request is
@@ -15,11 +17,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from google.protobuf.message import Message as ProtoMessage
 
-from himga.memory.base import BaseMemory
 from himga.memory.commit import RECEIPT_WINDOW_SECONDS, Receipt, Terms, committing
 from himga.service.errors import FieldViolation, InvalidRequest
 
@@ -27,17 +28,21 @@ MAX_REQUEST_ID = 128
 """The longest request id, in characters."""
 IN_PROCESS_RECEIPTS = 100_000
 """At most this many receipts are kept for in-process memories (the oldest go first)."""
+W = TypeVar("W", list[str], int)
+"""A write's answer: the ids it stored, or a count (a bool for a delete of one)."""
 
 
 @runtime_checkable
 class KeepsReceipts(Protocol):
-    """A memory that writes receipts with its writes (`himga.memory.commit.before_commit`)."""
+    """A memory or episode store that writes receipts with its writes
+    (`himga.memory.commit.before_commit`)."""
 
     def receipt(self, request_id: str) -> Receipt | None: ...
 
 
 class InProcessReceipts:
-    """Receipts of the writes to memories that keep none, per namespace, in process memory."""
+    """Receipts of the writes to memories (or episode stores) that keep none, per namespace,
+    in process memory."""
 
     def __init__(self, limit: int = IN_PROCESS_RECEIPTS) -> None:
         self._limit = limit
@@ -66,33 +71,37 @@ def request_id_violations(request_id: str) -> list[FieldViolation]:
 
 
 def digest(request: ProtoMessage) -> str:
-    """A digest of `request` without its request id: equal for the same write sent again."""
+    """A digest of `request` without its request id: equal for the same write sent again, and
+    different for a request of another kind (its type's full name is part of it)."""
     copy = type(request)()
     copy.CopyFrom(request)
     copy.ClearField("request_id")
-    return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
+    named = request.DESCRIPTOR.full_name.encode() + b"\0"
+    return hashlib.sha256(named + copy.SerializeToString(deterministic=True)).hexdigest()
 
 
 def write_once(
-    memory: BaseMemory,
+    keeper: object,
     namespace: str,
     request: Any,
     still_wanted: Callable[[], None],
     in_process: InProcessReceipts,
-    write: Callable[[], list[str]],
-) -> list[str]:
-    """Run `write` (returning the ids of the messages it stored) committing only while
-    `still_wanted` does not raise; with a request id, at most once per request: a repeated
-    request gets the first one's answer."""
+    write: Callable[[], W],
+) -> W:
+    """Run `write` (returning the ids of the messages it stored, or a count) committing only
+    while `still_wanted` does not raise; with a request id, at most once per request: a repeated
+    request gets the first one's answer. `keeper` (a memory or an episode store) keeps the
+    receipts if it can (KeepsReceipts), else `in_process` does."""
     request_id: str = request.request_id
     if not request_id:
         with committing(Terms(still_wanted)):
             return write()
     wanted = Receipt(request_id, digest(request))
-    keeper = memory if isinstance(memory, KeepsReceipts) else None
-    found = (
-        keeper.receipt(request_id) if keeper is not None else in_process.find(namespace, request_id)
-    )
+    keeps = keeper if isinstance(keeper, KeepsReceipts) else None
+    if keeps is not None:
+        found = keeps.receipt(request_id)
+    else:
+        found = in_process.find(namespace, request_id)
     if found is not None:
         if found.digest != wanted.digest:
             raise InvalidRequest(
@@ -104,9 +113,11 @@ def write_once(
                     )
                 ]
             )
-        return list(found.answer)
+        # The same digest is the same kind of request, so the same kind of answer.
+        return cast(W, found.answer if isinstance(found.answer, int) else list(found.answer))
     with committing(Terms(still_wanted, wanted)):
         answer = write()
-    if keeper is None:
-        in_process.keep(namespace, Receipt(request_id, wanted.digest, tuple(answer)))
+    if keeps is None:
+        kept = answer if isinstance(answer, int) else tuple(answer)
+        in_process.keep(namespace, Receipt(request_id, wanted.digest, kept))
     return answer

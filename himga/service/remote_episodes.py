@@ -59,17 +59,23 @@ class RemoteEpisodes(EpisodeStore):
         )
         self._stub = memory_pb2_grpc.EpisodeServiceStub(self._channel)
 
-    def record(self, episode: EpisodeTrace) -> None:
+    def record(self, episode: EpisodeTrace, *, request_id: str = "") -> None:
+        """Store one episode with one RecordEpisode call; with a `request_id`, the same episode
+        sent again with it is recorded once (a safe retry)."""
         request = pb.RecordEpisodeRequest(
-            namespace=self.namespace, episode=convert.episode_to_proto(episode.check())
+            namespace=self.namespace,
+            episode=convert.episode_to_proto(episode.check()),
+            request_id=request_id,
         )
         self._call(self._stub.RecordEpisode, request)
 
-    def record_many(self, episodes: Iterable[EpisodeTrace]) -> int:
-        """Store every episode in one RecordEpisodes call: all of them, or none on an error."""
+    def record_many(self, episodes: Iterable[EpisodeTrace], *, request_id: str = "") -> int:
+        """Store every episode in one RecordEpisodes call: all of them, or none on an error.
+        With a `request_id`, the same episodes sent again with it are recorded once."""
         request = pb.RecordEpisodesRequest(
             namespace=self.namespace,
             episodes=[convert.episode_to_proto(e.check()) for e in episodes],
+            request_id=request_id,
         )
         response: pb.RecordEpisodesResponse = self._call(self._stub.RecordEpisodes, request)
         return response.recorded
@@ -79,8 +85,12 @@ class RemoteEpisodes(EpisodeStore):
         response: pb.GetEpisodeResponse = self._call(self._stub.GetEpisode, request)
         return convert.episode_from_proto(response.episode, "episode")
 
-    def delete(self, episode_id: str) -> bool:
-        request = pb.DeleteEpisodeRequest(namespace=self.namespace, id=episode_id)
+    def delete(self, episode_id: str, *, request_id: str = "") -> bool:
+        """Forget the episode with one DeleteEpisode call; whether it was stored. With a
+        `request_id`, a retry answers as the first did."""
+        request = pb.DeleteEpisodeRequest(
+            namespace=self.namespace, id=episode_id, request_id=request_id
+        )
         response: pb.DeleteEpisodeResponse = self._call(self._stub.DeleteEpisode, request)
         return response.deleted
 

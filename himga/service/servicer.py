@@ -19,7 +19,7 @@ from himga.service import convert, fairness, resources
 from himga.service.errors import FieldViolation, InvalidRequest, abort
 from himga.service.lifecycle import Calls
 from himga.service.namespaces import Namespaces, namespace_violations
-from himga.service.receipts import InProcessReceipts, request_id_violations, write_once
+from himga.service.receipts import InProcessReceipts, W, request_id_violations, write_once
 
 MAX_LIMIT = 1000
 """The most hits one Retrieve may ask for (the proto documents it)."""
@@ -126,7 +126,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
 
     @rpc
     def Delete(self, request: pb.DeleteRequest, context: grpc.ServicerContext) -> pb.DeleteResponse:
-        found: list[FieldViolation] = []
+        found = request_id_violations(request.request_id)
         chosen = _filter(request, found)
         if not found:
             try:  # checked here too, so that every memory refuses a Delete naming nothing
@@ -134,7 +134,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             except InvalidArgument as error:
                 found.append(FieldViolation(error.field, error.rule))
         with self._memory(request, found, create=False) as memory:
-            deleted = memory.delete(list(request.ids), filter=chosen)
+            deleted = self._write(
+                memory, request, context, lambda: memory.delete(list(request.ids), filter=chosen)
+            )
         return pb.DeleteResponse(deleted=deleted)
 
     @rpc
@@ -188,10 +190,11 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         memory: BaseMemory,
         request: Any,
         context: grpc.ServicerContext,
-        write: Callable[[], list[str]],
-    ) -> list[str]:
-        """Run `write` (which returns the ids it stored) so that it commits only while its
-        caller still waits, and at most once per request id (himga.service.receipts)."""
+        write: Callable[[], W],
+    ) -> W:
+        """Run `write` (which returns the ids it stored, or how many it deleted) so that it
+        commits only while its caller still waits, and at most once per request id
+        (himga.service.receipts)."""
         wanted = functools.partial(self.calls.still_wanted, context)
         return write_once(memory, request.namespace, request, wanted, self._receipts, write)
 

@@ -66,6 +66,28 @@ class GatedSQLite(SQLiteKeywordMemory):
         finally:
             gate.ended.set()
 
+    def delete(self, ids: Iterable[str] = (), *, filter: object = None) -> int:
+        """A delete naming a gate among its ids waits as a gated batch does, then deletes."""
+        ids = list(ids)
+        gate = next((GATES[i] for i in ids if i in GATES), None)
+        if gate is None:
+            return super().delete(ids, filter=filter)  # type: ignore[arg-type]
+        gate.started.set()
+        deadline = time.monotonic() + HANG_SECONDS
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    commit.still_wanted()
+                except Exception:
+                    break
+                time.sleep(0.01)
+            return super().delete(ids, filter=filter)  # type: ignore[arg-type]
+        except BaseException as error:
+            gate.outcome = error
+            raise
+        finally:
+            gate.ended.set()
+
 
 @pytest.fixture
 def gated(tmp_path: Path) -> Iterator[tuple[str, object]]:
@@ -232,3 +254,32 @@ def test_a_rolled_back_write_leaves_no_receipt(gated: tuple[str, object]) -> Non
         del GATES[name]  # the retry goes through
         assert stub.IngestBatch(batch("retried", [name], "r-1")).ingested == 1
         assert stored(stub, "retried", name) == [name]
+
+
+def test_a_cancelled_delete_is_rolled_back(gated: tuple[str, object]) -> None:
+    target, _ = gated
+    name, gate = new_gate()
+    with grpc.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        kept = stub.Ingest(ingest_request("undeleted", "still here")).id
+        call = stub.Delete.future(pb.DeleteRequest(namespace="undeleted", ids=[kept, name]))
+        assert gate.started.wait(HANG_SECONDS)
+        call.cancel()
+        assert gate.ended.wait(HANG_SECONDS)
+        assert isinstance(gate.outcome, commit.CallerGone)
+        assert stored(stub, "undeleted", "still") == ["still here"]
+
+
+def test_a_delete_past_its_deadline_is_rolled_back(gated: tuple[str, object]) -> None:
+    target, _ = gated
+    name, gate = new_gate()
+    with grpc.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        kept = stub.Ingest(ingest_request("late-delete", "still here")).id
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Delete(pb.DeleteRequest(namespace="late-delete", ids=[kept, name]), timeout=1.0)
+        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        if gate.started.wait(5):  # see test_a_write_past_its_deadline_is_rolled_back
+            assert gate.ended.wait(HANG_SECONDS)
+            assert isinstance(gate.outcome, commit.CallerGone)
+        assert stored(stub, "late-delete", "still") == ["still here"]

@@ -2,13 +2,13 @@
 
     python -m tests.soak [--rounds N] [--fuzz-seconds S] [--seed N]
 
-1. Kill rounds (tests/soak/kill_rounds.py): clients write, reset and read across many
+1. Kill rounds (tests/soak/kill_rounds.py): clients write, delete, reset and read across many
    namespaces while the server is SIGKILLed at random moments; retries carry request ids.
 2. A disk that fills mid-run (tests/soak/full_disk.py, a tmpfs: needs root).
 3. Random and mutated request bytes against every method (tests/soak/fuzz.py).
 
-Exits 0 only when nothing acknowledged was lost, duplicated or reset back to life, the full
-disk behaved as documented, and no input crashed the server or got INTERNAL.
+Exits 0 only when nothing acknowledged was lost, duplicated, or reset or deleted back to life,
+the full disk behaved as documented, and no input crashed the server or got INTERNAL.
 """
 
 import argparse
@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  rounds                  {tally.rounds}")
         print(
             f"  writes acknowledged     {tally.calls_acknowledged} calls, "
-            f"{tally.messages_acknowledged} messages, {tally.resets_acknowledged} resets"
+            f"{tally.messages_acknowledged} messages, {tally.resets_acknowledged} resets, "
+            f"{tally.deletes_acknowledged} deletes ({tally.messages_deleted} messages)"
         )
         print(
             f"  retried with request_id {tally.retried} "
@@ -54,8 +55,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  lost                    {tally.lost}")
         print(f"  duplicated              {tally.duplicated}")
         print(f"  present after a reset   {tally.resurrected}")
+        print(f"  present after a delete  {tally.undeleted}")
         print(f"  statuses seen           {dict(tally.statuses.most_common())}")
-        if tally.lost or tally.duplicated or tally.resurrected or tally.unexpected:
+        if (
+            tally.lost
+            or tally.duplicated
+            or tally.resurrected
+            or tally.undeleted
+            or tally.unexpected
+        ):
             failures.append(f"kill rounds: {tally.unexpected[:5]}")
 
         start = time.monotonic()

@@ -74,13 +74,13 @@ def _run(disk: Path, seed: int, log: Path) -> DiskReport:
         with grpc.insecure_channel(target) as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             for _ in range(30):
-                client.step(stub, resets=0.0)
+                client.step(stub, resets=0.0, deletes=0.0)
             filler = fill(disk, ROOM_BYTES)
             for _ in range(5000):
                 if report.refused >= 3 or all(n.pending for n in client.namespaces):
                     break
                 try:
-                    client.step(stub, resets=0.0)
+                    client.step(stub, resets=0.0, deletes=0.0)
                 except grpc.RpcError as error:
                     if reason_of(error) != "STORE_UNAVAILABLE":
                         raise
@@ -101,7 +101,7 @@ def _run(disk: Path, seed: int, log: Path) -> DiskReport:
                 report.serving_again = True
             client.resolve(stub)
             for _ in range(30):
-                client.step(stub, resets=0.0)
+                client.step(stub, resets=0.0, deletes=0.0)
     finally:
         process.terminate()
         process.wait()

@@ -1,8 +1,9 @@
 """Kill rounds: clients write and read across many namespaces while `himga serve` is SIGKILLed
-at random moments; every write carries a request_id and a write whose outcome the client never
-learned is sent again, with the same id, in the next round. At the end the store must hold
-exactly what was acknowledged since each namespace's last acknowledged Reset: nothing lost,
-nothing twice, nothing reset back to life.
+at random moments; every write (batch or Delete) carries a request_id and a write whose outcome
+the client never learned is sent again, with the same id, in the next round. At the end the
+store must hold exactly what was acknowledged since each namespace's last acknowledged Reset,
+less what acknowledged Deletes took: nothing lost, nothing twice, nothing reset or deleted back
+to life; and a retried Delete answers the count its first sending deleted.
 
 Each client owns its namespaces, so the calls to one namespace are in a known order.
 """
@@ -37,7 +38,11 @@ class Namespace:
 
     name: str
     expected: list[str] = field(default_factory=list)
-    pending: tuple[str, object] | None = None  # ("ingest", request) or ("reset", request)
+    ids: dict[str, str] = field(default_factory=dict)
+    """The id the server gave each acknowledged message, by content."""
+    deleted: set[str] = field(default_factory=set)
+    """The content of every message an acknowledged Delete deleted."""
+    pending: tuple[str, object] | None = None  # ("ingest" | "reset" | "delete", request)
 
 
 @dataclass
@@ -48,6 +53,8 @@ class Tally:
     calls_acknowledged: int = 0
     messages_acknowledged: int = 0
     resets_acknowledged: int = 0
+    deletes_acknowledged: int = 0
+    messages_deleted: int = 0
     retried: int = 0
     stored_before_retry: int = 0
     """Retried writes that the killed server had stored without the client learning it: the
@@ -58,6 +65,8 @@ class Tally:
     lost: int = 0
     duplicated: int = 0
     resurrected: int = 0
+    undeleted: int = 0
+    """Messages an acknowledged Delete deleted, found stored."""
 
 
 class Client:
@@ -85,13 +94,24 @@ class Client:
         except grpc.RpcError:
             return  # the server is gone: the round is over for this client
 
-    def step(self, stub: memory_pb2_grpc.MemoryServiceStub, resets: float = 0.03) -> None:
-        """One call to a namespace with no write pending: a Reset, a Retrieve or a batch."""
+    def step(
+        self, stub: memory_pb2_grpc.MemoryServiceStub, resets: float = 0.03, deletes: float = 0.07
+    ) -> None:
+        """One call to a namespace with no write pending: a Reset, a Delete, a Retrieve or a
+        batch."""
         namespace = self.random.choice([n for n in self.namespaces if n.pending is None])
         roll = self.random.random()
         if roll < resets:
             request: object = pb.ResetRequest(namespace=namespace.name)
             self.send(stub, namespace, "reset", request)
+        elif roll < resets + deletes and namespace.expected:
+            chosen = self.random.sample(namespace.expected, min(3, len(namespace.expected)))
+            request = pb.DeleteRequest(
+                namespace=namespace.name,
+                ids=[namespace.ids[content] for content in chosen],
+                request_id=uuid.uuid4().hex,
+            )
+            self.send(stub, namespace, "delete", request)
         elif roll < 0.25:
             self.read(stub, namespace)
         else:
@@ -120,6 +140,13 @@ class Client:
         try:
             if kind == "reset":
                 stub.Reset(request, timeout=CALL_SECONDS)
+            elif kind == "delete":
+                assert isinstance(request, pb.DeleteRequest)
+                answer = stub.Delete(request, timeout=CALL_SECONDS)
+                if answer.deleted != len(request.ids):  # a retry answers as the first did
+                    self.tally.unexpected.append(
+                        f"{namespace.name}: deleted {answer.deleted} of {len(request.ids)}"
+                    )
             else:
                 response = stub.IngestBatch(request, timeout=CALL_SECONDS)
                 assert isinstance(request, pb.IngestBatchRequest)
@@ -135,10 +162,20 @@ class Client:
         self.tally.calls_acknowledged += 1
         if kind == "reset":
             namespace.expected.clear()
+            namespace.ids.clear()
             self.tally.resets_acknowledged += 1
+        elif kind == "delete":
+            assert isinstance(request, pb.DeleteRequest)
+            gone = {content for content, id_ in namespace.ids.items() if id_ in request.ids}
+            namespace.expected = [c for c in namespace.expected if c not in gone]
+            namespace.deleted |= gone
+            self.tally.deletes_acknowledged += 1
+            self.tally.messages_deleted += len(gone)
         else:
             assert isinstance(request, pb.IngestBatchRequest)
-            namespace.expected.extend(item.message.content for item in request.items)
+            contents = [item.message.content for item in request.items]
+            namespace.expected.extend(contents)
+            namespace.ids.update(zip(contents, response.ids, strict=True))
             self.tally.messages_acknowledged += len(request.items)
 
     def read(self, stub: memory_pb2_grpc.MemoryServiceStub, namespace: Namespace) -> None:
@@ -269,7 +306,9 @@ def stored_contents(data_dir: Path, namespace: str) -> Counter[str]:
     path = namespace_path(data_dir, namespace)
     stored: Counter[str] = Counter()
     if path.exists():
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        # Read-write: no server runs now, and a database whose server was killed may need its
+        # WAL index rebuilt, which a read-only connection cannot do.
+        with sqlite3.connect(path) as db:
             tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
             if "messages" in tables:  # a server killed as it made the file left it empty
                 stored.update(c for (c,) in db.execute("SELECT content FROM messages"))
@@ -282,4 +321,7 @@ def check(data_dir: Path, namespace: Namespace, tally: Tally) -> None:
     expected = Counter(namespace.expected)
     tally.lost += sum((expected - stored).values())
     tally.duplicated += sum(max(0, stored[c] - 1) for c in expected)
-    tally.resurrected += sum(n for c, n in stored.items() if c not in expected)
+    tally.undeleted += sum(n for c, n in stored.items() if c in namespace.deleted)
+    tally.resurrected += sum(
+        n for c, n in stored.items() if c not in expected and c not in namespace.deleted
+    )

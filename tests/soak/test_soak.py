@@ -11,7 +11,8 @@ def test_kill_rounds_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     tally = kill_rounds.run(tmp_path, rounds=4, clients=3, namespaces=5, seed=13)
     assert tally.rounds == 4
     assert tally.messages_acknowledged > 0
-    assert (tally.lost, tally.duplicated, tally.resurrected) == (0, 0, 0)
+    assert tally.deletes_acknowledged > 0
+    assert (tally.lost, tally.duplicated, tally.resurrected, tally.undeleted) == (0, 0, 0, 0)
     assert tally.unexpected == []
 
 

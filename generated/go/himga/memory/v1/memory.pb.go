@@ -967,7 +967,10 @@ type DeleteRequest struct {
 	// The messages to delete: those of some sessions, those in a time range, and so on.
 	Filter *MessageFilter `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
 	// As in IngestRequest.
-	Memory        string `protobuf:"bytes,4,opt,name=memory,proto3" json:"memory,omitempty"`
+	Memory string `protobuf:"bytes,4,opt,name=memory,proto3" json:"memory,omitempty"`
+	// As in IngestRequest: a delete retried with the same id deletes nothing more, and is answered
+	// with the first one's count.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1026,6 +1029,13 @@ func (x *DeleteRequest) GetFilter() *MessageFilter {
 func (x *DeleteRequest) GetMemory() string {
 	if x != nil {
 		return x.Memory
+	}
+	return ""
+}
+
+func (x *DeleteRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
 	}
 	return ""
 }
@@ -1751,7 +1761,10 @@ type RecordEpisodeRequest struct {
 	// The namespace to store into. Required.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// The episode to store. Required; valid against schemas/v1/episode_trace.json.
-	Episode       *EpisodeTrace `protobuf:"bytes,2,opt,name=episode,proto3" json:"episode,omitempty"`
+	Episode *EpisodeTrace `protobuf:"bytes,2,opt,name=episode,proto3" json:"episode,omitempty"`
+	// As in IngestRequest: the same episode sent again with the same id within 24 hours is
+	// recorded once; the same id with another request is INVALID_ARGUMENT.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1800,6 +1813,13 @@ func (x *RecordEpisodeRequest) GetEpisode() *EpisodeTrace {
 	return nil
 }
 
+func (x *RecordEpisodeRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 // RecordEpisode's answer: empty; the episode is stored once it arrives.
 type RecordEpisodeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1843,7 +1863,10 @@ type RecordEpisodesRequest struct {
 	// The namespace to store into. Required.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// The episodes to store, each valid against the schema.
-	Episodes      []*EpisodeTrace `protobuf:"bytes,2,rep,name=episodes,proto3" json:"episodes,omitempty"`
+	Episodes []*EpisodeTrace `protobuf:"bytes,2,rep,name=episodes,proto3" json:"episodes,omitempty"`
+	// As in IngestRequest: episodes retried with the same id are recorded once, answered with the
+	// first one's count.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1890,6 +1913,13 @@ func (x *RecordEpisodesRequest) GetEpisodes() []*EpisodeTrace {
 		return x.Episodes
 	}
 	return nil
+}
+
+func (x *RecordEpisodesRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 // RecordEpisodes' answer.
@@ -2045,7 +2075,10 @@ type DeleteEpisodeRequest struct {
 	// The namespace to delete from. Required.
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// The episode's id. Required.
-	Id            string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// As in IngestRequest: a delete retried with the same id is answered as the first was (its
+	// `deleted`), and deletes nothing more.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2090,6 +2123,13 @@ func (x *DeleteEpisodeRequest) GetNamespace() string {
 func (x *DeleteEpisodeRequest) GetId() string {
 	if x != nil {
 		return x.Id
+	}
+	return ""
+}
+
+func (x *DeleteEpisodeRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
 	}
 	return ""
 }
@@ -2603,12 +2643,15 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\fResetRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x16\n" +
 	"\x06memory\x18\x02 \x01(\tR\x06memory\"\x0f\n" +
-	"\rResetResponse\"\x8f\x01\n" +
+	"\rResetResponse\"\xaf\x01\n" +
 	"\rDeleteRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x10\n" +
 	"\x03ids\x18\x02 \x03(\tR\x03ids\x126\n" +
 	"\x06filter\x18\x03 \x01(\v2\x1e.himga.memory.v1.MessageFilterR\x06filter\x12\x16\n" +
-	"\x06memory\x18\x04 \x01(\tR\x06memory\"*\n" +
+	"\x06memory\x18\x04 \x01(\tR\x06memory\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\n" +
+	"request_id\"*\n" +
 	"\x0eDeleteResponse\x12\x18\n" +
 	"\adeleted\x18\x01 \x01(\rR\adeleted\"\xbf\x01\n" +
 	"\x13ListMessagesRequest\x12\x1c\n" +
@@ -2676,24 +2719,33 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\x04goal\x18\x01 \x01(\tR\x04goal\x12\x14\n" +
 	"\x05phase\x18\x02 \x01(\tR\x05phase\x12&\n" +
 	"\x0efiles_involved\x18\x03 \x03(\tR\x0efiles_involved\x12 \n" +
-	"\vconstraints\x18\x04 \x03(\tR\vconstraints\"m\n" +
+	"\vconstraints\x18\x04 \x03(\tR\vconstraints\"\x8d\x01\n" +
 	"\x14RecordEpisodeRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x127\n" +
-	"\aepisode\x18\x02 \x01(\v2\x1d.himga.memory.v1.EpisodeTraceR\aepisode\"\x17\n" +
-	"\x15RecordEpisodeResponse\"p\n" +
+	"\aepisode\x18\x02 \x01(\v2\x1d.himga.memory.v1.EpisodeTraceR\aepisode\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\n" +
+	"request_id\"\x17\n" +
+	"\x15RecordEpisodeResponse\"\x90\x01\n" +
 	"\x15RecordEpisodesRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x129\n" +
-	"\bepisodes\x18\x02 \x03(\v2\x1d.himga.memory.v1.EpisodeTraceR\bepisodes\"4\n" +
+	"\bepisodes\x18\x02 \x03(\v2\x1d.himga.memory.v1.EpisodeTraceR\bepisodes\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\n" +
+	"request_id\"4\n" +
 	"\x16RecordEpisodesResponse\x12\x1a\n" +
 	"\brecorded\x18\x01 \x01(\rR\brecorded\"A\n" +
 	"\x11GetEpisodeRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"M\n" +
 	"\x12GetEpisodeResponse\x127\n" +
-	"\aepisode\x18\x01 \x01(\v2\x1d.himga.memory.v1.EpisodeTraceR\aepisode\"D\n" +
+	"\aepisode\x18\x01 \x01(\v2\x1d.himga.memory.v1.EpisodeTraceR\aepisode\"d\n" +
 	"\x14DeleteEpisodeRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"1\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\n" +
+	"request_id\"1\n" +
 	"\x15DeleteEpisodeResponse\x12\x18\n" +
 	"\adeleted\x18\x01 \x01(\bR\adeleted\"\xc9\x02\n" +
 	"\x13ListEpisodesRequest\x12\x1c\n" +

@@ -586,10 +586,15 @@ class DeleteRequest(_message.Message):
     IDS_FIELD_NUMBER: _builtins.int
     FILTER_FIELD_NUMBER: _builtins.int
     MEMORY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to delete from. Required."""
     memory: _builtins.str
     """As in IngestRequest."""
+    request_id: _builtins.str
+    """As in IngestRequest: a delete retried with the same id deletes nothing more, and is answered
+    with the first one's count.
+    """
     @_builtins.property
     def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The ids of the messages to delete."""
@@ -605,10 +610,11 @@ class DeleteRequest(_message.Message):
         ids: _abc.Iterable[_builtins.str] | None = ...,
         filter: Global___MessageFilter | None = ...,
         memory: _builtins.str = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "ids", b"ids", "memory", b"memory", "namespace", b"namespace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "ids", b"ids", "memory", b"memory", "namespace", b"namespace", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1003,8 +1009,13 @@ class RecordEpisodeRequest(_message.Message):
 
     NAMESPACE_FIELD_NUMBER: _builtins.int
     EPISODE_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to store into. Required."""
+    request_id: _builtins.str
+    """As in IngestRequest: the same episode sent again with the same id within 24 hours is
+    recorded once; the same id with another request is INVALID_ARGUMENT.
+    """
     @_builtins.property
     def episode(self) -> Global___EpisodeTrace:
         """The episode to store. Required; valid against schemas/v1/episode_trace.json."""
@@ -1014,10 +1025,11 @@ class RecordEpisodeRequest(_message.Message):
         *,
         namespace: _builtins.str = ...,
         episode: Global___EpisodeTrace | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode", "namespace", b"namespace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode", b"episode", "namespace", b"namespace", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1048,8 +1060,13 @@ class RecordEpisodesRequest(_message.Message):
 
     NAMESPACE_FIELD_NUMBER: _builtins.int
     EPISODES_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to store into. Required."""
+    request_id: _builtins.str
+    """As in IngestRequest: episodes retried with the same id are recorded once, answered with the
+    first one's count.
+    """
     @_builtins.property
     def episodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___EpisodeTrace]:
         """The episodes to store, each valid against the schema."""
@@ -1059,10 +1076,11 @@ class RecordEpisodesRequest(_message.Message):
         *,
         namespace: _builtins.str = ...,
         episodes: _abc.Iterable[Global___EpisodeTrace] | None = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["episodes", b"episodes", "namespace", b"namespace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episodes", b"episodes", "namespace", b"namespace", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1148,19 +1166,25 @@ class DeleteEpisodeRequest(_message.Message):
 
     NAMESPACE_FIELD_NUMBER: _builtins.int
     ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to delete from. Required."""
     id: _builtins.str
     """The episode's id. Required."""
+    request_id: _builtins.str
+    """As in IngestRequest: a delete retried with the same id is answered as the first was (its
+    `deleted`), and deletes nothing more.
+    """
     def __init__(
         self,
         *,
         namespace: _builtins.str = ...,
         id: _builtins.str = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "namespace", b"namespace"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "namespace", b"namespace", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
