@@ -27,6 +27,7 @@ help:
 ## setup: the virtual environment (himga, editable, with its pinned tools), npm and Go packages
 setup: $(SETUP) $(NODE)
 	go mod download
+	bash scripts/chromium.sh
 
 $(SETUP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +62,7 @@ typecheck: $(SETUP)
 
 ## test: every test of the project
 test: $(SETUP) $(NODE)
+	bash scripts/chromium.sh
 	$(BIN)/pytest
 
 ## serve: the memory server on its embedded default store ($(DATA_DIR)/), on $(HOST):$(PORT)

@@ -34,8 +34,14 @@ cp schemas/v1/*.json "$out/himga_schema/json/v1/"
 # do-not-edit header; protoc's own --pyi_out would write the same file a second time). The
 # proto's path makes the module path himga_proto.memory.v1, beside (not inside) the
 # hand-written himga package.
+# The Connect services (memory_connect.py, for the HTTP port: himga.http) come from
+# protoc-gen-connect-python, pinned in pyproject.toml's dev extra like the other generators;
+# memory.openapi.json, the OpenAPI 3.1 document served at /openapi.json, from the plugin in
+# scripts/protoc-gen-himga-openapi (versioned here, run on the venv's python).
 python -m grpc_tools.protoc -Iproto \
   --python_out="$out" --grpc_python_out="$out" --mypy_out="$out" --mypy_grpc_out="$out" \
+  --connect-python_out="$out" \
+  --plugin=protoc-gen-himga-openapi=scripts/protoc-gen-himga-openapi --himga-openapi_out="$out" \
   proto/himga_proto/memory/v1/memory.proto
 for pkg in himga_proto himga_proto/memory himga_proto/memory/v1; do
   printf '%s\n' "$header" > "$out/$pkg/__init__.py"

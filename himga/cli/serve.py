@@ -96,6 +96,22 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--metrics-host", default="127.0.0.1", help="address of the metrics (default: %(default)s)"
     )
+    parser.add_argument(
+        "--http-port",
+        type=_port,
+        metavar="PORT",
+        help="also serve the services over HTTP on --host:PORT (Connect JSON and binary, "
+        "gRPC-Web), the OpenAPI document at /openapi.json and the memory browser at / "
+        "(default: off)",
+    )
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages from ORIGIN (e.g. https://app.example) call the HTTP port; repeatable "
+        "(default: none, CORS off)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -183,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
             tls=tls,
             max_open_namespaces=args.max_open_namespaces,
             metrics=metrics,
+            http_address=(args.host, args.http_port) if args.http_port is not None else None,
+            cors_origins=args.cors_origin,
         )
     except ValueError as error:  # an unreadable TLS file
         _log.error("%s", error)
@@ -208,6 +226,10 @@ def run(args: argparse.Namespace) -> int:
         _log.info("metrics on http://%s:%d/metrics", args.metrics_host, metrics_port)
     if data_dir is None:
         _log.warning("no --data-dir: memories keep nothing on disk and forget all at exit")
+    if server.http_port is not None:
+        _log.info(
+            "HTTP (Connect, gRPC-Web, the memory browser) on http://%s:%d/", host, server.http_port
+        )
     _log.info(
         "listening on %s:%d (memory %s, episodes %s, data dir %s, %s)",
         host,

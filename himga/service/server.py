@@ -3,8 +3,10 @@ and, when asked, token auth, TLS, a bound on open namespaces and Prometheus metr
 
 import logging
 import threading
+from collections.abc import Sequence
 from concurrent import futures
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -36,6 +38,9 @@ FLUSH_SECONDS = 1.0
 
 _log = logging.getLogger(__name__)
 
+if TYPE_CHECKING:
+    from himga.http.server import HttpServer
+
 
 class MemoryServer:
     """A running memory server: `stop(grace)` stops it as grpc.Server.stop does, after first
@@ -52,6 +57,7 @@ class MemoryServer:
         store: StoreHealth | None = None,
         auth: AuthFile | None = None,
         episodes: EpisodeStores | None = None,
+        http: "HttpServer | None" = None,
     ) -> None:
         self.grpc_server = server
         self._health = health_servicer
@@ -60,6 +66,12 @@ class MemoryServer:
         self.calls = calls or Calls()
         self._store = store
         self.auth = auth
+        self.http = http
+
+    @property
+    def http_port(self) -> int | None:
+        """The port of the HTTP side (Connect, gRPC-Web, the page), or None without one."""
+        return self.http.port if self.http is not None else None
 
     @property
     def namespaces(self) -> Namespaces:
@@ -81,6 +93,8 @@ class MemoryServer:
                 if not self.calls.drain(ABANDON_SECONDS):
                     _log.warning("%d calls still running at stop", self.calls.in_flight)
             self.grpc_server.stop(FLUSH_SECONDS).wait()
+            if self.http is not None:
+                self.http.stop()
             self._namespaces.close()
             if self._episodes is not None:
                 self._episodes.close()
@@ -106,6 +120,8 @@ def create_server(
     tls: ServerTls | None = None,
     max_open_namespaces: int | None = None,
     metrics: Metrics | None = None,
+    http_address: tuple[str, int] | None = None,
+    cors_origins: Sequence[str] = (),
 ) -> tuple[MemoryServer, int]:
     """Start a memory server on `address` ("127.0.0.1:0" picks a free port) and return it with
     its port. It serves MemoryService and EpisodeService. New namespaces get `memory` unless a
@@ -113,7 +129,10 @@ def create_server(
     their files under `data_dir` (None: nothing on disk). With `auth`, every call but health and
     reflection needs a token of its file; with `tls`, the port speaks TLS only. At most
     `max_open_namespaces` durable namespaces stay open. `metrics` sees every call (serving them
-    over HTTP is the caller's choice: `Metrics.serve`). ValueError on an unknown memory or
+    over HTTP is the caller's choice: `Metrics.serve`). With `http_address` (host, port), the
+    same services are also served over HTTP (himga.http: Connect and gRPC-Web, the OpenAPI
+    document, the memory browser), through the same interceptors and servicers, with CORS for
+    `cors_origins`; `MemoryServer.http_port` is its port. ValueError on an unknown memory or
     episode store, or an unreadable TLS file."""
     directory = Path(data_dir) if data_dir is not None else None
     namespaces = Namespaces(memory, directory, max_open_namespaces)
@@ -139,8 +158,8 @@ def create_server(
     )
     store = StoreHealth(directory)
     servicer = MemoryServicer(namespaces, calls, max_message_bytes, store)
-    memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
     episode_servicer = EpisodeServicer(episode_stores, calls)
+    memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
     memory_pb2_grpc.add_EpisodeServiceServicer_to_server(episode_servicer, server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -149,7 +168,20 @@ def create_server(
         port = server.add_secure_port(address, credentials)
     else:
         port = server.add_insecure_port(address)
+    http = None
+    if http_address is not None:
+        from himga.http.app import HttpApp
+        from himga.http.dispatch import Dispatcher
+        from himga.http.server import HttpServer
+
+        dispatcher = Dispatcher(
+            chain, {SERVICE_NAME: servicer, EPISODE_SERVICE_NAME: episode_servicer}
+        )
+        app = HttpApp(dispatcher, cors_origins=cors_origins, max_message_bytes=max_message_bytes)
+        http = HttpServer(app, *http_address)
     server.start()
+    if http is not None:
+        http.start()
 
     def serving(writable: bool) -> None:
         status = (
@@ -163,5 +195,7 @@ def create_server(
     store.listener = serving
     serving(True)
     _log.debug("memory server on port %d with memory %r", port, memory)
-    running = MemoryServer(server, health_servicer, namespaces, calls, store, auth, episode_stores)
+    running = MemoryServer(
+        server, health_servicer, namespaces, calls, store, auth, episode_stores, http
+    )
     return running, port

@@ -6,6 +6,10 @@
 // an explicit json_name equal to the schema's key, so that any language's ProtoJSON output of
 // them validates against the schemas. `make test` checks that they stay in step.
 //
+// Every other field carries its own name as json_name too, so the JSON over HTTP (Connect,
+// ProtoJSON) uses the schemas' snake_case keys both ways: `turn_id` in a request and in an
+// answer alike. tests/service/test_json_names.py fails on a field without one.
+//
 // Two mappings make that hold. A date-time is a google.protobuf.Timestamp, whose ProtoJSON form
 // is the RFC 3339 string in UTC with `Z` the schemas ask for. A count (an integer in the schema)
 // is a double: ProtoJSON writes 64-bit integers as strings, which the schemas reject, while a
@@ -538,7 +542,7 @@ type RetrieveRequest struct {
 	// The most tokens the context may hold, counted as the server documents (himga: one token
 	// per run of letters or digits and per other non-space character); 0 means no budget beyond
 	// the server's own. Whole hits are left out of the context, the lowest ranked first.
-	MaxContextTokens uint32 `protobuf:"varint,6,opt,name=max_context_tokens,json=maxContextTokens,proto3" json:"max_context_tokens,omitempty"`
+	MaxContextTokens uint32 `protobuf:"varint,6,opt,name=max_context_tokens,proto3" json:"max_context_tokens,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -620,7 +624,7 @@ func (x *RetrieveRequest) GetMaxContextTokens() uint32 {
 type MessageFilter struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only messages of these sessions (by session_id). Empty: any session.
-	SessionIds []string `protobuf:"bytes,1,rep,name=session_ids,json=sessionIds,proto3" json:"session_ids,omitempty"`
+	SessionIds []string `protobuf:"bytes,1,rep,name=session_ids,proto3" json:"session_ids,omitempty"`
 	// Only messages said by one of these speakers (exact role). Empty: anyone.
 	Roles []string `protobuf:"bytes,2,rep,name=roles,proto3" json:"roles,omitempty"`
 	// Only messages whose time is at or after this instant. A message without a time does not
@@ -703,15 +707,15 @@ func (x *MessageFilter) GetMetadata() map[string]string {
 type Hit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The message's id (its turn_id, or the one the server made for it).
-	TurnId string `protobuf:"bytes,1,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	TurnId string `protobuf:"bytes,1,opt,name=turn_id,proto3" json:"turn_id,omitempty"`
 	// The session_id of the session the message was said in.
-	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,proto3" json:"session_id,omitempty"`
 	// The message's speaker.
 	Role string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
 	// What the message said.
 	Content string `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
 	// The session's date_str; empty when the session had none.
-	DateStr string `protobuf:"bytes,5,opt,name=date_str,json=dateStr,proto3" json:"date_str,omitempty"`
+	DateStr string `protobuf:"bytes,5,opt,name=date_str,proto3" json:"date_str,omitempty"`
 	// Relevance as the memory scores it: higher is better, comparable only within one answer.
 	Score float64 `protobuf:"fixed64,6,opt,name=score,proto3" json:"score,omitempty"`
 	// The message's time (its own, else its session's); unset when it has none.
@@ -1094,10 +1098,10 @@ type ListMessagesRequest struct {
 	// Only messages that match this filter are listed. Optional.
 	Filter *MessageFilter `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
 	// At most this many messages in the page; 0 means the server's default (100). At most 1000.
-	PageSize uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageSize uint32 `protobuf:"varint,3,opt,name=page_size,proto3" json:"page_size,omitempty"`
 	// Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
 	// A token the server did not make is INVALID_ARGUMENT.
-	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,proto3" json:"page_token,omitempty"`
 	// As in IngestRequest.
 	Memory        string `protobuf:"bytes,5,opt,name=memory,proto3" json:"memory,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1239,7 +1243,7 @@ type ListMessagesResponse struct {
 	// The page's messages, in the namespace's order.
 	Messages []*StoredMessage `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// The token for the next page; empty when this page is the last.
-	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2606,31 +2610,31 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"request_id\"C\n" +
 	"\x13IngestBatchResponse\x12\x1a\n" +
 	"\bingested\x18\x01 \x01(\rR\bingested\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\tR\x03ids\"\xd9\x01\n" +
+	"\x03ids\x18\x02 \x03(\tR\x03ids\"\xdb\x01\n" +
 	"\x0fRetrieveRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\rR\x05limit\x12\x16\n" +
 	"\x06memory\x18\x04 \x01(\tR\x06memory\x126\n" +
-	"\x06filter\x18\x05 \x01(\v2\x1e.himga.memory.v1.MessageFilterR\x06filter\x12,\n" +
-	"\x12max_context_tokens\x18\x06 \x01(\rR\x10maxContextTokens\"\xb3\x02\n" +
-	"\rMessageFilter\x12\x1f\n" +
-	"\vsession_ids\x18\x01 \x03(\tR\n" +
-	"sessionIds\x12\x14\n" +
+	"\x06filter\x18\x05 \x01(\v2\x1e.himga.memory.v1.MessageFilterR\x06filter\x12.\n" +
+	"\x12max_context_tokens\x18\x06 \x01(\rR\x12max_context_tokens\"\xb4\x02\n" +
+	"\rMessageFilter\x12 \n" +
+	"\vsession_ids\x18\x01 \x03(\tR\vsession_ids\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\x120\n" +
 	"\x05after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05after\x122\n" +
 	"\x06before\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06before\x12H\n" +
 	"\bmetadata\x18\x05 \x03(\v2,.himga.memory.v1.MessageFilter.MetadataEntryR\bmetadata\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc9\x02\n" +
-	"\x03Hit\x12\x17\n" +
-	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x1d\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcc\x02\n" +
+	"\x03Hit\x12\x18\n" +
+	"\aturn_id\x18\x01 \x01(\tR\aturn_id\x12\x1e\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x12\n" +
+	"session_id\x18\x02 \x01(\tR\n" +
+	"session_id\x12\x12\n" +
 	"\x04role\x18\x03 \x01(\tR\x04role\x12\x18\n" +
-	"\acontent\x18\x04 \x01(\tR\acontent\x12\x19\n" +
-	"\bdate_str\x18\x05 \x01(\tR\adateStr\x12\x14\n" +
+	"\acontent\x18\x04 \x01(\tR\acontent\x12\x1a\n" +
+	"\bdate_str\x18\x05 \x01(\tR\bdate_str\x12\x14\n" +
 	"\x05score\x18\x06 \x01(\x01R\x05score\x12.\n" +
 	"\x04time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12>\n" +
 	"\bmetadata\x18\b \x03(\v2\".himga.memory.v1.Hit.MetadataEntryR\bmetadata\x1a;\n" +
@@ -2653,21 +2657,22 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"request_id\x18\x05 \x01(\tR\n" +
 	"request_id\"*\n" +
 	"\x0eDeleteResponse\x12\x18\n" +
-	"\adeleted\x18\x01 \x01(\rR\adeleted\"\xbf\x01\n" +
+	"\adeleted\x18\x01 \x01(\rR\adeleted\"\xc1\x01\n" +
 	"\x13ListMessagesRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x126\n" +
-	"\x06filter\x18\x02 \x01(\v2\x1e.himga.memory.v1.MessageFilterR\x06filter\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\x06filter\x18\x02 \x01(\v2\x1e.himga.memory.v1.MessageFilterR\x06filter\x12\x1c\n" +
+	"\tpage_size\x18\x03 \x01(\rR\tpage_size\x12\x1e\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x16\n" +
+	"page_token\x18\x04 \x01(\tR\n" +
+	"page_token\x12\x16\n" +
 	"\x06memory\x18\x05 \x01(\tR\x06memory\"\xa7\x01\n" +
 	"\rStoredMessage\x122\n" +
 	"\amessage\x18\x01 \x01(\v2\x18.himga.memory.v1.MessageR\amessage\x122\n" +
 	"\asession\x18\x02 \x01(\v2\x18.himga.memory.v1.SessionR\asession\x12.\n" +
-	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"z\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"|\n" +
 	"\x14ListMessagesResponse\x12:\n" +
-	"\bmessages\x18\x01 \x03(\v2\x1e.himga.memory.v1.StoredMessageR\bmessages\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"c\n" +
+	"\bmessages\x18\x01 \x03(\v2\x1e.himga.memory.v1.StoredMessageR\bmessages\x12(\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"c\n" +
 	"\vActionEntry\x12\f\n" +
 	"\x01t\x18\x01 \x01(\x01R\x01t\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +

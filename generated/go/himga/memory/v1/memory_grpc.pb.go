@@ -6,6 +6,10 @@
 // an explicit json_name equal to the schema's key, so that any language's ProtoJSON output of
 // them validates against the schemas. `make test` checks that they stay in step.
 //
+// Every other field carries its own name as json_name too, so the JSON over HTTP (Connect,
+// ProtoJSON) uses the schemas' snake_case keys both ways: `turn_id` in a request and in an
+// answer alike. tests/service/test_json_names.py fails on a field without one.
+//
 // Two mappings make that hold. A date-time is a google.protobuf.Timestamp, whose ProtoJSON form
 // is the RFC 3339 string in UTC with `Z` the schemas ask for. A count (an integer in the schema)
 // is a double: ProtoJSON writes 64-bit integers as strings, which the schemas reject, while a

@@ -6,6 +6,10 @@
 // an explicit json_name equal to the schema's key, so that any language's ProtoJSON output of
 // them validates against the schemas. `make test` checks that they stay in step.
 //
+// Every other field carries its own name as json_name too, so the JSON over HTTP (Connect,
+// ProtoJSON) uses the schemas' snake_case keys both ways: `turn_id` in a request and in an
+// answer alike. tests/service/test_json_names.py fails on a field without one.
+//
 // Two mappings make that hold. A date-time is a google.protobuf.Timestamp, whose ProtoJSON form
 // is the RFC 3339 string in UTC with `Z` the schemas ask for. A count (an integer in the schema)
 // is a double: ProtoJSON writes 64-bit integers as strings, which the schemas reject, while a
@@ -30,7 +34,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file himga_proto/memory/v1/memory.proto.
  */
 export const file_himga_proto_memory_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEi7QEKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIPCgdjb250ZW50GAIgASgJEh0KB3R1cm5faWQYAyABKAlIAFIHdHVybl9pZIgBARItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjgKCG1ldGFkYXRhGAUgAygLMiYuaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2UuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIX3R1cm5faWQisgEKB1Nlc3Npb24SHgoKc2Vzc2lvbl9pZBgBIAEoCVIKc2Vzc2lvbl9pZBIqCghtZXNzYWdlcxgCIAMoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEh8KCGRhdGVfc3RyGAMgASgJSABSCGRhdGVfc3RyiAEBEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2RhdGVfc3RyIqgBCg1Jbmdlc3RSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIpCgdtZXNzYWdlGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgDIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uEg4KBm1lbW9yeRgEIAEoCRIeCgpyZXF1ZXN0X2lkGAUgASgJUgpyZXF1ZXN0X2lkIhwKDkluZ2VzdFJlc3BvbnNlEgoKAmlkGAEgASgJImIKCkluZ2VzdEl0ZW0SKQoHbWVzc2FnZRgBIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEikKB3Nlc3Npb24YAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuU2Vzc2lvbiKDAQoSSW5nZXN0QmF0Y2hSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgVpdGVtcxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RJdGVtEg4KBm1lbW9yeRgDIAEoCRIeCgpyZXF1ZXN0X2lkGAQgASgJUgpyZXF1ZXN0X2lkIjQKE0luZ2VzdEJhdGNoUmVzcG9uc2USEAoIaW5nZXN0ZWQYASABKA0SCwoDaWRzGAIgAygJIp4BCg9SZXRyaWV2ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBm1lbW9yeRgEIAEoCRIuCgZmaWx0ZXIYBSABKAsyHi5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlchIaChJtYXhfY29udGV4dF90b2tlbnMYBiABKA0i+wEKDU1lc3NhZ2VGaWx0ZXISEwoLc2Vzc2lvbl9pZHMYASADKAkSDQoFcm9sZXMYAiADKAkSKQoFYWZ0ZXIYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBmJlZm9yZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoIbWV0YWRhdGEYBSADKAsyLC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlci5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASL7AQoDSGl0Eg8KB3R1cm5faWQYASABKAkSEgoKc2Vzc2lvbl9pZBgCIAEoCRIMCgRyb2xlGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSEAoIZGF0ZV9zdHIYBSABKAkSDQoFc2NvcmUYBiABKAESKAoEdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoIbWV0YWRhdGEYCCADKAsyIi5oaW1nYS5tZW1vcnkudjEuSGl0Lk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkcKEFJldHJpZXZlUmVzcG9uc2USDwoHY29udGV4dBgBIAEoCRIiCgRoaXRzGAIgAygLMhQuaGltZ2EubWVtb3J5LnYxLkhpdCIxCgxSZXNldFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBm1lbW9yeRgCIAEoCSIPCg1SZXNldFJlc3BvbnNlIo8BCg1EZWxldGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRILCgNpZHMYAiADKAkSLgoGZmlsdGVyGAMgASgLMh4uaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2VGaWx0ZXISDgoGbWVtb3J5GAQgASgJEh4KCnJlcXVlc3RfaWQYBSABKAlSCnJlcXVlc3RfaWQiIQoORGVsZXRlUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoDSKPAQoTTGlzdE1lc3NhZ2VzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSLgoGZmlsdGVyGAIgASgLMh4uaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2VGaWx0ZXISEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDgoGbWVtb3J5GAUgASgJIo8BCg1TdG9yZWRNZXNzYWdlEikKB21lc3NhZ2UYASABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiYQoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5oaW1nYS5tZW1vcnkudjEuU3RvcmVkTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiSAoLQWN0aW9uRW50cnkSCQoBdBgBIAEoARIOCgZhY3Rpb24YAiABKAkSDgoGdGFyZ2V0GAMgASgJEg4KBnJlc3VsdBgEIAEoCSI/CgpFcnJvckVudHJ5EgwKBHR5cGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRISCgpyZXNvbHV0aW9uGAMgASgJIlUKDkVwaXNvZGVDb250ZXh0EgwKBGdvYWwYASABKAkSDQoFcGhhc2UYAiABKAkSJgoOZmlsZXNfaW52b2x2ZWQYAyADKAlSDmZpbGVzX2ludm9sdmVkItkFCgxFcGlzb2RlVHJhY2USCgoCaWQYASABKAkSGAoHdGFza19pZBgCIAEoCVIHdGFza19pZBItCgl0aW1lc3RhbXAYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKEGR1cmF0aW9uX3NlY29uZHMYBCABKAFSEGR1cmF0aW9uX3NlY29uZHMSDQoFYWdlbnQYBSABKAkSMAoHY29udGV4dBgGIAEoCzIfLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlQ29udGV4dBI8CgphY3Rpb25fbG9nGAcgAygLMhwuaGltZ2EubWVtb3J5LnYxLkFjdGlvbkVudHJ5UgphY3Rpb25fbG9nEhQKB291dGNvbWUYCCABKAlIAIgBARJLChJlcnJvcnNfZW5jb3VudGVyZWQYCSADKAsyGy5oaW1nYS5tZW1vcnkudjEuRXJyb3JFbnRyeVISZXJyb3JzX2VuY291bnRlcmVkEi4KEmFydGlmYWN0c19wcm9kdWNlZBgKIAMoCVISYXJ0aWZhY3RzX3Byb2R1Y2VkEiMKCmdpdF9jb21taXQYCyABKAlIAVIKZ2l0X2NvbW1pdIgBARIgCgt0b2tlbnNfdXNlZBgMIAEoAVILdG9rZW5zX3VzZWQSHgoKZmlsZXNfcmVhZBgNIAMoCVIKZmlsZXNfcmVhZBImCg5maWxlc19tb2RpZmllZBgOIAMoCVIOZmlsZXNfbW9kaWZpZWQSFwoKaW1wb3J0YW5jZRgPIAEoAUgCiAEBEiIKDGFjY2Vzc19jb3VudBgQIAEoAVIMYWNjZXNzX2NvdW50EkAKDWxhc3RfYWNjZXNzZWQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wUg1sYXN0X2FjY2Vzc2VkQgoKCF9vdXRjb21lQg0KC19naXRfY29tbWl0Qg0KC19pbXBvcnRhbmNlImcKC1Rhc2tDb250ZXh0EgwKBGdvYWwYASABKAkSDQoFcGhhc2UYAiABKAkSJgoOZmlsZXNfaW52b2x2ZWQYAyADKAlSDmZpbGVzX2ludm9sdmVkEhMKC2NvbnN0cmFpbnRzGAQgAygJInkKFFJlY29yZEVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIuCgdlcGlzb2RlGAIgASgLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRIeCgpyZXF1ZXN0X2lkGAMgASgJUgpyZXF1ZXN0X2lkIhcKFVJlY29yZEVwaXNvZGVSZXNwb25zZSJ7ChVSZWNvcmRFcGlzb2Rlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi8KCGVwaXNvZGVzGAIgAygLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRIeCgpyZXF1ZXN0X2lkGAMgASgJUgpyZXF1ZXN0X2lkIioKFlJlY29yZEVwaXNvZGVzUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKA0iMgoRR2V0RXBpc29kZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgoKAmlkGAIgASgJIkQKEkdldEVwaXNvZGVSZXNwb25zZRIuCgdlcGlzb2RlGAEgASgLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZSJVChREZWxldGVFcGlzb2RlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCgoCaWQYAiABKAkSHgoKcmVxdWVzdF9pZBgDIAEoCVIKcmVxdWVzdF9pZCIoChVEZWxldGVFcGlzb2RlUmVzcG9uc2USDwoHZGVsZXRlZBgBIAEoCCKTAgoTTGlzdEVwaXNvZGVzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSGAoHdGFza19pZBgCIAEoCVIHdGFza19pZBINCgVhZ2VudBgDIAEoCRINCgVwaGFzZRgEIAEoCRIPCgdvdXRjb21lGAUgASgJEikKBXNpbmNlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEZmlsZRgIIAEoCRIcCglwYWdlX3NpemUYCSABKA1SCXBhZ2Vfc2l6ZRIeCgpwYWdlX3Rva2VuGAogASgJUgpwYWdlX3Rva2VuInEKFExpc3RFcGlzb2Rlc1Jlc3BvbnNlEi8KCGVwaXNvZGVzGAEgAygLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRIoCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlSD25leHRfcGFnZV90b2tlbiKkAQoVU2VhcmNoRXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgR0YXNrGAIgASgLMhwuaGltZ2EubWVtb3J5LnYxLlRhc2tDb250ZXh0Eg0KBXF1ZXJ5GAMgASgJEg0KBWxpbWl0GAQgASgNEi4KEm1heF9jb250ZXh0X3Rva2VucxgFIAEoDVISbWF4X2NvbnRleHRfdG9rZW5zIksKCkVwaXNvZGVIaXQSLgoHZXBpc29kZRgBIAEoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2USDQoFc2NvcmUYAiABKAEiVAoWU2VhcmNoRXBpc29kZXNSZXNwb25zZRIPCgdjb250ZXh0GAEgASgJEikKBGhpdHMYAiADKAsyGy5oaW1nYS5tZW1vcnkudjEuRXBpc29kZUhpdDL1AwoNTWVtb3J5U2VydmljZRJJCgZJbmdlc3QSHi5oaW1nYS5tZW1vcnkudjEuSW5nZXN0UmVxdWVzdBofLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXNwb25zZRJYCgtJbmdlc3RCYXRjaBIjLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlcXVlc3QaJC5oaW1nYS5tZW1vcnkudjEuSW5nZXN0QmF0Y2hSZXNwb25zZRJPCghSZXRyaWV2ZRIgLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlcXVlc3QaIS5oaW1nYS5tZW1vcnkudjEuUmV0cmlldmVSZXNwb25zZRJGCgVSZXNldBIdLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlcXVlc3QaHi5oaW1nYS5tZW1vcnkudjEuUmVzZXRSZXNwb25zZRJJCgZEZWxldGUSHi5oaW1nYS5tZW1vcnkudjEuRGVsZXRlUmVxdWVzdBofLmhpbWdhLm1lbW9yeS52MS5EZWxldGVSZXNwb25zZRJbCgxMaXN0TWVzc2FnZXMSJC5oaW1nYS5tZW1vcnkudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBolLmhpbWdhLm1lbW9yeS52MS5MaXN0TWVzc2FnZXNSZXNwb25zZTLKBAoORXBpc29kZVNlcnZpY2USXgoNUmVjb3JkRXBpc29kZRIlLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2RlUmVxdWVzdBomLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2RlUmVzcG9uc2USYQoOUmVjb3JkRXBpc29kZXMSJi5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZXNSZXF1ZXN0GicuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVzUmVzcG9uc2USVQoKR2V0RXBpc29kZRIiLmhpbWdhLm1lbW9yeS52MS5HZXRFcGlzb2RlUmVxdWVzdBojLmhpbWdhLm1lbW9yeS52MS5HZXRFcGlzb2RlUmVzcG9uc2USXgoNRGVsZXRlRXBpc29kZRIlLmhpbWdhLm1lbW9yeS52MS5EZWxldGVFcGlzb2RlUmVxdWVzdBomLmhpbWdhLm1lbW9yeS52MS5EZWxldGVFcGlzb2RlUmVzcG9uc2USWwoMTGlzdEVwaXNvZGVzEiQuaGltZ2EubWVtb3J5LnYxLkxpc3RFcGlzb2Rlc1JlcXVlc3QaJS5oaW1nYS5tZW1vcnkudjEuTGlzdEVwaXNvZGVzUmVzcG9uc2USYQoOU2VhcmNoRXBpc29kZXMSJi5oaW1nYS5tZW1vcnkudjEuU2VhcmNoRXBpc29kZXNSZXF1ZXN0GicuaGltZ2EubWVtb3J5LnYxLlNlYXJjaEVwaXNvZGVzUmVzcG9uc2VCN1o1aGltZ2EuZGV2L2hpbWdhL2dlbmVyYXRlZC9nby9oaW1nYS9tZW1vcnkvdjE7bWVtb3J5djFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEi7QEKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIPCgdjb250ZW50GAIgASgJEh0KB3R1cm5faWQYAyABKAlIAFIHdHVybl9pZIgBARItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjgKCG1ldGFkYXRhGAUgAygLMiYuaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2UuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIX3R1cm5faWQisgEKB1Nlc3Npb24SHgoKc2Vzc2lvbl9pZBgBIAEoCVIKc2Vzc2lvbl9pZBIqCghtZXNzYWdlcxgCIAMoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEh8KCGRhdGVfc3RyGAMgASgJSABSCGRhdGVfc3RyiAEBEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2RhdGVfc3RyIqgBCg1Jbmdlc3RSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIpCgdtZXNzYWdlGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgDIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uEg4KBm1lbW9yeRgEIAEoCRIeCgpyZXF1ZXN0X2lkGAUgASgJUgpyZXF1ZXN0X2lkIhwKDkluZ2VzdFJlc3BvbnNlEgoKAmlkGAEgASgJImIKCkluZ2VzdEl0ZW0SKQoHbWVzc2FnZRgBIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEikKB3Nlc3Npb24YAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuU2Vzc2lvbiKDAQoSSW5nZXN0QmF0Y2hSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgVpdGVtcxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RJdGVtEg4KBm1lbW9yeRgDIAEoCRIeCgpyZXF1ZXN0X2lkGAQgASgJUgpyZXF1ZXN0X2lkIjQKE0luZ2VzdEJhdGNoUmVzcG9uc2USEAoIaW5nZXN0ZWQYASABKA0SCwoDaWRzGAIgAygJIrIBCg9SZXRyaWV2ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBm1lbW9yeRgEIAEoCRIuCgZmaWx0ZXIYBSABKAsyHi5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlchIuChJtYXhfY29udGV4dF90b2tlbnMYBiABKA1SEm1heF9jb250ZXh0X3Rva2VucyKIAgoNTWVzc2FnZUZpbHRlchIgCgtzZXNzaW9uX2lkcxgBIAMoCVILc2Vzc2lvbl9pZHMSDQoFcm9sZXMYAiADKAkSKQoFYWZ0ZXIYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBmJlZm9yZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoIbWV0YWRhdGEYBSADKAsyLC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlci5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKaAgoDSGl0EhgKB3R1cm5faWQYASABKAlSB3R1cm5faWQSHgoKc2Vzc2lvbl9pZBgCIAEoCVIKc2Vzc2lvbl9pZBIMCgRyb2xlGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSGgoIZGF0ZV9zdHIYBSABKAlSCGRhdGVfc3RyEg0KBXNjb3JlGAYgASgBEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKCG1ldGFkYXRhGAggAygLMiIuaGltZ2EubWVtb3J5LnYxLkhpdC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJHChBSZXRyaWV2ZVJlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSIgoEaGl0cxgCIAMoCzIULmhpbWdhLm1lbW9yeS52MS5IaXQiMQoMUmVzZXRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZtZW1vcnkYAiABKAkiDwoNUmVzZXRSZXNwb25zZSKPAQoNRGVsZXRlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCwoDaWRzGAIgAygJEi4KBmZpbHRlchgDIAEoCzIeLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlRmlsdGVyEg4KBm1lbW9yeRgEIAEoCRIeCgpyZXF1ZXN0X2lkGAUgASgJUgpyZXF1ZXN0X2lkIiEKDkRlbGV0ZVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKA0ipgEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi4KBmZpbHRlchgCIAEoCzIeLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlRmlsdGVyEhwKCXBhZ2Vfc2l6ZRgDIAEoDVIJcGFnZV9zaXplEh4KCnBhZ2VfdG9rZW4YBCABKAlSCnBhZ2VfdG9rZW4SDgoGbWVtb3J5GAUgASgJIo8BCg1TdG9yZWRNZXNzYWdlEikKB21lc3NhZ2UYASABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicgoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5oaW1nYS5tZW1vcnkudjEuU3RvcmVkTWVzc2FnZRIoCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlSD25leHRfcGFnZV90b2tlbiJICgtBY3Rpb25FbnRyeRIJCgF0GAEgASgBEg4KBmFjdGlvbhgCIAEoCRIOCgZ0YXJnZXQYAyABKAkSDgoGcmVzdWx0GAQgASgJIj8KCkVycm9yRW50cnkSDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhIKCnJlc29sdXRpb24YAyABKAkiVQoORXBpc29kZUNvbnRleHQSDAoEZ29hbBgBIAEoCRINCgVwaGFzZRgCIAEoCRImCg5maWxlc19pbnZvbHZlZBgDIAMoCVIOZmlsZXNfaW52b2x2ZWQi2QUKDEVwaXNvZGVUcmFjZRIKCgJpZBgBIAEoCRIYCgd0YXNrX2lkGAIgASgJUgd0YXNrX2lkEi0KCXRpbWVzdGFtcBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoQZHVyYXRpb25fc2Vjb25kcxgEIAEoAVIQZHVyYXRpb25fc2Vjb25kcxINCgVhZ2VudBgFIAEoCRIwCgdjb250ZXh0GAYgASgLMh8uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVDb250ZXh0EjwKCmFjdGlvbl9sb2cYByADKAsyHC5oaW1nYS5tZW1vcnkudjEuQWN0aW9uRW50cnlSCmFjdGlvbl9sb2cSFAoHb3V0Y29tZRgIIAEoCUgAiAEBEksKEmVycm9yc19lbmNvdW50ZXJlZBgJIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5FcnJvckVudHJ5UhJlcnJvcnNfZW5jb3VudGVyZWQSLgoSYXJ0aWZhY3RzX3Byb2R1Y2VkGAogAygJUhJhcnRpZmFjdHNfcHJvZHVjZWQSIwoKZ2l0X2NvbW1pdBgLIAEoCUgBUgpnaXRfY29tbWl0iAEBEiAKC3Rva2Vuc191c2VkGAwgASgBUgt0b2tlbnNfdXNlZBIeCgpmaWxlc19yZWFkGA0gAygJUgpmaWxlc19yZWFkEiYKDmZpbGVzX21vZGlmaWVkGA4gAygJUg5maWxlc19tb2RpZmllZBIXCgppbXBvcnRhbmNlGA8gASgBSAKIAQESIgoMYWNjZXNzX2NvdW50GBAgASgBUgxhY2Nlc3NfY291bnQSQAoNbGFzdF9hY2Nlc3NlZBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSDWxhc3RfYWNjZXNzZWRCCgoIX291dGNvbWVCDQoLX2dpdF9jb21taXRCDQoLX2ltcG9ydGFuY2UiZwoLVGFza0NvbnRleHQSDAoEZ29hbBgBIAEoCRINCgVwaGFzZRgCIAEoCRImCg5maWxlc19pbnZvbHZlZBgDIAMoCVIOZmlsZXNfaW52b2x2ZWQSEwoLY29uc3RyYWludHMYBCADKAkieQoUUmVjb3JkRXBpc29kZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi4KB2VwaXNvZGUYAiABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEh4KCnJlcXVlc3RfaWQYAyABKAlSCnJlcXVlc3RfaWQiFwoVUmVjb3JkRXBpc29kZVJlc3BvbnNlInsKFVJlY29yZEVwaXNvZGVzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSLwoIZXBpc29kZXMYAiADKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEh4KCnJlcXVlc3RfaWQYAyABKAlSCnJlcXVlc3RfaWQiKgoWUmVjb3JkRXBpc29kZXNSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoDSIyChFHZXRFcGlzb2RlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCgoCaWQYAiABKAkiRAoSR2V0RXBpc29kZVJlc3BvbnNlEi4KB2VwaXNvZGUYASABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlIlUKFERlbGV0ZUVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIKCgJpZBgCIAEoCRIeCgpyZXF1ZXN0X2lkGAMgASgJUgpyZXF1ZXN0X2lkIigKFURlbGV0ZUVwaXNvZGVSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIIpMCChNMaXN0RXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIYCgd0YXNrX2lkGAIgASgJUgd0YXNrX2lkEg0KBWFnZW50GAMgASgJEg0KBXBoYXNlGAQgASgJEg8KB291dGNvbWUYBSABKAkSKQoFc2luY2UYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRmaWxlGAggASgJEhwKCXBhZ2Vfc2l6ZRgJIAEoDVIJcGFnZV9zaXplEh4KCnBhZ2VfdG9rZW4YCiABKAlSCnBhZ2VfdG9rZW4icQoUTGlzdEVwaXNvZGVzUmVzcG9uc2USLwoIZXBpc29kZXMYASADKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEigKD25leHRfcGFnZV90b2tlbhgCIAEoCVIPbmV4dF9wYWdlX3Rva2VuIqQBChVTZWFyY2hFcGlzb2Rlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBHRhc2sYAiABKAsyHC5oaW1nYS5tZW1vcnkudjEuVGFza0NvbnRleHQSDQoFcXVlcnkYAyABKAkSDQoFbGltaXQYBCABKA0SLgoSbWF4X2NvbnRleHRfdG9rZW5zGAUgASgNUhJtYXhfY29udGV4dF90b2tlbnMiSwoKRXBpc29kZUhpdBIuCgdlcGlzb2RlGAEgASgLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRINCgVzY29yZRgCIAEoASJUChZTZWFyY2hFcGlzb2Rlc1Jlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSKQoEaGl0cxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlSGl0MvUDCg1NZW1vcnlTZXJ2aWNlEkkKBkluZ2VzdBIeLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXF1ZXN0Gh8uaGltZ2EubWVtb3J5LnYxLkluZ2VzdFJlc3BvbnNlElgKC0luZ2VzdEJhdGNoEiMuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEJhdGNoUmVxdWVzdBokLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlc3BvbnNlEk8KCFJldHJpZXZlEiAuaGltZ2EubWVtb3J5LnYxLlJldHJpZXZlUmVxdWVzdBohLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlc3BvbnNlEkYKBVJlc2V0Eh0uaGltZ2EubWVtb3J5LnYxLlJlc2V0UmVxdWVzdBoeLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlc3BvbnNlEkkKBkRlbGV0ZRIeLmhpbWdhLm1lbW9yeS52MS5EZWxldGVSZXF1ZXN0Gh8uaGltZ2EubWVtb3J5LnYxLkRlbGV0ZVJlc3BvbnNlElsKDExpc3RNZXNzYWdlcxIkLmhpbWdhLm1lbW9yeS52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiUuaGltZ2EubWVtb3J5LnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlMsoECg5FcGlzb2RlU2VydmljZRJeCg1SZWNvcmRFcGlzb2RlEiUuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVSZXF1ZXN0GiYuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVSZXNwb25zZRJhCg5SZWNvcmRFcGlzb2RlcxImLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2Rlc1JlcXVlc3QaJy5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZXNSZXNwb25zZRJVCgpHZXRFcGlzb2RlEiIuaGltZ2EubWVtb3J5LnYxLkdldEVwaXNvZGVSZXF1ZXN0GiMuaGltZ2EubWVtb3J5LnYxLkdldEVwaXNvZGVSZXNwb25zZRJeCg1EZWxldGVFcGlzb2RlEiUuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZUVwaXNvZGVSZXF1ZXN0GiYuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZUVwaXNvZGVSZXNwb25zZRJbCgxMaXN0RXBpc29kZXMSJC5oaW1nYS5tZW1vcnkudjEuTGlzdEVwaXNvZGVzUmVxdWVzdBolLmhpbWdhLm1lbW9yeS52MS5MaXN0RXBpc29kZXNSZXNwb25zZRJhCg5TZWFyY2hFcGlzb2RlcxImLmhpbWdhLm1lbW9yeS52MS5TZWFyY2hFcGlzb2Rlc1JlcXVlc3QaJy5oaW1nYS5tZW1vcnkudjEuU2VhcmNoRXBpc29kZXNSZXNwb25zZUI3WjVoaW1nYS5kZXYvaGltZ2EvZ2VuZXJhdGVkL2dvL2hpbWdhL21lbW9yeS92MTttZW1vcnl2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * One turn of a conversation (schemas/v1/message.json).
@@ -577,7 +581,7 @@ export type RetrieveRequest = Message$1<"himga.memory.v1.RetrieveRequest"> & {
    * per run of letters or digits and per other non-space character); 0 means no budget beyond
    * the server's own. Whole hits are left out of the context, the lowest ranked first.
    *
-   * @generated from field: uint32 max_context_tokens = 6;
+   * @generated from field: uint32 max_context_tokens = 6 [json_name = "max_context_tokens"];
    */
   maxContextTokens: number;
 };
@@ -630,9 +634,9 @@ export type RetrieveRequestJson = {
    * per run of letters or digits and per other non-space character); 0 means no budget beyond
    * the server's own. Whole hits are left out of the context, the lowest ranked first.
    *
-   * @generated from field: uint32 max_context_tokens = 6;
+   * @generated from field: uint32 max_context_tokens = 6 [json_name = "max_context_tokens"];
    */
-  maxContextTokens?: number;
+  max_context_tokens?: number;
 };
 
 /**
@@ -652,7 +656,7 @@ export type MessageFilter = Message$1<"himga.memory.v1.MessageFilter"> & {
   /**
    * Only messages of these sessions (by session_id). Empty: any session.
    *
-   * @generated from field: repeated string session_ids = 1;
+   * @generated from field: repeated string session_ids = 1 [json_name = "session_ids"];
    */
   sessionIds: string[];
 
@@ -696,9 +700,9 @@ export type MessageFilterJson = {
   /**
    * Only messages of these sessions (by session_id). Empty: any session.
    *
-   * @generated from field: repeated string session_ids = 1;
+   * @generated from field: repeated string session_ids = 1 [json_name = "session_ids"];
    */
-  sessionIds?: string[];
+  session_ids?: string[];
 
   /**
    * Only messages said by one of these speakers (exact role). Empty: anyone.
@@ -746,14 +750,14 @@ export type Hit = Message$1<"himga.memory.v1.Hit"> & {
   /**
    * The message's id (its turn_id, or the one the server made for it).
    *
-   * @generated from field: string turn_id = 1;
+   * @generated from field: string turn_id = 1 [json_name = "turn_id"];
    */
   turnId: string;
 
   /**
    * The session_id of the session the message was said in.
    *
-   * @generated from field: string session_id = 2;
+   * @generated from field: string session_id = 2 [json_name = "session_id"];
    */
   sessionId: string;
 
@@ -774,7 +778,7 @@ export type Hit = Message$1<"himga.memory.v1.Hit"> & {
   /**
    * The session's date_str; empty when the session had none.
    *
-   * @generated from field: string date_str = 5;
+   * @generated from field: string date_str = 5 [json_name = "date_str"];
    */
   dateStr: string;
 
@@ -809,16 +813,16 @@ export type HitJson = {
   /**
    * The message's id (its turn_id, or the one the server made for it).
    *
-   * @generated from field: string turn_id = 1;
+   * @generated from field: string turn_id = 1 [json_name = "turn_id"];
    */
-  turnId?: string;
+  turn_id?: string;
 
   /**
    * The session_id of the session the message was said in.
    *
-   * @generated from field: string session_id = 2;
+   * @generated from field: string session_id = 2 [json_name = "session_id"];
    */
-  sessionId?: string;
+  session_id?: string;
 
   /**
    * The message's speaker.
@@ -837,9 +841,9 @@ export type HitJson = {
   /**
    * The session's date_str; empty when the session had none.
    *
-   * @generated from field: string date_str = 5;
+   * @generated from field: string date_str = 5 [json_name = "date_str"];
    */
-  dateStr?: string;
+  date_str?: string;
 
   /**
    * Relevance as the memory scores it: higher is better, comparable only within one answer.
@@ -1146,7 +1150,7 @@ export type ListMessagesRequest = Message$1<"himga.memory.v1.ListMessagesRequest
   /**
    * At most this many messages in the page; 0 means the server's default (100). At most 1000.
    *
-   * @generated from field: uint32 page_size = 3;
+   * @generated from field: uint32 page_size = 3 [json_name = "page_size"];
    */
   pageSize: number;
 
@@ -1154,7 +1158,7 @@ export type ListMessagesRequest = Message$1<"himga.memory.v1.ListMessagesRequest
    * Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
    * A token the server did not make is INVALID_ARGUMENT.
    *
-   * @generated from field: string page_token = 4;
+   * @generated from field: string page_token = 4 [json_name = "page_token"];
    */
   pageToken: string;
 
@@ -1189,17 +1193,17 @@ export type ListMessagesRequestJson = {
   /**
    * At most this many messages in the page; 0 means the server's default (100). At most 1000.
    *
-   * @generated from field: uint32 page_size = 3;
+   * @generated from field: uint32 page_size = 3 [json_name = "page_size"];
    */
-  pageSize?: number;
+  page_size?: number;
 
   /**
    * Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
    * A token the server did not make is INVALID_ARGUMENT.
    *
-   * @generated from field: string page_token = 4;
+   * @generated from field: string page_token = 4 [json_name = "page_token"];
    */
-  pageToken?: string;
+  page_token?: string;
 
   /**
    * As in IngestRequest.
@@ -1295,7 +1299,7 @@ export type ListMessagesResponse = Message$1<"himga.memory.v1.ListMessagesRespon
   /**
    * The token for the next page; empty when this page is the last.
    *
-   * @generated from field: string next_page_token = 2;
+   * @generated from field: string next_page_token = 2 [json_name = "next_page_token"];
    */
   nextPageToken: string;
 };
@@ -1316,9 +1320,9 @@ export type ListMessagesResponseJson = {
   /**
    * The token for the next page; empty when this page is the last.
    *
-   * @generated from field: string next_page_token = 2;
+   * @generated from field: string next_page_token = 2 [json_name = "next_page_token"];
    */
-  nextPageToken?: string;
+  next_page_token?: string;
 };
 
 /**

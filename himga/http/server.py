@@ -1,0 +1,59 @@
+"""`HttpServer`: the HTTP port, served by hypercorn (HTTP/1.1, and HTTP/2 in cleartext) on a
+thread of its own, from a socket bound before it starts (so port 0 gives a known free port)."""
+
+import asyncio
+import socket
+import threading
+
+from hypercorn.asyncio import serve
+from hypercorn.config import Config
+
+from himga.http.app import HttpApp
+
+
+class HttpServer:
+    """Serves `app` on `host:port` until `stop()`."""
+
+    def __init__(self, app: HttpApp, host: str, port: int) -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host.strip("[]"), port))
+        self._socket.listen(512)
+        self._socket.set_inheritable(True)
+        self.port: int = self._socket.getsockname()[1]
+        config = Config()
+        config.bind = [f"fd://{self._socket.fileno()}"]
+        config.accesslog = None
+        config.errorlog = None
+        config.graceful_timeout = 1.0
+        self._config = config
+        self._app = app
+        self._loop = asyncio.new_event_loop()
+        self._stopping: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="himga-http", daemon=True)
+
+    def start(self) -> "HttpServer":
+        self._thread.start()
+        self._ready.wait()
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._stopping = asyncio.Event()
+        self._loop.call_soon(self._ready.set)
+        stopping = self._stopping
+        self._loop.run_until_complete(
+            serve(self._app, self._config, shutdown_trigger=stopping.wait, mode="wsgi")
+        )
+        self._loop.close()
+
+    def stop(self) -> None:
+        """Stop serving; returns when the port is closed."""
+        if self._stopping is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stopping.set)
+            self._thread.join()
+            self._socket.detach()  # hypercorn closed the descriptor; never close a reused one
+        else:
+            self._socket.close()
