@@ -1,6 +1,7 @@
 """himga.service: the MemoryService and EpisodeService over gRPC: their server
 (`create_server`) and their clients (`RemoteMemory`, a BaseMemory; `AsyncRemoteMemory`, the
-same methods for asyncio; `RemoteEpisodes`, an EpisodeStore). The only part of himga that imports grpc."""
+same methods for asyncio; `RemoteEpisodes`, an EpisodeStore). The only part of himga that
+imports grpc."""
 
 from himga.service.async_client import AsyncRemoteMemory
 from himga.service.client import RemoteMemory
