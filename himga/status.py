@@ -29,6 +29,12 @@ class FieldViolation:
         return f"{self.field}: {self.description}"
 
 
+def is_call(error: grpc.RpcError) -> bool:
+    """Whether `error` is a failed call with a status to read: a blocking call's (grpc.Call) or
+    an asyncio call's (grpc.aio.AioRpcError, whose trailing metadata reads the same)."""
+    return isinstance(error, grpc.Call | grpc.aio.AioRpcError)
+
+
 def reason_of(error: grpc.RpcError) -> str | None:
     """The ErrorInfo reason of a failed call, when a himga server sent one."""
     for info in _details(error, error_details_pb2.ErrorInfo):
@@ -49,7 +55,7 @@ def field_violations(error: grpc.RpcError) -> list[FieldViolation]:
 
 def _details(error: grpc.RpcError, kind: type[D]) -> list[D]:
     """The details of type `kind` in the google.rpc.Status of a failed call."""
-    status = rpc_status.from_call(error) if isinstance(error, grpc.Call) else None
+    status = rpc_status.from_call(error) if is_call(error) else None  # type: ignore[arg-type]
     found: list[D] = []
     details: list[any_pb2.Any] = list(status.details) if status is not None else []
     for detail in details:

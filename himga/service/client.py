@@ -10,14 +10,12 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session
-from himga.errors import InvalidArgument
 from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory, Hit, Page
-from himga.memory.budget import check_budget
 from himga.memory.filters import MessageFilter
-from himga.service import convert
+from himga.service import memory_calls
 from himga.service.credentials import ClientTls, channel
-from himga.service.errors import InvalidRequest, from_rpc_error
-from himga.service.namespaces import namespace_violations
+from himga.service.errors import from_rpc_error
+from himga.service.memory_calls import MemoryCalls, bearer, channel_options
 from himga.service.server import MAX_MESSAGE_BYTES
 
 R = TypeVar("R")
@@ -46,22 +44,13 @@ class RemoteMemory(BaseMemory):
         token: str | None = None,
         tls: ClientTls | None = None,
     ) -> None:
-        problems = namespace_violations(namespace)
-        if problems:
-            raise InvalidRequest(problems)
+        self._calls = MemoryCalls(namespace, memory)
         self.target = target
         self.namespace = namespace
         self.memory = memory
         self.timeout = timeout
-        self._metadata = [("authorization", f"Bearer {token}")] if token is not None else None
-        self._channel = channel(
-            target,
-            tls,
-            options=[
-                ("grpc.max_receive_message_length", max_message_bytes),
-                ("grpc.max_send_message_length", max_message_bytes),
-            ],
-        )
+        self._metadata = bearer(token)
+        self._channel = channel(target, tls, options=channel_options(max_message_bytes))
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
 
     def ingest(self, message: Message, session: Session) -> None:
@@ -69,15 +58,8 @@ class RemoteMemory(BaseMemory):
 
     def ingest_one(self, message: Message, session: Session) -> str:
         """Store one message with one Ingest call; its id."""
-        response: pb.IngestResponse = self._call(
-            self._stub.Ingest,
-            pb.IngestRequest(
-                namespace=self.namespace,
-                memory=self.memory,
-                message=convert.message_to_proto(message),
-                session=convert.session_to_proto(session, with_messages=False),
-            ),
-        )
+        request = self._calls.ingest(message, session)
+        response: pb.IngestResponse = self._call(self._stub.Ingest, request)
         return response.id
 
     def ingest_many(self, items: Iterable[tuple[Message, Session]], *, request_id: str = "") -> int:
@@ -89,18 +71,7 @@ class RemoteMemory(BaseMemory):
         self, items: Iterable[tuple[Message, Session]], *, request_id: str = ""
     ) -> builtins.list[str]:
         """Store all of `items` in one IngestBatch call, as `ingest_many`; their ids, in order."""
-        request = pb.IngestBatchRequest(
-            namespace=self.namespace,
-            memory=self.memory,
-            request_id=request_id,
-            items=[
-                pb.IngestItem(
-                    message=convert.message_to_proto(message),
-                    session=convert.session_to_proto(session, with_messages=False),
-                )
-                for message, session in items
-            ],
-        )
+        request = self._calls.ingest_batch(items, request_id)
         response: pb.IngestBatchResponse = self._call(self._stub.IngestBatch, request)
         return builtins.list(response.ids)
 
@@ -114,7 +85,7 @@ class RemoteMemory(BaseMemory):
         server refuses more than 1000)."""
         if limit < 1:
             return []
-        return convert.hits_from_proto(self._retrieve(query, limit, filter).hits)
+        return memory_calls.hits(self._retrieve(query, limit, filter), limit)
 
     def recall(
         self,
@@ -124,13 +95,11 @@ class RemoteMemory(BaseMemory):
         filter: MessageFilter | None = None,
         max_context_tokens: int = 0,
     ) -> tuple[str, builtins.list[Hit]]:
-        check_budget(max_context_tokens)
         response = self._retrieve(query, max(limit, 1), filter, max_context_tokens)
-        hits = convert.hits_from_proto(response.hits) if limit >= 1 else []
-        return response.context, hits
+        return response.context, memory_calls.hits(response, limit)
 
     def reset(self) -> None:
-        self._call(self._stub.Reset, pb.ResetRequest(namespace=self.namespace, memory=self.memory))
+        self._call(self._stub.Reset, self._calls.reset())
 
     def delete(
         self,
@@ -142,15 +111,7 @@ class RemoteMemory(BaseMemory):
         """Forget the messages named, in one Delete call; how many were stored. With a
         `request_id`, the same delete sent again with it deletes nothing more and answers the
         first one's count (a safe retry)."""
-        if isinstance(ids, str):
-            raise InvalidArgument("ids", "a list of ids, not one string")
-        request = pb.DeleteRequest(
-            namespace=self.namespace,
-            memory=self.memory,
-            ids=builtins.list(ids),
-            filter=convert.filter_to_proto(filter),
-            request_id=request_id,
-        )
+        request = self._calls.delete(ids, filter, request_id)
         response: pb.DeleteResponse = self._call(self._stub.Delete, request)
         return response.deleted
 
@@ -162,21 +123,9 @@ class RemoteMemory(BaseMemory):
         page_token: str = "",
     ) -> Page:
         """One page of ListMessages; page_size 1 to 1000."""
-        if page_size < 1:
-            raise InvalidArgument("page_size", "must be 1 to 1000")
-        request = pb.ListMessagesRequest(
-            namespace=self.namespace,
-            memory=self.memory,
-            filter=convert.filter_to_proto(filter),
-            page_size=page_size,
-            page_token=page_token,
-        )
+        request = self._calls.list(filter, page_size, page_token)
         response: pb.ListMessagesResponse = self._call(self._stub.ListMessages, request)
-        messages = [
-            convert.stored_from_proto(stored, f"messages[{i}]")
-            for i, stored in enumerate(response.messages)
-        ]
-        return Page(messages, response.next_page_token)
+        return memory_calls.page(response)
 
     def close(self) -> None:
         """Release the connection; the memory is kept by the server."""
@@ -189,14 +138,7 @@ class RemoteMemory(BaseMemory):
         filter: MessageFilter | None = None,
         max_context_tokens: int = 0,
     ) -> pb.RetrieveResponse:
-        request = pb.RetrieveRequest(
-            namespace=self.namespace,
-            memory=self.memory,
-            query=query,
-            limit=limit,
-            filter=convert.filter_to_proto(filter),
-            max_context_tokens=max_context_tokens,
-        )
+        request = self._calls.retrieve(query, limit, filter, max_context_tokens)
         response: pb.RetrieveResponse = self._call(self._stub.Retrieve, request)
         return response
 

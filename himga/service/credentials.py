@@ -76,3 +76,16 @@ def channel(
     return grpc.secure_channel(
         target, tls.credentials(), options=[*(options or []), *tls.options()]
     )
+
+
+def aio_channel(
+    target: str,
+    tls: ClientTls | None,
+    options: list[tuple[str, object]] | None = None,
+) -> grpc.aio.Channel:
+    """As `channel`, for asyncio (grpc.aio): TLS when `tls` is given, plaintext otherwise."""
+    if tls is None:
+        return grpc.aio.insecure_channel(target, options=options or [])
+    return grpc.aio.secure_channel(
+        target, tls.credentials(), options=[*(options or []), *tls.options()]
+    )

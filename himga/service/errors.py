@@ -26,7 +26,7 @@ from himga.errors import (
     Unsupported,
 )
 from himga.memory.commit import CallerGone
-from himga.status import ERROR_DOMAIN, FieldViolation, field_violations, reason_of
+from himga.status import ERROR_DOMAIN, FieldViolation, field_violations, is_call, reason_of
 
 _log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def from_rpc_error(error: grpc.RpcError) -> Exception:
     """The exception a failed call stands for: the class its ErrorInfo reason names (with the
     BadRequest violations for a bad request), else the RpcError itself."""
     cls = _BY_REASON.get(reason_of(error) or "")
-    if cls is None or not isinstance(error, grpc.Call):
+    if cls is None or not is_call(error):
         unchanged: Exception = error
         return unchanged
     message = error.details() or ""

@@ -19,7 +19,9 @@ from himga.episodes.base import (
 )
 from himga.records import EpisodeTrace, TaskContext
 from himga.service import convert
+from himga.service.credentials import ClientTls, channel
 from himga.service.errors import InvalidRequest, from_rpc_error
+from himga.service.memory_calls import bearer, channel_options
 from himga.service.namespaces import namespace_violations
 from himga.service.server import MAX_MESSAGE_BYTES
 
@@ -33,7 +35,7 @@ class RemoteEpisodes(EpisodeStore):
     names each field) and again by the server; a request the server refuses raises the class
     its ErrorInfo reason names (InvalidRequest, NotFoundError, ...); an unreachable server
     raises grpc.RpcError (UNAVAILABLE). Close it (or use it as a context manager) to release
-    the connection.
+    the connection. `token` and `tls` are RemoteMemory's.
     """
 
     def __init__(
@@ -43,6 +45,8 @@ class RemoteEpisodes(EpisodeStore):
         *,
         timeout: float | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        token: str | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         problems = namespace_violations(namespace)
         if problems:
@@ -50,13 +54,8 @@ class RemoteEpisodes(EpisodeStore):
         self.target = target
         self.namespace = namespace
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(
-            target,
-            options=[
-                ("grpc.max_receive_message_length", max_message_bytes),
-                ("grpc.max_send_message_length", max_message_bytes),
-            ],
-        )
+        self._metadata = bearer(token)
+        self._channel = channel(target, tls, options=channel_options(max_message_bytes))
         self._stub = memory_pb2_grpc.EpisodeServiceStub(self._channel)
 
     def record(self, episode: EpisodeTrace, *, request_id: str = "") -> None:
@@ -144,7 +143,7 @@ class RemoteEpisodes(EpisodeStore):
 
     def _call(self, method: Callable[..., R], request: Any) -> R:
         try:
-            return method(request, timeout=self.timeout)
+            return method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as error:
             translated = from_rpc_error(error)
             if translated is error:

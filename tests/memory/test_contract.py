@@ -1,7 +1,8 @@
 """The BaseMemory contract, run against every memory the registry knows, in-process and remote.
 
-Each registry memory runs twice: made by its factory in this process, and as a RemoteMemory
-over a real server on 127.0.0.1 that opens the namespace with that memory. A memory added to the
+Each registry memory runs three times: made by its factory in this process, as a RemoteMemory
+over a real server on 127.0.0.1 that opens the namespace with that memory, and as an
+AsyncRemoteMemory over the same server. A memory added to the
 registry joins this suite by itself. The seed's five contracts come first, then what users rely
 on beyond them: what was ingested is found, namespaces are isolated, and concurrent ingests from
 several threads lose nothing.
@@ -25,15 +26,18 @@ from himga.memory.filters import MessageFilter
 from himga.memory.registry import memory_factory, memory_names
 from himga.memory.times import message_time, micros
 from himga.service import RemoteMemory
+from tests.memory.sync_over_async import SyncOverAsync
 
 # Memories that keep nothing by design; every other memory must find what it stored. New
 # memories are taken to store, so one that silently does not fails here until listed.
 NON_STORING = {"null"}
 
+# Each registry memory in process, through RemoteMemory, and through AsyncRemoteMemory (run by
+# SyncOverAsync, which waits for each of its coroutines).
 MEMORIES = [
-    pytest.param((name, remote), id=f"{'remote' if remote else 'local'}-{name}")
+    pytest.param((name, way), id=f"{way}-{name}")
     for name in memory_names()
-    for remote in (False, True)
+    for way in ("local", "remote", "async")
 ]
 
 
@@ -48,14 +52,15 @@ class Kind:
 @pytest.fixture(params=MEMORIES)
 def kind(request: pytest.FixtureRequest, tmp_path: Path, memory_server: str) -> Iterator[Kind]:
     """Memories of one kind; in-process ones share one data directory, as a server's do."""
-    name, remote = request.param
-    made: list[RemoteMemory] = []
+    name, way = request.param
+    made: list[BaseMemory] = []
 
     def new() -> BaseMemory:
         namespace = f"contract-{uuid.uuid4().hex}"
-        if not remote:
+        if way == "local":
             return memory_factory(name)(namespace, tmp_path)
-        memory = RemoteMemory(memory_server, namespace, memory=name)
+        client = RemoteMemory if way == "remote" else SyncOverAsync
+        memory = client(memory_server, namespace, memory=name)
         made.append(memory)
         return memory
 
