@@ -17,7 +17,7 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-isolation \
+        bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http bench-isolation \
         soak eval-retrieval eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
@@ -70,7 +70,8 @@ serve: $(SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
-bench: bench-validate bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api
+bench: bench-validate bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api \
+       bench-http
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
@@ -87,6 +88,10 @@ bench-service: $(SETUP)
 ## bench-async: 1,000 concurrent retrieves from one event loop beside a thread pool's
 bench-async: $(SETUP)
 	$(PY) -m benchmarks.bench_async
+
+## bench-http: Retrieve over HTTP JSON beside Retrieve over gRPC, sequential and concurrent
+bench-http: $(SETUP)
+	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_http
 
 ## bench-isolation: small calls to one namespace alone and beside another's 100k-message batches
 bench-isolation: $(SETUP)
