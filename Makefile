@@ -27,7 +27,8 @@ help:
 setup: $(SETUP) $(NODE)
 	go mod download
 
-$(SETUP): pyproject.toml
+# Reinstalled when the package's build changes, the C ranking core included.
+$(SETUP): pyproject.toml setup.py himga/memory/_ranking.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'

@@ -1,22 +1,21 @@
 """KeywordMemory: the shared keyword method (himga.memory.ranking) over an in-process index.
 
 Nothing touches the disk. Ingest is incremental: a new turn appends its number to the postings
-of its own terms (arrays of turn numbers, one entry per occurrence: 4 bytes, where a dict entry
-costs about 100) and its place to the Windows (himga.memory.windows); nothing else is
-re-indexed. One lock guards every method, so threads may share an instance.
+of its own terms (himga.memory.postings: 4 bytes an occurrence, where a dict entry costs about
+100) and its place to the Windows (himga.memory.windows); nothing else is re-indexed. One lock
+guards every method, so threads may share an instance.
 """
 
 from __future__ import annotations
 
 import threading
-from array import array
-from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
 from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
+from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
 from himga.memory.text import query_terms
 from himga.memory.windows import Windows
@@ -25,8 +24,7 @@ from himga.memory.windows import Windows
 class _Index:
     def __init__(self) -> None:
         self.windows = Windows()
-        # term -> the number of each turn holding it, once per occurrence
-        self.postings: defaultdict[str, array[int]] = defaultdict(lambda: array("i"))
+        self.postings = Postings()
         # turn number -> (turn_id, session_id, role, content, date_str): what its hit reports
         self.said: list[tuple[str, str, str, str, str]] = []
 
@@ -36,11 +34,7 @@ class _Index:
         self.windows.add(turns.session_ids, lengths, turns.speakers)
         columns = (turns.turn_ids, turns.session_ids, turns.roles, turns.contents, turns.date_strs)
         self.said.extend(zip(*columns, strict=True))
-        postings = self.postings
-        for own in turns.terms:
-            for term in own:
-                postings[term].append(number)
-            number += 1
+        self.postings.add(number, turns.terms)
 
 
 class KeywordMemory(ContextFromHits):
@@ -71,8 +65,7 @@ class KeywordMemory(ContextFromHits):
             return []
         with self._lock:
             index = self._index
-            postings = [Counter(index.postings[term]) for term in wanted if term in index.postings]
-            best = index.windows.best(postings, set(wanted), limit)
+            best = index.windows.best(index.postings.of(wanted), set(wanted), limit)
             return [Hit(*index.said[number], score) for number, score in best]
 
     def reset(self) -> None:

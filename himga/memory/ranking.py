@@ -29,14 +29,17 @@ Doubling adds about 0.03 to recall@10 on each dev conversation. A speaker is nam
 terms of their name are among the query's terms.
 """
 
-import heapq
+from __future__ import annotations
+
 import math
-from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Self
 
 from himga.data.conversation import Message, Session, optional_text
+from himga.memory import _ranking
 from himga.memory.text import STEMMER, terms, terms_of
 
 NEAR_TURNS = 2
@@ -54,42 +57,46 @@ METHOD = (
 
 
 def rank(
-    postings: Sequence[Mapping[int, int]],
-    windows: Mapping[int, Sequence[int]],
-    lengths: Mapping[int, int] | Sequence[int],
+    postings: Sequence[array[int]],
+    before: array[int],
+    after: array[int],
+    lengths: array[int],
+    speakers: array[int],
+    named: bytes,
     turns: int,
     total_length: int,
-    boosted: Container[int],
     limit: int,
 ) -> list[tuple[int, float]]:
     """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
 
-    `postings` holds, for each distinct query term, {turn number: count of the term in that
-    turn's own terms}; `windows` the turns within NEAR_TURNS of each of those turns in its
-    session, itself included; `lengths` every such turn's window length; `turns` and
-    `total_length` the number of turns stored and the sum of their window lengths; `boosted`
-    the turns said by a speaker the query names.
+    Turns are numbered from 0 and every argument but `postings` is indexed by turn number:
+    `postings` holds, for each distinct query term, the number of each turn holding it, once
+    per occurrence, ascending (array("i")); `before` and `after` the turn just before and just
+    after each turn in its session (-1 for none); `lengths` each turn's window length;
+    `speakers` the number of each turn's speaker; `named` one byte a speaker number, non-zero
+    for the speakers the query names; `turns` and `total_length` the number of turns stored and
+    the sum of their window lengths.
+
+    Computed in C (himga.memory._ranking), without the interpreter's lock, in the same order of
+    operations as the definition above; tests/memory/test_ranking.py holds it to that.
     """
-    average = total_length / turns if total_length > 0 else 1.0
-    scores: dict[int, float] = {}
-    norms: dict[int, float] = {}
-    for posting in postings:
-        weighted: dict[int, float] = {}
-        for turn, count in posting.items():
-            for other in windows[turn]:
-                share = count * (OWN_WEIGHT if other == turn else NEAR_WEIGHT)
-                weighted[other] = weighted.get(other, 0.0) + share
-        term_idf = idf(turns, len(weighted))
-        for turn, frequency in weighted.items():
-            norm = norms.get(turn)
-            if norm is None:
-                norm = norms[turn] = K1 * (1 - B + B * lengths[turn] / average)
-            score = term_idf * frequency * (K1 + 1) / (frequency + norm)
-            scores[turn] = scores.get(turn, 0.0) + score
-    for turn in scores:
-        if turn in boosted:
-            scores[turn] *= 1 + SPEAKER_BOOST
-    return heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
+    return _ranking.rank(
+        postings,
+        before,
+        after,
+        lengths,
+        speakers,
+        named,
+        turns,
+        total_length,
+        limit,
+        NEAR_TURNS,
+        OWN_WEIGHT,
+        NEAR_WEIGHT,
+        K1,
+        B,
+        SPEAKER_BOOST,
+    )
 
 
 def idf(rows: int, rows_with_term: int) -> float:

@@ -8,8 +8,9 @@ One database per memory:
   read through the `turns_vocab` fts5vocab table as postings: which turns hold a term, how often.
 
 Where each turn sits in its session (himga.memory.windows) is derived from `messages` when the
-memory opens (about 3 s a million turns) and kept in process memory (about 30 bytes a turn), so
-a search reads only the postings of the query's terms and then the hits. Rows are only ever
+memory opens and kept in process memory (about 25 bytes a turn), and so are the postings
+(himga.memory.postings, 4 bytes a stored term), read from `turns_vocab` in one pass: a search
+reads nothing from the database but its hits. Rows are only ever
 appended, or all deleted by `reset`, which also bumps a `generation` in `himga_meta`; another
 connection's commits are noticed (`PRAGMA data_version`) and read in before the next call.
 Queries never reach FTS5's query syntax: a query's terms are looked up as exact strings.
@@ -35,9 +36,10 @@ from himga.data.conversation import Message, Session
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
+from himga.memory.postings import Postings
 from himga.memory.ranking import METHOD, Turns
 from himga.memory.registry import namespace_file
-from himga.memory.text import query_terms
+from himga.memory.text import query_terms, terms_of
 from himga.memory.windows import Windows
 
 DATABASE_NAME = "memory.sqlite3"
@@ -68,7 +70,12 @@ _SCHEMA = (
     # 5% faster batch ingest at 10k and 100k turns, with no slower searches.
     f"INSERT INTO turns_fts (turns_fts, rank) VALUES ('automerge', {AUTOMERGE})",
 )
-_POSTINGS = "SELECT doc, count(*) FROM turns_vocab WHERE term = ? GROUP BY doc"
+# Every term's postings, as turn numbers (FTS5 rowids are message ids, from 1; turns count from
+# 0), one per occurrence: what a memory opening reads into its Postings.
+_ALL_POSTINGS = "SELECT term, group_concat(doc - 1, ' ') FROM turns_vocab GROUP BY term"
+# What turns after the first `?` said: their terms, for the Postings, when another connection
+# has added them (cheaper than reading all of turns_vocab again).
+_CONTENTS = "SELECT content FROM messages WHERE id > ? ORDER BY id"
 # Each turn's place, for Windows: the rows after the first `?`, in order.
 _PLACES = """
     SELECT messages.session, messages.length, speakers.key
@@ -164,14 +171,26 @@ class SQLiteKeywordMemory(ContextFromHits):
         ).fetchone()
         if generation != self._generation:  # a reset (or the first look): start again
             self._windows = Windows()
+            self._postings = Postings()
             self._generation = generation
         self._speakers: dict[str, int] = dict(db.execute("SELECT key, id FROM speakers"))
         self._sessions: dict[str, int] = {}
+        self._read_postings(len(self._windows))
         cursor = db.execute(_PLACES, (len(self._windows),))
         while rows := cursor.fetchmany(_LOAD_ROWS):
             sessions, lengths, speakers = zip(*rows, strict=True)
             self._windows.add(sessions, lengths, speakers)
         self._version = version
+
+    def _read_postings(self, first: int) -> None:
+        """Read the postings of the turns numbered from `first` on into the Postings: all of
+        turns_vocab for a memory that holds none, else the new turns' terms."""
+        if first == 0:
+            for term, numbers in self._db.execute(_ALL_POSTINGS):
+                self._postings.extend(term, map(int, numbers.split()))
+        else:
+            contents = [content for (content,) in self._db.execute(_CONTENTS, (first,))]
+            self._postings.add(first, terms_of(contents))
 
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
@@ -194,6 +213,7 @@ class SQLiteKeywordMemory(ContextFromHits):
                 self._ids("sessions", self._sessions, turns.session_ids)
                 sessions, lengths = self._insert(turns)
             try:
+                self._postings.add(len(self._windows), turns.terms)
                 self._windows.add(sessions, lengths, turns.speakers)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
@@ -235,13 +255,7 @@ class SQLiteKeywordMemory(ContextFromHits):
         with self._lock, self._transaction():
             db = self._db
             self._refresh()
-            postings = []
-            for term in wanted:
-                # FTS5 rowids are message ids, from 1; Windows numbers turns from 0.
-                found = {doc - 1: count for doc, count in db.execute(_POSTINGS, (term,))}
-                if found:
-                    postings.append(found)
-            best = self._windows.best(postings, set(wanted), limit)
+            best = self._windows.best(self._postings.of(wanted), set(wanted), limit)
             if not best:
                 return []
             chosen = json.dumps([number + 1 for number, _ in best])

@@ -1,10 +1,11 @@
 """Windows: where each stored turn sits in its session, which the shared ranking needs beyond the
 postings of the query's terms (see himga.memory.ranking).
 
-Turns are numbered from 0 in the order they were ingested. For each, Windows keeps its session,
-its place there, its speaker's key and its window length (the number of terms in it and in the
-NEAR_TURNS turns each side of it). A new turn appends to these arrays and adds its length to the
-windows of the turns just before it; nothing else changes. About 30 bytes a turn.
+Turns are numbered from 0 in the order they were ingested. For each, Windows keeps the turns
+just before and after it in its session, its speaker and its window length (the number of terms
+in it and in the NEAR_TURNS turns each side of it). A new turn appends to these arrays, links
+itself after the last turn of its session and adds its length to the windows of the turns just
+before it; nothing else changes. About 25 bytes a turn.
 
 Both keyword memories hold one: KeywordMemory as its index, SQLiteKeywordMemory rebuilt from
 its database (which stores only each turn's session, speaker and own length) when it opens.
@@ -13,7 +14,7 @@ its database (which stores only each turn's session, speaker and own length) whe
 from __future__ import annotations
 
 from array import array
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Sequence
 
 from himga.memory.ranking import NEAR_TURNS, is_named, rank
 
@@ -28,12 +29,15 @@ class Windows:
     def __init__(self) -> None:
         self._sessions: list[array[int]] = []  # session number -> its turns' numbers, in order
         self._numbers: dict[Hashable, int] = {}  # session key -> session number
-        self._session_of = _numbers()  # turn number -> its session number
-        self._places = _numbers()  # turn number -> its place in its session
         self._lengths = _numbers()  # turn number -> its own number of terms
         self._windows = _numbers()  # turn number -> its window length
-        self._speakers: list[str] = []  # turn number -> its speaker's key
-        self._distinct_speakers: set[str] = set()
+        # turn number -> the turn before / after it in its session, -1 for none
+        self._before = _numbers()
+        self._after = _numbers()
+        self._speakers = _numbers()  # turn number -> its speaker's number
+        self._speaker_numbers: dict[str, int] = {}  # speaker's key -> its number
+        # a speaker key's first term -> the keys starting with it: a query names only these
+        self._keys_by_term: dict[str, list[str]] = {}
         self.total_length = 0  # the sum of all window lengths
 
     def __len__(self) -> int:
@@ -51,39 +55,48 @@ class Windows:
             if session_number == len(self._sessions):
                 self._sessions.append(_numbers())
             session = self._sessions[session_number]
+            self._before.append(session[-1] if session else -1)
+            self._after.append(-1)
+            if session:
+                self._after[session[-1]] = len(own)
             window = length
             for earlier in session[-NEAR_TURNS:]:
                 window += own[earlier]
                 windows[earlier] += length
                 self.total_length += length
             self.total_length += window
-            self._session_of.append(session_number)
-            self._places.append(len(session))
             session.append(len(own))
             own.append(length)
             windows.append(window)
-        self._speakers.extend(speakers)
-        self._distinct_speakers.update(speakers)
-
-    def window(self, number: int) -> array[int]:
-        """The turns within NEAR_TURNS of turn `number` in its session, itself included."""
-        place = self._places[number]
-        session = self._sessions[self._session_of[number]]
-        return session[max(0, place - NEAR_TURNS) : place + NEAR_TURNS + 1]
+        numbers = self._speaker_numbers
+        for key in speakers:
+            number = numbers.get(key)
+            if number is None:
+                number = numbers[key] = len(numbers)
+                self._keys_by_term.setdefault(key.split(" ")[0], []).append(key)
+            self._speakers.append(number)
 
     def best(
-        self, postings: Sequence[Mapping[int, int]], asked: Collection[str], limit: int
+        self, postings: Sequence[array[int]], asked: Collection[str], limit: int
     ) -> list[tuple[int, float]]:
         """The best `limit` turns as (turn number, score) for a query with terms `asked`, whose
-        terms' postings ({turn number: count in the turn}) are `postings`."""
+        terms' postings (the number of each turn holding the term, once per occurrence) are
+        `postings`."""
         if not postings or limit <= 0:
             return []
-        windows = {number: self.window(number) for number in set().union(*postings)}
-        named = {key for key in self._distinct_speakers if is_named(key, asked)}
-        boosted: set[int] = set()
-        if named:
-            speakers = self._speakers
-            near = set().union(*windows.values())
-            boosted = {number for number in near if speakers[number] in named}
-        turns = len(self._lengths)
-        return rank(postings, windows, self._windows, turns, self.total_length, boosted, limit)
+        named = bytearray(len(self._speaker_numbers))
+        for term in asked:
+            for key in self._keys_by_term.get(term, ()):
+                if is_named(key, asked):
+                    named[self._speaker_numbers[key]] = 1
+        return rank(
+            postings,
+            self._before,
+            self._after,
+            self._windows,
+            self._speakers,
+            bytes(named),
+            len(self._lengths),
+            self.total_length,
+            limit,
+        )

@@ -1,0 +1,371 @@
+/* himga.memory._ranking: the heavy part of himga.memory.ranking.rank, in C.
+
+   It computes exactly what ranking.py's docstring defines (BM25 over each turn and, at a lower
+   weight, its neighbours in the same session; Lucene's idf; a boost for the turns of a named
+   speaker) in the same order of floating-point operations as the Python it replaced, so scores
+   are bit for bit those of that code. The interpreter's lock is released while it runs, so
+   other threads (other calls of a server) go on meanwhile.
+
+   Per call: for each query term, its postings (the number of each turn holding it, once per
+   occurrence, ascending) are spread over the turns' windows into `freq`, a dense array over all
+   turns; the turns reached are listed, their share of the score added into `score`, and `freq`
+   cleared again. The best `limit` of the turns with a score are then kept in a bounded heap.
+   The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
+   so a call touches only the turns it reaches, however many turns are stored. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NEAR_TURNS 64
+
+/* Dense per-turn arrays for one call; all zero between calls. */
+typedef struct Scratch {
+    struct Scratch *next;
+    Py_ssize_t size;
+    double *freq;        /* the current term's weighted count in each turn's window */
+    double *score;       /* each turn's score so far */
+    int32_t *reached;    /* the turns whose window holds the current term */
+    int32_t *scored;     /* the turns with a score */
+} Scratch;
+
+static Scratch *free_scratch = NULL; /* guarded by the GIL */
+
+static void scratch_free(Scratch *s) {
+    if (s == NULL) return;
+    free(s->freq);
+    free(s->score);
+    free(s->reached);
+    free(s->scored);
+    free(s);
+}
+
+/* A scratch of at least `size` turns, zeroed; NULL when out of memory. Call with the GIL. */
+static Scratch *scratch_take(Py_ssize_t size) {
+    Scratch *s = free_scratch;
+    if (s != NULL && s->size >= size) {
+        free_scratch = s->next;
+        return s;
+    }
+    if (s != NULL) {  /* too small: the store has grown; let it go */
+        free_scratch = s->next;
+        scratch_free(s);
+    }
+    Py_ssize_t room = size < 1024 ? 1024 : size + size / 4;
+    s = calloc(1, sizeof(Scratch));
+    if (s == NULL) return NULL;
+    s->size = room;
+    s->freq = calloc((size_t)room, sizeof(double));
+    s->score = calloc((size_t)room, sizeof(double));
+    s->reached = malloc((size_t)room * sizeof(int32_t));
+    s->scored = malloc((size_t)room * sizeof(int32_t));
+    if (!s->freq || !s->score || !s->reached || !s->scored) {
+        scratch_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void scratch_give(Scratch *s) {
+    s->next = free_scratch;
+    free_scratch = s;
+}
+
+typedef struct {
+    double score;
+    int32_t turn;
+} Hit;
+
+/* Whether hit a ranks before hit b: higher score, then the earlier turn. */
+static inline int ranks_before(const Hit *a, const Hit *b) {
+    return a->score > b->score || (a->score == b->score && a->turn < b->turn);
+}
+
+/* The heap keeps its worst hit at the root. */
+static void sift_down(Hit *heap, Py_ssize_t size, Py_ssize_t at) {
+    for (;;) {
+        Py_ssize_t worst = at, left = 2 * at + 1, right = left + 1;
+        if (left < size && ranks_before(&heap[worst], &heap[left])) worst = left;
+        if (right < size && ranks_before(&heap[worst], &heap[right])) worst = right;
+        if (worst == at) return;
+        Hit swap = heap[at];
+        heap[at] = heap[worst];
+        heap[worst] = swap;
+        at = worst;
+    }
+}
+
+static void sift_up(Hit *heap, Py_ssize_t at) {
+    while (at > 0) {
+        Py_ssize_t parent = (at - 1) / 2;
+        if (!ranks_before(&heap[parent], &heap[at])) return;
+        Hit swap = heap[at];
+        heap[at] = heap[parent];
+        heap[parent] = swap;
+        at = parent;
+    }
+}
+
+static int compare_hits(const void *a, const void *b) {
+    const Hit *x = a, *y = b;
+    if (ranks_before(x, y)) return -1;
+    if (ranks_before(y, x)) return 1;
+    return 0;
+}
+
+typedef struct {
+    /* inputs */
+    Py_ssize_t terms;
+    const int32_t **postings;
+    const Py_ssize_t *posting_sizes;
+    const int32_t *before, *after, *window_lengths, *speakers;
+    const unsigned char *named;
+    Py_ssize_t named_size;
+    Py_ssize_t turns;
+    long long total_length;
+    int near_turns;
+    double own_weight, near_weight, k1, b, speaker_boost;
+    Py_ssize_t limit;
+    /* outputs */
+    Hit *best;
+    Py_ssize_t found;
+    const char *error;
+} Call;
+
+static inline int valid_link(int32_t turn, Py_ssize_t turns) {
+    return turn >= -1 && (Py_ssize_t)turn < turns;
+}
+
+/* The ranking proper; runs without the GIL. */
+static void run(Call *c, Scratch *s) {
+    double *freq = s->freq, *score = s->score;
+    int32_t *reached = s->reached, *scored = s->scored;
+    Py_ssize_t n_scored = 0;
+    double average = c->total_length > 0 ? (double)c->total_length / (double)c->turns : 1.0;
+    int32_t window[2 * MAX_NEAR_TURNS + 1];
+
+    for (Py_ssize_t t = 0; t < c->terms && c->error == NULL; t++) {
+        const int32_t *posting = c->postings[t];
+        Py_ssize_t size = c->posting_sizes[t], n_reached = 0;
+        for (Py_ssize_t i = 0; i < size;) {
+            int32_t turn = posting[i];
+            Py_ssize_t count = 1;
+            while (i + count < size && posting[i + count] == turn) count++;
+            i += count;
+            if (turn < 0 || (Py_ssize_t)turn >= c->turns) {
+                c->error = "a posting names a turn that is not stored";
+                break;
+            }
+            /* The window in session order: the turns before (farthest first), the turn, after. */
+            int width = 0, back = 0;
+            int32_t other = turn;
+            while (back < c->near_turns) {
+                other = c->before[other];
+                if (!valid_link(other, c->turns)) {
+                    c->error = "a window link names a turn that is not stored";
+                    return;
+                }
+                if (other < 0) break;
+                back++;
+                window[c->near_turns - back] = other;
+            }
+            memmove(window, window + c->near_turns - back, (size_t)back * sizeof(int32_t));
+            width = back;
+            window[width++] = turn;
+            other = turn;
+            for (int ahead = 0; ahead < c->near_turns; ahead++) {
+                other = c->after[other];
+                if (!valid_link(other, c->turns)) {
+                    c->error = "a window link names a turn that is not stored";
+                    return;
+                }
+                if (other < 0) break;
+                window[width++] = other;
+            }
+            for (int w = 0; w < width; w++) {
+                int32_t at = window[w];
+                double share = (double)count * (at == turn ? c->own_weight : c->near_weight);
+                if (share == 0.0) continue;  /* a zero weight keeps a turn out of the window */
+                if (freq[at] == 0.0) reached[n_reached++] = at;
+                freq[at] = freq[at] + share;
+            }
+        }
+        double idf = log(1.0 + ((double)(c->turns - n_reached) + 0.5) / ((double)n_reached + 0.5));
+        for (Py_ssize_t r = 0; r < n_reached; r++) {
+            int32_t at = reached[r];
+            double frequency = freq[at];
+            freq[at] = 0.0;
+            if (c->error != NULL) continue;  /* only clearing */
+            double norm = c->k1 * (1 - c->b + c->b * (double)c->window_lengths[at] / average);
+            double share = idf * frequency * (c->k1 + 1) / (frequency + norm);
+            if (score[at] == 0.0) scored[n_scored++] = at;
+            score[at] = score[at] + share;
+        }
+    }
+
+    Py_ssize_t kept = 0;
+    double boost = 1 + c->speaker_boost;
+    for (Py_ssize_t r = 0; r < n_scored; r++) {
+        int32_t at = scored[r];
+        Hit hit = {score[at], at};
+        score[at] = 0.0;
+        if (c->error != NULL) continue;  /* only clearing */
+        int32_t speaker = c->speakers[at];
+        if (speaker >= 0 && speaker < c->named_size && c->named[speaker]) hit.score *= boost;
+        if (kept < c->limit) {
+            c->best[kept] = hit;
+            sift_up(c->best, kept++);
+        } else if (ranks_before(&hit, &c->best[0])) {
+            c->best[0] = hit;
+            sift_down(c->best, kept, 0);
+        }
+    }
+    qsort(c->best, (size_t)kept, sizeof(Hit), compare_hits);
+    c->found = kept;
+}
+
+/* A buffer of C ints (array("i"), an int32 numpy array), read-only, contiguous. */
+static int int32_view(PyObject *object, Py_buffer *view, const char *what) {
+    if (PyObject_GetBuffer(object, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    const char *format = view->format ? view->format : "B";
+    if (*format == '@' || *format == '=' || *format == '<') format++;
+    if (view->itemsize != 4 || (strcmp(format, "i") != 0 && strcmp(format, "l") != 0)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a buffer of 32-bit ints (array('i'))", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(rank_doc,
+"rank(postings, before, after, window_lengths, speakers, named, turns, total_length, limit,\n"
+"     near_turns, own_weight, near_weight, k1, b, speaker_boost) -> [(turn, score), ...]\n\n"
+"The best `limit` turns, best first, ties to the earlier turn; see himga.memory.ranking.");
+
+static PyObject *rank(PyObject *module, PyObject *args) {
+    PyObject *postings_arg, *before_arg, *after_arg, *lengths_arg, *speakers_arg, *named_arg;
+    Py_ssize_t turns, limit;
+    long long total_length;
+    int near_turns;
+    double own_weight, near_weight, k1, b, speaker_boost;
+    if (!PyArg_ParseTuple(args, "OOOOOOnLniddddd:rank", &postings_arg, &before_arg, &after_arg,
+                          &lengths_arg, &speakers_arg, &named_arg, &turns, &total_length, &limit,
+                          &near_turns, &own_weight, &near_weight, &k1, &b, &speaker_boost))
+        return NULL;
+    if (turns < 0 || turns > INT32_MAX || total_length < 0) {
+        PyErr_SetString(PyExc_ValueError, "turns and total_length must be >= 0 (turns < 2**31)");
+        return NULL;
+    }
+    if (near_turns < 0 || near_turns > MAX_NEAR_TURNS) {
+        PyErr_Format(PyExc_ValueError, "near_turns must be 0 to %d", MAX_NEAR_TURNS);
+        return NULL;
+    }
+    if (!(own_weight > 0) || !(near_weight >= 0) || !(k1 >= 0) || !(b >= 0 && b <= 1) ||
+        !(speaker_boost >= 0)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "own_weight must be > 0; near_weight, k1, speaker_boost >= 0; b in [0, 1]");
+        return NULL;
+    }
+    PyObject *terms = PySequence_Fast(postings_arg, "postings must be a sequence of buffers");
+    if (terms == NULL) return NULL;
+    Py_ssize_t n_terms = PySequence_Fast_GET_SIZE(terms);
+    if (limit <= 0 || n_terms == 0 || turns == 0) {
+        Py_DECREF(terms);
+        return PyList_New(0);
+    }
+
+    PyObject *result = NULL;
+    Py_buffer links[5];  /* before, after, window_lengths, speakers, named */
+    int held = 0;
+    Py_buffer *views = PyMem_Calloc((size_t)n_terms, sizeof(Py_buffer));
+    const int32_t **postings = PyMem_Calloc((size_t)n_terms, sizeof(int32_t *));
+    Py_ssize_t *sizes = PyMem_Calloc((size_t)n_terms, sizeof(Py_ssize_t));
+    Py_ssize_t viewed = 0;
+    Hit *best = NULL;
+    Scratch *scratch = NULL;
+    if (views == NULL || postings == NULL || sizes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; viewed < n_terms; viewed++) {
+        if (int32_view(PySequence_Fast_GET_ITEM(terms, viewed), &views[viewed], "a posting") < 0)
+            goto done;
+        postings[viewed] = views[viewed].buf;
+        sizes[viewed] = views[viewed].len / 4;
+    }
+    PyObject *arrays[4] = {before_arg, after_arg, lengths_arg, speakers_arg};
+    const char *names[4] = {"before", "after", "window_lengths", "speakers"};
+    for (; held < 4; held++) {
+        if (int32_view(arrays[held], &links[held], names[held]) < 0) goto done;
+        if (links[held].len / 4 < turns) {
+            PyErr_Format(PyExc_ValueError, "%s holds fewer than `turns` entries", names[held]);
+            held++;
+            goto done;
+        }
+    }
+    if (PyObject_GetBuffer(named_arg, &links[4], PyBUF_SIMPLE) < 0) goto done;
+    held++;
+
+    Py_ssize_t room = limit < turns ? limit : turns;
+    best = PyMem_Malloc((size_t)room * sizeof(Hit));
+    scratch = scratch_take(turns);
+    if (best == NULL || scratch == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Call call = {
+        .terms = n_terms, .postings = postings, .posting_sizes = sizes,
+        .before = links[0].buf, .after = links[1].buf, .window_lengths = links[2].buf,
+        .speakers = links[3].buf, .named = links[4].buf, .named_size = links[4].len,
+        .turns = turns, .total_length = total_length, .near_turns = near_turns,
+        .own_weight = own_weight, .near_weight = near_weight, .k1 = k1, .b = b,
+        .speaker_boost = speaker_boost, .limit = room, .best = best, .found = 0, .error = NULL,
+    };
+    Py_BEGIN_ALLOW_THREADS
+    run(&call, scratch);
+    Py_END_ALLOW_THREADS
+    if (call.error != NULL) {
+        /* A broken index: the scratch may hold values, so it is not reused. */
+        scratch_free(scratch);
+        scratch = NULL;
+        PyErr_SetString(PyExc_ValueError, call.error);
+        goto done;
+    }
+    result = PyList_New(call.found);
+    if (result == NULL) goto done;
+    for (Py_ssize_t i = 0; i < call.found; i++) {
+        PyObject *pair = Py_BuildValue("(id)", best[i].turn, best[i].score);
+        if (pair == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, pair);
+    }
+
+done:
+    if (scratch != NULL) scratch_give(scratch);
+    PyMem_Free(best);
+    for (int i = 0; i < held; i++) PyBuffer_Release(&links[i]);
+    for (Py_ssize_t i = 0; i < viewed; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(postings);
+    PyMem_Free(sizes);
+    Py_DECREF(terms);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"rank", rank, METH_VARARGS, rank_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "himga.memory._ranking",
+    "The heavy part of himga.memory.ranking.rank, in C, run without the GIL.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__ranking(void) { return PyModule_Create(&module); }

@@ -1,0 +1,44 @@
+"""Postings: for each term, the turns holding it, as the shared ranking reads them.
+
+A term's postings are the number of each turn holding it, once per occurrence (a term said
+twice in a turn lists the turn twice), ascending: an array("i"), 4 bytes an occurrence, which
+himga.memory.ranking hands to its C core as it is. Both keyword memories keep one in process
+memory: KeywordMemory as its index, SQLiteKeywordMemory as a copy of its FTS5 table read in when
+it opens. Turns are only ever appended (in ingest order), so a new turn appends its number to
+the postings of its own terms and changes nothing else.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+
+
+class Postings:
+    """term -> the numbers of the turns holding it, once per occurrence, ascending."""
+
+    def __init__(self) -> None:
+        self._lists: dict[str, array[int]] = {}
+
+    def __len__(self) -> int:
+        """The number of distinct terms."""
+        return len(self._lists)
+
+    def add(self, first: int, terms: Iterable[Sequence[str]]) -> None:
+        """Append turns numbered from `first` on, given each one's own terms, in order."""
+        lists = self._lists
+        for number, own in enumerate(terms, start=first):
+            for term in own:
+                numbers = lists.get(term)
+                if numbers is None:
+                    numbers = lists[term] = array("i")
+                numbers.append(number)
+
+    def extend(self, term: str, numbers: Iterable[int]) -> None:
+        """Append `numbers` (each above any already there) to the postings of `term`."""
+        self._lists.setdefault(term, array("i")).extend(numbers)
+
+    def of(self, terms: Iterable[str]) -> list[array[int]]:
+        """The postings of each of `terms` that some turn holds, in the order given."""
+        lists = self._lists
+        return [lists[term] for term in terms if term in lists]

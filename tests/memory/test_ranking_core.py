@@ -1,0 +1,96 @@
+"""The C core of the ranking (himga.memory._ranking) refuses what it cannot rank, rather than
+reading outside its arrays; what it ranks is checked against the definition in test_ranking."""
+
+from __future__ import annotations
+
+from array import array
+
+import pytest
+
+from himga.memory import _ranking
+from himga.memory.ranking import rank
+
+
+def _turns(count: int) -> dict[str, array[int]]:
+    """`count` turns of one session, each of length 1, said by speaker 0."""
+    return {
+        "before": array("i", range(-1, count - 1)),
+        "after": array("i", [*range(1, count), -1]),
+        "lengths": array("i", [1] * count),
+        "speakers": array("i", [0] * count),
+    }
+
+
+def _rank(
+    postings: list[array[int]], turns: dict[str, array[int]], limit: int = 10
+) -> list[tuple[int, float]]:
+    count = len(turns["before"])
+    return rank(
+        postings,
+        turns["before"],
+        turns["after"],
+        turns["lengths"],
+        turns["speakers"],
+        b"\x00",
+        count,
+        count,
+        limit,
+    )
+
+
+def test_it_ranks_a_turn_and_its_neighbours() -> None:
+    best = _rank([array("i", [2])], _turns(5))
+    # equal window lengths: the turn itself first, then its four neighbours, tied, in order
+    assert [turn for turn, _ in best] == [2, 0, 1, 3, 4]
+    assert best[0][1] > best[1][1] == best[4][1] > 0
+
+
+def test_a_named_speaker_doubles_a_score() -> None:
+    turns = _turns(3)
+    plain = _rank([array("i", [1])], turns)
+    count = len(turns["lengths"])
+    args = (turns["before"], turns["after"], turns["lengths"], turns["speakers"])
+    named = rank([array("i", [1])], *args, b"\x01", count, count, 10)
+    assert [score for _, score in named] == [2 * score for _, score in plain]
+
+
+@pytest.mark.parametrize("turn", [-1, 5, 2**31 - 1])
+def test_a_posting_outside_the_turns_is_refused(turn: int) -> None:
+    with pytest.raises(ValueError, match="posting"):
+        _rank([array("i", [0, turn])], _turns(5))
+
+
+def test_a_broken_window_link_is_refused() -> None:
+    turns = _turns(5)
+    turns["after"][2] = 7
+    with pytest.raises(ValueError, match="link"):
+        _rank([array("i", [2])], turns)
+    # and the next call, on sound arrays, is not disturbed by the refused one
+    assert _rank([array("i", [2])], _turns(5))[0][0] == 2
+
+
+def test_arrays_shorter_than_the_turns_are_refused() -> None:
+    turns = _turns(5)
+    turns["lengths"] = array("i", [1, 1])
+    with pytest.raises(ValueError, match="window_lengths"):
+        _rank([array("i", [0])], turns)
+
+
+def test_only_32_bit_int_buffers_are_read() -> None:
+    turns = _turns(3)
+    with pytest.raises(TypeError, match="32-bit"):
+        _rank([array("q", [0])], turns)
+
+
+def test_bad_parameters_are_refused() -> None:
+    t = _turns(2)
+    args = ([array("i", [0])], t["before"], t["after"], t["lengths"], t["speakers"], b"", 2, 2, 5)
+    with pytest.raises(ValueError, match="near_turns"):
+        _ranking.rank(*args, 65, 1.0, 0.5, 1.2, 0.75, 1.0)
+    with pytest.raises(ValueError, match="own_weight"):
+        _ranking.rank(*args, 2, 0.0, 0.5, 1.2, 0.75, 1.0)
+
+
+def test_nothing_to_rank_gives_no_hits() -> None:
+    assert _rank([], _turns(3)) == []
+    assert _rank([array("i", [1])], _turns(3), limit=0) == []
