@@ -29,6 +29,7 @@ typedef struct Scratch {
     Py_ssize_t size;
     double *freq;        /* the current term's weighted count in each turn's window */
     double *score;       /* each turn's score so far */
+    double *norm;        /* each scored turn's length norm: K1 * (1 - B + B * dl / avgdl) */
     int32_t *reached;    /* the turns whose window holds the current term */
     int32_t *scored;     /* the turns with a score */
 } Scratch;
@@ -39,6 +40,7 @@ static void scratch_free(Scratch *s) {
     if (s == NULL) return;
     free(s->freq);
     free(s->score);
+    free(s->norm);
     free(s->reached);
     free(s->scored);
     free(s);
@@ -61,9 +63,10 @@ static Scratch *scratch_take(Py_ssize_t size) {
     s->size = room;
     s->freq = calloc((size_t)room, sizeof(double));
     s->score = calloc((size_t)room, sizeof(double));
+    s->norm = malloc((size_t)room * sizeof(double));
     s->reached = malloc((size_t)room * sizeof(int32_t));
     s->scored = malloc((size_t)room * sizeof(int32_t));
-    if (!s->freq || !s->score || !s->reached || !s->scored) {
+    if (!s->freq || !s->score || !s->norm || !s->reached || !s->scored) {
         scratch_free(s);
         return NULL;
     }
@@ -136,19 +139,54 @@ typedef struct {
     const char *error;
 } Call;
 
-static inline int valid_link(int32_t turn, Py_ssize_t turns) {
-    return turn >= -1 && (Py_ssize_t)turn < turns;
+/* Whether `turn` is a turn number or -1 (none): the one check on each link followed. */
+static inline int bad_link(int32_t turn, Py_ssize_t turns) {
+    return (uint32_t)(turn + 1) > (uint32_t)turns;
 }
 
-/* The ranking proper; runs without the GIL. */
+/* Add `count` occurrences of a term in `turn` to the windows holding it (the turn itself at
+   own_weight, its neighbours at near_weight), in session order; list the turns first reached. */
+static inline int spread(const Call *c, double *freq, int32_t *reached, Py_ssize_t *n_reached,
+                         int32_t turn, Py_ssize_t count) {
+    int32_t back[MAX_NEAR_TURNS], other = turn;
+    int held = 0;
+    while (held < c->near_turns) {
+        other = c->before[other];
+        if (bad_link(other, c->turns)) return -1;
+        if (other < 0) break;
+        back[held++] = other;
+    }
+    double near = (double)count * c->near_weight, own = (double)count * c->own_weight;
+    if (near != 0.0) {
+        for (int i = held - 1; i >= 0; i--) {
+            int32_t at = back[i];
+            if (freq[at] == 0.0) reached[(*n_reached)++] = at;
+            freq[at] = freq[at] + near;
+        }
+    }
+    if (freq[turn] == 0.0) reached[(*n_reached)++] = turn;
+    freq[turn] = freq[turn] + own;
+    other = turn;
+    for (int ahead = 0; ahead < c->near_turns; ahead++) {
+        other = c->after[other];
+        if (bad_link(other, c->turns)) return -1;
+        if (other < 0 || near == 0.0) break;
+        if (freq[other] == 0.0) reached[(*n_reached)++] = other;
+        freq[other] = freq[other] + near;
+    }
+    return 0;
+}
+
+/* The ranking proper; runs without the GIL. On a broken index it sets c->error and leaves the
+   scratch dirty (the caller drops it). */
 static void run(Call *c, Scratch *s) {
-    double *freq = s->freq, *score = s->score;
+    double *freq = s->freq, *score = s->score, *norm = s->norm;
     int32_t *reached = s->reached, *scored = s->scored;
     Py_ssize_t n_scored = 0;
     double average = c->total_length > 0 ? (double)c->total_length / (double)c->turns : 1.0;
-    int32_t window[2 * MAX_NEAR_TURNS + 1];
+    double k1 = c->k1, b = c->b;
 
-    for (Py_ssize_t t = 0; t < c->terms && c->error == NULL; t++) {
+    for (Py_ssize_t t = 0; t < c->terms; t++) {
         const int32_t *posting = c->postings[t];
         Py_ssize_t size = c->posting_sizes[t], n_reached = 0;
         for (Py_ssize_t i = 0; i < size;) {
@@ -158,40 +196,11 @@ static void run(Call *c, Scratch *s) {
             i += count;
             if (turn < 0 || (Py_ssize_t)turn >= c->turns) {
                 c->error = "a posting names a turn that is not stored";
-                break;
+                return;
             }
-            /* The window in session order: the turns before (farthest first), the turn, after. */
-            int width = 0, back = 0;
-            int32_t other = turn;
-            while (back < c->near_turns) {
-                other = c->before[other];
-                if (!valid_link(other, c->turns)) {
-                    c->error = "a window link names a turn that is not stored";
-                    return;
-                }
-                if (other < 0) break;
-                back++;
-                window[c->near_turns - back] = other;
-            }
-            memmove(window, window + c->near_turns - back, (size_t)back * sizeof(int32_t));
-            width = back;
-            window[width++] = turn;
-            other = turn;
-            for (int ahead = 0; ahead < c->near_turns; ahead++) {
-                other = c->after[other];
-                if (!valid_link(other, c->turns)) {
-                    c->error = "a window link names a turn that is not stored";
-                    return;
-                }
-                if (other < 0) break;
-                window[width++] = other;
-            }
-            for (int w = 0; w < width; w++) {
-                int32_t at = window[w];
-                double share = (double)count * (at == turn ? c->own_weight : c->near_weight);
-                if (share == 0.0) continue;  /* a zero weight keeps a turn out of the window */
-                if (freq[at] == 0.0) reached[n_reached++] = at;
-                freq[at] = freq[at] + share;
+            if (spread(c, freq, reached, &n_reached, turn, count) < 0) {
+                c->error = "a window link names a turn that is not stored";
+                return;
             }
         }
         double idf = log(1.0 + ((double)(c->turns - n_reached) + 0.5) / ((double)n_reached + 0.5));
@@ -199,11 +208,14 @@ static void run(Call *c, Scratch *s) {
             int32_t at = reached[r];
             double frequency = freq[at];
             freq[at] = 0.0;
-            if (c->error != NULL) continue;  /* only clearing */
-            double norm = c->k1 * (1 - c->b + c->b * (double)c->window_lengths[at] / average);
-            double share = idf * frequency * (c->k1 + 1) / (frequency + norm);
-            if (score[at] == 0.0) scored[n_scored++] = at;
-            score[at] = score[at] + share;
+            double held = score[at], length_norm;
+            if (held == 0.0) {  /* first reached by this query: its norm, computed once */
+                scored[n_scored++] = at;
+                length_norm = norm[at] = k1 * (1 - b + b * (double)c->window_lengths[at] / average);
+            } else {
+                length_norm = norm[at];
+            }
+            score[at] = held + idf * frequency * (k1 + 1) / (frequency + length_norm);
         }
     }
 
@@ -213,7 +225,8 @@ static void run(Call *c, Scratch *s) {
         int32_t at = scored[r];
         Hit hit = {score[at], at};
         score[at] = 0.0;
-        if (c->error != NULL) continue;  /* only clearing */
+        /* A full heap whose worst beats even the boosted score: no need to look further. */
+        if (kept == c->limit && hit.score * boost < c->best[0].score) continue;
         int32_t speaker = c->speakers[at];
         if (speaker >= 0 && speaker < c->named_size && c->named[speaker]) hit.score *= boost;
         if (kept < c->limit) {
