@@ -16,14 +16,14 @@ from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, Hit
 from himga.memory.context import ContextFromHits
 from himga.memory.postings import Postings
-from himga.memory.ranking import Turns
+from himga.memory.ranking import DEFAULT_METHOD, Method, Turns
 from himga.memory.text import query_terms
 from himga.memory.windows import Windows
 
 
 class _Index:
-    def __init__(self) -> None:
-        self.windows = Windows()
+    def __init__(self, method: Method) -> None:
+        self.windows = Windows(method)
         self.postings = Postings()
         # turn number -> (turn_id, session_id, role, content, date_str): what its hit reports
         self.said: list[tuple[str, str, str, str, str]] = []
@@ -38,11 +38,13 @@ class _Index:
 
 
 class KeywordMemory(ContextFromHits):
-    """In-process BM25 over each turn and its neighbours; see himga.memory.ranking."""
+    """In-process BM25 over each turn and its neighbours; see himga.memory.ranking. `method`
+    sets its parameters (the default is the one every memory uses)."""
 
-    def __init__(self) -> None:
+    def __init__(self, method: Method = DEFAULT_METHOD) -> None:
         self._lock = threading.Lock()
-        self._index = _Index()
+        self._method = method
+        self._index = _Index(method)
 
     @classmethod
     def for_namespace(cls, namespace: str, data_dir: Path | None) -> KeywordMemory:
@@ -70,4 +72,4 @@ class KeywordMemory(ContextFromHits):
 
     def reset(self) -> None:
         with self._lock:
-            self._index = _Index()
+            self._index = _Index(self._method)

@@ -49,6 +49,21 @@ SPEAKER_BOOST = 1.0
 K1 = 1.2
 B = 0.75
 
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """The method's parameters, as the module's text names them. The memories rank with
+    DEFAULT_METHOD; others exist to be compared with it (himga.eval.folds)."""
+
+    near_turns: int = NEAR_TURNS
+    near_weight: float = NEAR_WEIGHT
+    speaker_boost: float = SPEAKER_BOOST
+    k1: float = K1
+    b: float = B
+
+
+DEFAULT_METHOD = Method()
+
 # Written into each SQLite database: one indexed by another method is refused, not misread.
 METHOD = (
     f"terms: {STEMMER} stems, stopwords; window: {NEAR_TURNS} turns at {NEAR_WEIGHT}, "
@@ -66,6 +81,7 @@ def rank(
     turns: int,
     total_length: int,
     limit: int,
+    method: Method = DEFAULT_METHOD,
 ) -> list[tuple[int, float]]:
     """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
 
@@ -75,7 +91,7 @@ def rank(
     after each turn in its session (-1 for none); `lengths` each turn's window length;
     `speakers` the number of each turn's speaker; `named` one byte a speaker number, non-zero
     for the speakers the query names; `turns` and `total_length` the number of turns stored and
-    the sum of their window lengths.
+    the sum of their window lengths, windows being `method.near_turns` turns each side.
 
     Computed in C (himga.memory._ranking), without the interpreter's lock, in the same order of
     operations as the definition above; tests/memory/test_ranking.py holds it to that.
@@ -90,12 +106,12 @@ def rank(
         turns,
         total_length,
         limit,
-        NEAR_TURNS,
+        method.near_turns,
         OWN_WEIGHT,
-        NEAR_WEIGHT,
-        K1,
-        B,
-        SPEAKER_BOOST,
+        method.near_weight,
+        method.k1,
+        method.b,
+        method.speaker_boost,
     )
 
 

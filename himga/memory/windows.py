@@ -3,7 +3,7 @@ postings of the query's terms (see himga.memory.ranking).
 
 Turns are numbered from 0 in the order they were ingested. For each, Windows keeps the turns
 just before and after it in its session, its speaker and its window length (the number of terms
-in it and in the NEAR_TURNS turns each side of it). A new turn appends to these arrays, links
+in it and in the near_turns turns each side of it). A new turn appends to these arrays, links
 itself after the last turn of its session and adds its length to the windows of the turns just
 before it; nothing else changes. About 25 bytes a turn.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Collection, Hashable, Sequence
 
-from himga.memory.ranking import NEAR_TURNS, is_named, rank
+from himga.memory.ranking import DEFAULT_METHOD, Method, is_named, rank
 
 
 def _numbers() -> array[int]:
@@ -24,9 +24,11 @@ def _numbers() -> array[int]:
 
 
 class Windows:
-    """The turns stored so far, in ingest order: their sessions, places, speakers and windows."""
+    """The turns stored so far, in ingest order: their sessions, places, speakers and windows
+    (of `method.near_turns` turns each side), ranked by `method`."""
 
-    def __init__(self) -> None:
+    def __init__(self, method: Method = DEFAULT_METHOD) -> None:
+        self.method = method
         self._sessions: list[array[int]] = []  # session number -> its turns' numbers, in order
         self._numbers: dict[Hashable, int] = {}  # session key -> session number
         self._lengths = _numbers()  # turn number -> its own number of terms
@@ -50,6 +52,7 @@ class Windows:
         if not len(sessions) == len(lengths) == len(speakers):
             raise ValueError("Windows.add takes a session, a length and a speaker for each turn")
         windows, own = self._windows, self._lengths
+        near = self.method.near_turns
         for session_key, length in zip(sessions, lengths, strict=True):
             session_number = self._numbers.setdefault(session_key, len(self._sessions))
             if session_number == len(self._sessions):
@@ -60,7 +63,7 @@ class Windows:
             if session:
                 self._after[session[-1]] = len(own)
             window = length
-            for earlier in session[-NEAR_TURNS:]:
+            for earlier in session[max(0, len(session) - near) :] if near else ():
                 window += own[earlier]
                 windows[earlier] += length
                 self.total_length += length
@@ -99,4 +102,5 @@ class Windows:
             len(self._lengths),
             self.total_length,
             limit,
+            self.method,
         )
