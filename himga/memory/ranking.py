@@ -6,9 +6,11 @@ about a conversation often use the words of the turn that prompted an answer, or
 to it; on the LoCoMo dev conversations this lifts recall@10 from about 0.60 to 0.78.
 
 The stores index each turn's own terms only. The neighbour window is applied here, at query
-time, from the postings of the query's terms and where each turn sits in its session
-(himga.memory.windows): a store's ingest writes each term once, and a new turn changes no
-earlier turn's postings.
+time, from the postings of the query's terms (himga.memory.postings) and where each turn sits
+in its session (himga.memory.windows): a store's ingest writes each term once, and a new turn
+changes no earlier turn's postings. A question in natural language touches tens of thousands
+of postings in a large store, so `rank` runs in C (himga/memory/_ranking.c), without the
+interpreter's lock, computing each score in the order this definition sums it.
 
     score = sum over query terms t of  idf(t) * f * (K1 + 1) / (f + K1 * (1 - B + B * dl / avgdl))
 

@@ -94,3 +94,30 @@ def test_bad_parameters_are_refused() -> None:
 def test_nothing_to_rank_gives_no_hits() -> None:
     assert _rank([], _turns(3)) == []
     assert _rank([array("i", [1])], _turns(3), limit=0) == []
+
+
+def test_threads_ranking_at_once_get_what_one_thread_gets() -> None:
+    # The core runs without the GIL on scratch arrays of its own: memories of different sizes,
+    # searched from several threads at once, must answer as each does alone.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from himga.data import Message, Session
+    from himga.memory import KeywordMemory
+
+    words = ["kayak", "lake", "sunset", "pottery", "mug", "dog", "frisbee", "paddle"]
+    memories = []
+    for size in (50, 400, 3000):
+        memory = KeywordMemory()
+        memory.ingest_many(
+            (
+                Message(role="Ada", content=f"{words[i % 8]} {words[i * 7 % 8]}", turn_id=str(i)),
+                Session(session_id=f"s{i // 20}"),
+            )
+            for i in range(size)
+        )
+        memories.append(memory)
+    asks = [(memory, f"{a} {b}") for memory in memories for a in words for b in words[:3]]
+    alone = [memory.search(query, 20) for memory, query in asks]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        together = list(pool.map(lambda ask: ask[0].search(ask[1], 20), asks * 4))
+    assert together == alone * 4
