@@ -188,7 +188,7 @@ class SQLiteKeywordMemory(ContextFromHits):
         turns_vocab for a memory that holds none, else the new turns' terms."""
         if first == 0:
             for term, numbers in self._db.execute(_ALL_POSTINGS):
-                self._postings.extend(term, map(int, numbers.split()))
+                self._postings.extend(term, numbers)
         else:
             contents = [content for (content,) in self._db.execute(_CONTENTS, (first,))]
             self._postings.add(first, terms_of(contents))

@@ -121,3 +121,13 @@ def test_threads_ranking_at_once_get_what_one_thread_gets() -> None:
     with ThreadPoolExecutor(max_workers=6) as pool:
         together = list(pool.map(lambda ask: ask[0].search(ask[1], 20), asks * 4))
     assert together == alone * 4
+
+
+def test_numbers_reads_what_group_concat_writes_and_nothing_else() -> None:
+    read = array("i")
+    read.frombytes(_ranking.numbers("0 7 7 42 2147483647"))
+    assert read.tolist() == [0, 7, 7, 42, 2**31 - 1]
+    assert _ranking.numbers("") == b""
+    for bad in ("1 x", "2147483648", "-1", "1,2", "\uff13"):
+        with pytest.raises(ValueError):
+            _ranking.numbers(bad)
