@@ -17,11 +17,11 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-service bench-memory eval-retrieval clean
+        bench-service bench-memory eval-retrieval eval-retrieval-loo clean
 
 ## help: list the targets with what each does
 help:
-	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | expand -t 18
+	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | expand -t 20
 
 ## setup: the virtual environment (himga, editable, with its pinned tools), npm and Go packages
 setup: $(SETUP) $(NODE)
@@ -76,15 +76,19 @@ bench-validate: $(SETUP)
 
 ## bench-service: the server's calls per second beside a health check's
 bench-service: $(SETUP)
-	$(PY) -m benchmarks.bench_service
+	$(PY) -m benchmarks.bench_service --locomo $(LOCOMO)
 
-## bench-memory: ingest and retrieve of the keyword memories beside bare SQLite and a scan
+## bench-memory: the keyword memories beside tantivy, bm25s and bare SQLite, on natural text
 bench-memory: $(SETUP)
-	$(PY) -m benchmarks.bench_memory
+	$(PY) -m benchmarks.bench_memory --locomo $(LOCOMO)
 
 ## eval-retrieval: recall@k of a memory ($(MEMORY)) on a LoCoMo file ($(LOCOMO))
 eval-retrieval: $(SETUP)
 	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --memory $(MEMORY)
+
+## eval-retrieval-loo: the keyword method's recall on each conversation of $(LOCOMO), tuned on the others
+eval-retrieval-loo: $(SETUP)
+	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --leave-one-out
 
 ## clean: remove the virtual environment and the tools' caches
 clean:

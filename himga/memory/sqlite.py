@@ -8,7 +8,7 @@ One database per memory:
   read through the `turns_vocab` fts5vocab table as postings: which turns hold a term, how often.
 
 Where each turn sits in its session (himga.memory.windows) is derived from `messages` when the
-memory opens and kept in process memory (about 25 bytes a turn), and so are the postings
+memory opens and kept in process memory (about 20 bytes a turn), and so are the postings
 (himga.memory.postings, 4 bytes a stored term), read from `turns_vocab` in one pass: a search
 reads nothing from the database but its hits. Rows are only ever
 appended, or all deleted by `reset`, which also bumps a `generation` in `himga_meta`; another

@@ -5,7 +5,7 @@ Turns are numbered from 0 in the order they were ingested. For each, Windows kee
 just before and after it in its session, its speaker and its window length (the number of terms
 in it and in the near_turns turns each side of it). A new turn appends to these arrays, links
 itself after the last turn of its session and adds its length to the windows of the turns just
-before it; nothing else changes. About 25 bytes a turn.
+before it; nothing else changes. About 20 bytes a turn.
 
 Both keyword memories hold one: KeywordMemory as its index, SQLiteKeywordMemory rebuilt from
 its database (which stores only each turn's session, speaker and own length) when it opens.
@@ -24,13 +24,12 @@ def _numbers() -> array[int]:
 
 
 class Windows:
-    """The turns stored so far, in ingest order: their sessions, places, speakers and windows
-    (of `method.near_turns` turns each side), ranked by `method`."""
+    """The turns stored so far, in ingest order: their neighbours in their sessions, speakers
+    and window lengths (of `method.near_turns` turns each side), ranked by `method`."""
 
     def __init__(self, method: Method = DEFAULT_METHOD) -> None:
         self.method = method
-        self._sessions: list[array[int]] = []  # session number -> its turns' numbers, in order
-        self._numbers: dict[Hashable, int] = {}  # session key -> session number
+        self._last: dict[Hashable, int] = {}  # session key -> the number of its last turn
         self._lengths = _numbers()  # turn number -> its own number of terms
         self._windows = _numbers()  # turn number -> its window length
         # turn number -> the turn before / after it in its session, -1 for none
@@ -51,33 +50,43 @@ class Windows:
         """Append turns, in order: each one's session key, own length and speaker's key."""
         if not len(sessions) == len(lengths) == len(speakers):
             raise ValueError("Windows.add takes a session, a length and a speaker for each turn")
-        windows, own = self._windows, self._lengths
-        near = self.method.near_turns
+        # Called for every stored turn when a SQLite memory opens: locals, not attributes.
+        windows, own, before, after, last_of = (
+            self._windows,
+            self._lengths,
+            self._before,
+            self._after,
+            self._last,
+        )
+        near, total, number = self.method.near_turns, self.total_length, len(own)
         for session_key, length in zip(sessions, lengths, strict=True):
-            session_number = self._numbers.setdefault(session_key, len(self._sessions))
-            if session_number == len(self._sessions):
-                self._sessions.append(_numbers())
-            session = self._sessions[session_number]
-            self._before.append(session[-1] if session else -1)
-            self._after.append(-1)
-            if session:
-                self._after[session[-1]] = len(own)
+            last = last_of.get(session_key, -1)
+            before.append(last)
+            after.append(-1)
             window = length
-            for earlier in session[max(0, len(session) - near) :] if near else ():
-                window += own[earlier]
-                windows[earlier] += length
-                self.total_length += length
-            self.total_length += window
-            session.append(len(own))
+            if last >= 0:
+                after[last] = number
+                earlier = last
+                for _ in range(near):  # the turns before it take it into their windows
+                    window += own[earlier]
+                    windows[earlier] += length
+                    total += length
+                    earlier = before[earlier]
+                    if earlier < 0:
+                        break
+            total += window
+            last_of[session_key] = number
             own.append(length)
             windows.append(window)
+            number += 1
+        self.total_length = total
         numbers = self._speaker_numbers
         for key in speakers:
-            number = numbers.get(key)
-            if number is None:
-                number = numbers[key] = len(numbers)
+            speaker = numbers.get(key)
+            if speaker is None:
+                speaker = numbers[key] = len(numbers)
                 self._keys_by_term.setdefault(key.split(" ")[0], []).append(key)
-            self._speakers.append(number)
+            self._speakers.append(speaker)
 
     def best(
         self, postings: Sequence[array[int]], asked: Collection[str], limit: int
