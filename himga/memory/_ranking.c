@@ -11,7 +11,9 @@
    turns; the turns reached are listed, their share of the score added into `score`, and `freq`
    cleared again. The best `limit` of the turns with a score are then kept in a bounded heap.
    The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
-   so a call touches only the turns it reaches, however many turns are stored. */
+   so a call touches only the turns it reaches, however many turns are stored. They cost 32 bytes
+   a stored turn (and a quarter more, for growth) for each search running at once, and stay
+   allocated for the next. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
