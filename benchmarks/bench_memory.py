@@ -11,12 +11,13 @@ a fresh worker process:
   - ingests ONE_BY_ONE more messages through `ingest` (the memories only; SQLite commits, and so
     syncs to disk, once per call),
   - reports its resident memory after ingest (VmRSS; Linux only, else the peak) beside the size
-    of the messages' text,
-  - answers WARM_UP questions, then times QUERIES questions (p50 / p99 over them): `retrieve`
-    for the memories (the context of their CONTEXT_HITS best turns), the same number of best
-    messages' text for the baselines. Each question is asked REPEATS times in a row and its
-    latency is the fastest: the cost of the question, not of whatever else the (shared)
-    machine ran meanwhile, which otherwise decides every p99.
+    of the messages' text.
+Latency is measured apart, in one more worker holding every engine at once, so that all of them
+meet the same machine at the same moment (it is shared): after WARM_UP questions each, every
+question is put to each engine in turn (the order rotating from question to question), REPEATS
+times in a row, its latency the fastest of them, and p50 / p99 are taken over the QUERIES
+questions. The memories answer with `retrieve` (the context of their CONTEXT_HITS best turns),
+the baselines with the same number of best messages' text.
 The floors of SQLite ingest: a bare FTS5 `executemany` of the same messages into a plain
 `fts5(content)` table, and one of just the stemmed terms the memory indexes (computed before
 the clock starts) into the memory's own FTS5 table definition. The SQLite memory's reopen is
@@ -86,11 +87,18 @@ def _corpus(corpus: str, size: int, locomo: str) -> list[tuple[Any, Any]]:
     return natural(locomo, size) if corpus == "natural" else invented(size)
 
 
+def _ingest(engine: Any, name: str, data: list[tuple[Any, Any]]) -> None:
+    if name in ONE_BY_ONE:  # the memories: in batches, as a server's IngestBatch calls come
+        for i in range(0, len(data), BATCH):
+            engine.ingest_many(data[i : i + BATCH])
+    else:
+        engine.ingest_many(data)
+
+
 def worker(name: str, corpus: str, size: int, locomo: str) -> dict[str, Any]:
-    """One measurement in this (fresh) process: see the module's text."""
+    """One engine's ingest and resident memory in this (fresh) process: see the module's text."""
     everything = _corpus(corpus, size + ONE_BY_ONE.get(name, 0), locomo)
     data, extra = everything[:size], everything[size:]
-    asked = questions(locomo, QUERIES) if corpus == "natural" else invented_queries(QUERIES)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         if name in FLOORS:
@@ -98,11 +106,7 @@ def worker(name: str, corpus: str, size: int, locomo: str) -> dict[str, Any]:
         base = _rss_mb()
         engine = _make(name, directory)
         start = time.perf_counter()
-        if name in ONE_BY_ONE:
-            for i in range(0, len(data), BATCH):
-                engine.ingest_many(data[i : i + BATCH])
-        else:
-            engine.ingest_many(data)
+        _ingest(engine, name, data)
         batch_rate = len(data) / (time.perf_counter() - start)
         rss = _rss_mb() - base
         single_rate = None
@@ -111,17 +115,6 @@ def worker(name: str, corpus: str, size: int, locomo: str) -> dict[str, Any]:
             for message, session in extra:
                 engine.ingest(message, session)
             single_rate = len(extra) / (time.perf_counter() - start)
-        for question in asked[:WARM_UP]:
-            engine.retrieve(question)
-        latencies = []
-        for question in asked:
-            fastest = float("inf")
-            for _ in range(REPEATS):
-                start = time.perf_counter()
-                engine.retrieve(question)
-                fastest = min(fastest, time.perf_counter() - start)
-            latencies.append(fastest)
-        latencies.sort()
         reopen = None
         if name == "sqlite":  # the durable one: it reads its postings and places in again
             engine.close()
@@ -131,12 +124,47 @@ def worker(name: str, corpus: str, size: int, locomo: str) -> dict[str, Any]:
     return {
         "batch_rate": batch_rate,
         "single_rate": single_rate,
-        "p50_ms": 1000 * latencies[len(latencies) // 2],
-        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
         "rss_mb": rss,
         "text_mb": sum(len(message.content.encode()) for message, _ in data) / 2**20,
         "reopen_ms": None if reopen is None else 1000 * reopen,
     }
+
+
+def latency_worker(
+    engines: list[str], corpus: str, size: int, locomo: str
+) -> dict[str, dict[str, float]]:
+    """Every engine's p50 and p99, all held in this process and asked in turn."""
+    data = _corpus(corpus, size, locomo)
+    asked = questions(locomo, QUERIES) if corpus == "natural" else invented_queries(QUERIES)
+    with tempfile.TemporaryDirectory() as tmp:
+        made = {}
+        for name in engines:
+            made[name] = _make(name, Path(tmp))
+            _ingest(made[name], name, data)
+        for engine in made.values():
+            for question in asked[:WARM_UP]:
+                engine.retrieve(question)
+        latencies: dict[str, list[float]] = {name: [] for name in engines}
+        for i, question in enumerate(asked):
+            turn = i % len(engines)
+            for name in engines[turn:] + engines[:turn]:
+                fastest = float("inf")
+                for _ in range(REPEATS):
+                    start = time.perf_counter()
+                    made[name].retrieve(question)
+                    fastest = min(fastest, time.perf_counter() - start)
+                latencies[name].append(fastest)
+        for name in ONE_BY_ONE:
+            if name in made:
+                made[name].close()
+    found = {}
+    for name, values in latencies.items():
+        values.sort()
+        found[name] = {
+            "p50_ms": 1000 * values[len(values) // 2],
+            "p99_ms": 1000 * values[min(len(values) - 1, int(len(values) * 0.99))],
+        }
+    return found
 
 
 def _floor(name: str, data: list[tuple[Any, Any]], directory: Path) -> dict[str, Any]:
@@ -167,10 +195,12 @@ def _floor(name: str, data: list[tuple[Any, Any]], directory: Path) -> dict[str,
     return {"batch_rate": rate}
 
 
-def _run_worker(name: str, corpus: str, size: int, locomo: str) -> dict[str, Any]:
+def _run_worker(
+    name: str, corpus: str, size: int, locomo: str, engines: tuple[str, ...] = ()
+) -> dict[str, Any]:
     command = [sys.executable, "-m", "benchmarks.bench_memory", "--worker", name, corpus]
     done = subprocess.run(
-        [*command, str(size), "--locomo", locomo],
+        [*command, str(size), "--locomo", locomo, "--engines", ",".join(engines)],
         check=True,
         capture_output=True,
         text=True,
@@ -193,10 +223,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--sizes", help="comma-separated message counts instead of the default")
     parser.add_argument("--no-invented", action="store_true", help="skip the invented corpus")
+    parser.add_argument("--engines", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         name, corpus, size = args.worker
-        print(json.dumps(worker(name, corpus, int(size), args.locomo)))
+        if name == "latency":
+            engines = args.engines.split(",")
+            print(json.dumps(latency_worker(engines, corpus, int(size), args.locomo)))
+        else:
+            print(json.dumps(worker(name, corpus, int(size), args.locomo)))
         return 0
     sizes = [100_000]
     if args.million or os.environ.get("HIMGA_BENCH_MILLION") == "1":
@@ -212,10 +247,11 @@ def main() -> int:
         for _ in range(runs):
             for name in names:
                 results[name].append(_run_worker(name, "natural", size, args.locomo))
+            _add_latencies(results, _run_worker("latency", "natural", size, args.locomo, ENGINES))
         print(
             f"\n{size:,} messages of natural text, {runs} run(s); retrieve over {QUERIES} "
-            f"questions (each the fastest of {REPEATS}) after {WARM_UP} to warm up; memories "
-            f"ingest in batches of {BATCH}"
+            f"questions (each the fastest of {REPEATS}, the engines asked in turn in one process) "
+            f"after {WARM_UP} to warm up; memories ingest in batches of {BATCH}"
         )
         _report(results, ENGINES)
         _ingest_report(results)
@@ -225,12 +261,20 @@ def main() -> int:
         for _ in range(args.runs):
             for name in INVENTED_ENGINES:
                 results[name].append(_run_worker(name, "invented", size, args.locomo))
+            found = _run_worker("latency", "invented", size, args.locomo, INVENTED_ENGINES)
+            _add_latencies(results, found)
         print(
             f"\nsecond line: {size:,} messages of an INVENTED vocabulary whose query words are "
             "rare (the earlier figure; it does not carry over to real questions)"
         )
         _report(results, INVENTED_ENGINES)
     return 0
+
+
+def _add_latencies(results: dict[str, list[dict[str, Any]]], found: dict[str, Any]) -> None:
+    """Put a latency worker's figures into each engine's result of the same run."""
+    for name, figures in found.items():
+        results[name][-1].update(figures)
 
 
 def _column(results: dict[str, list[dict[str, Any]]], name: str, key: str) -> list[float]:
