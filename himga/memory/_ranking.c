@@ -9,7 +9,11 @@
    Per call: for each query term, its postings (the number of each turn holding it, once per
    occurrence, ascending) are spread over the turns' windows into `freq`, a dense array over all
    turns; the turns reached are listed, their share of the score added into `score`, and `freq`
-   cleared again. The best `limit` of the turns with a score are then kept in a bounded heap.
+   cleared again. The best `limit` of the turns with a score are then kept in a bounded heap;
+   a filter (checks of columns against masks, a time range) drops turns just before the heap,
+   so the statistics stay those of every turn and the limit is filled from the turns it keeps.
+   Turn numbers may have holes (deleted turns): the arrays cover every number, `turns` counts
+   the stored turns only.
    The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
    so a call touches only the turns it reaches, however many turns are stored. They cost 32 bytes
    a stored turn (and a quarter more, for growth) for each search running at once, and stay
