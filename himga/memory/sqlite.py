@@ -95,8 +95,12 @@ _STORED = """
     SELECT messages.id - 1, turn_id, sessions.key, role, content, date_str, time, timestamp,
         session_timestamp, metadata
     FROM messages JOIN sessions ON sessions.id = messages.session"""
-# By ids: one `?` an id (three times faster than ids in json_each at 20k turns).
+# By ids: one `?` an id (three times faster than ids in json_each at 20k turns), up to
+# _MOST_VARIABLES ids; more (a search with a large limit) go through json_each, as SQLite caps
+# the number of `?` in a statement (32766 by default).
 _BY_IDS = f"{_STORED} WHERE messages.id IN ({{}})"
+_BY_JSON_IDS = f"{_STORED} WHERE messages.id IN (SELECT value FROM json_each(?))"
+_MOST_VARIABLES = 1000
 _PAGE = f"{_STORED} WHERE messages.id > ? ORDER BY messages.id LIMIT ?"
 _INSERT = """
     INSERT INTO messages (id, session, speaker, length, turn_id, role, content, date_str,
@@ -384,8 +388,11 @@ class SQLiteKeywordMemory(ContextFromHits):
     def _stored(self, numbers: Sequence[int]) -> dict[int, StoredMessage]:
         """The stored messages of these turn numbers, by number."""
         chosen = [number + 1 for number in numbers]
-        query = _BY_IDS.format(",".join("?" * len(chosen)))
-        return {row[0]: _stored(row) for row in self._db.execute(query, chosen)}
+        if len(chosen) > _MOST_VARIABLES:
+            rows = self._db.execute(_BY_JSON_IDS, (json.dumps(chosen),))
+        else:
+            rows = self._db.execute(_BY_IDS.format(",".join("?" * len(chosen))), chosen)
+        return {row[0]: _stored(row) for row in rows}
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
         wanted, chosen = deletion(ids, filter)
