@@ -17,19 +17,20 @@ LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
-        bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http bench-isolation \
-        soak eval-retrieval eval-episodes eval-qa clean
+        bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
+        bench-isolation soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
 help:
-	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | expand -t 18
+	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | expand -t 20
 
 ## setup: the virtual environment (himga, editable, with its pinned tools), npm and Go packages
 setup: $(SETUP) $(NODE)
 	go mod download
 	bash scripts/chromium.sh
 
-$(SETUP): pyproject.toml
+# Reinstalled when the package's build changes, the C ranking core included.
+$(SETUP): pyproject.toml setup.py himga/memory/_ranking.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -83,7 +84,7 @@ bench-validate-cli: $(SETUP)
 
 ## bench-service: the server's calls per second beside a health check's
 bench-service: $(SETUP)
-	$(PY) -m benchmarks.bench_service
+	$(PY) -m benchmarks.bench_service --locomo $(LOCOMO)
 
 ## bench-async: 1,000 concurrent retrieves from one event loop beside a thread pool's
 bench-async: $(SETUP)
@@ -97,9 +98,9 @@ bench-http: $(SETUP)
 bench-isolation: $(SETUP)
 	$(PY) -m benchmarks.bench_isolation
 
-## bench-memory: ingest and retrieve of the keyword memories beside bare SQLite and a scan
+## bench-memory: the keyword memories beside tantivy, bm25s and bare SQLite, on natural text
 bench-memory: $(SETUP)
-	$(PY) -m benchmarks.bench_memory
+	$(PY) -m benchmarks.bench_memory --locomo $(LOCOMO)
 
 ## bench-episodes: SearchEpisodes at 100k episodes beside a scan of their JSON; recording rates
 bench-episodes: $(SETUP)
@@ -125,6 +126,10 @@ eval-retrieval: $(SETUP)
 eval-qa: $(SETUP)
 	$(BIN)/himga eval --dataset $(LOCOMO) --memory null,naive,keyword,sqlite --llm extractive \
 	  --no-progress
+
+## eval-retrieval-loo: the keyword method's recall on each conversation of $(LOCOMO), tuned on the others
+eval-retrieval-loo: $(SETUP)
+	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --leave-one-out
 
 ## clean: remove the virtual environment and the tools' caches
 clean:

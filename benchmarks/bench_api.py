@@ -26,7 +26,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_memory import BATCH, messages, queries
+from benchmarks.bench_memory import BATCH
+from benchmarks.corpus import invented, invented_queries
 
 SIZE = 100_000
 QUERIES = 200
@@ -46,7 +47,7 @@ _SELECT = """
 
 def timed_messages(count: int) -> list[tuple[Any, Any]]:
     """bench_memory's messages, each session with a timestamp (session n on day n)."""
-    pairs = messages(count)
+    pairs = invented(count)
     sessions: dict[str, Any] = {}
     out = []
     for message, session in pairs:
@@ -98,12 +99,12 @@ def worker(name: str, size: int) -> dict[str, Any]:
     from himga.memory.filters import MessageFilter
 
     data = timed_messages(size)
-    asked = queries(QUERIES)
+    asked = invented_queries(QUERIES)
     chosen = filters(data)
     big = Session(session_id="big", timestamp=START)
     session = [
         (Message(role=f"Speaker{i % 2}", content=message.content, turn_id=f"B{i}"), big)
-        for i, (message, _) in enumerate(messages(SESSION_SIZE, offset=size))
+        for i, (message, _) in enumerate(invented(SESSION_SIZE, offset=size))
     ]
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,6 +2,10 @@
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from himga.data import Sample
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -28,6 +32,14 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         default="1,5,10,20,50",
         metavar="K,K,...",
         help="comma-separated cut-offs (default: 1,5,10,20,50)",
+    )
+    parser.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help=(
+            "the keyword method's recall on each conversation with its parameters chosen on "
+            "the others (himga.eval.folds), instead of --memory's"
+        ),
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(run=run)
@@ -57,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     except (DatasetError, ValueError) as error:
         print(f"himga eval-retrieval: error: {error}", file=sys.stderr)
         return 2
+    if args.leave_one_out:
+        return _leave_one_out(samples, args)
     total = sum(len(sample.qa_pairs) for sample in samples)
     with tqdm(
         total=total,
@@ -67,4 +81,30 @@ def run(args: argparse.Namespace) -> int:
     ) as bar:
         report = evaluate_retrieval(samples, factory, args.k, on_question=bar.update)
     print(format_report(report, f"memory: {name}; dataset: {args.dataset or '$HIMGA_LOCOMO_PATH'}"))
+    return 0
+
+
+def _leave_one_out(samples: list["Sample"], args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from himga.eval import format_report
+    from himga.eval.folds import CHOSEN_BY, describe, leave_one_out, steps
+    from himga.eval.retrieval import OVERALL
+
+    try:
+        with tqdm(
+            total=steps(samples), desc="leave-one-out", file=sys.stderr, disable=args.no_progress
+        ) as bar:
+            folds, pooled = leave_one_out(samples, args.k, on_step=bar.update)
+    except ValueError as error:
+        print(f"himga eval-retrieval: error: {error}", file=sys.stderr)
+        return 2
+    print("leave one conversation out: parameters chosen on the others, recall on it")
+    for fold in folds:
+        figures = " ".join(
+            f"R@{k} {fold.report.recall(OVERALL, k).mean_fraction:.3f}" for k in CHOSEN_BY
+        )
+        print(f"  {fold.held_out}: {figures}; chose {describe(fold.chosen)}")
+    title = f"held-out conversations pooled; dataset: {args.dataset or '$HIMGA_LOCOMO_PATH'}"
+    print(format_report(pooled, title))
     return 0

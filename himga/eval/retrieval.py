@@ -46,6 +46,17 @@ class _Tally:
             self.any_found[k] = self.any_found.get(k, 0) + (found > 0)
             self.all_found[k] = self.all_found.get(k, 0) + (found == len(evidence))
 
+    def merge(self, other: "_Tally") -> None:
+        self.questions += other.questions
+        for k, fraction in other.fraction.items():
+            self.fraction[k] = self.fraction.get(k, 0.0) + fraction
+        for counts, theirs in (
+            (self.any_found, other.any_found),
+            (self.all_found, other.all_found),
+        ):
+            for k, count in theirs.items():
+                counts[k] = counts.get(k, 0) + count
+
     def recall(self, k: int) -> Recall:
         n = self.questions or 1
         return Recall(
@@ -63,6 +74,19 @@ class RetrievalReport:
     samples: int = 0
     skipped_without_evidence: int = 0
     groups: dict[str, _Tally] = field(default_factory=dict)
+
+    @classmethod
+    def pooled(cls, reports: Sequence["RetrievalReport"]) -> "RetrievalReport":
+        """One report over the questions of all `reports`, which must share their ks."""
+        if not reports or any(report.ks != reports[0].ks for report in reports):
+            raise ValueError("pooled reports must be at least one, all with the same ks")
+        pooled = cls(ks=reports[0].ks)
+        for report in reports:
+            pooled.samples += report.samples
+            pooled.skipped_without_evidence += report.skipped_without_evidence
+            for name, tally in report.groups.items():
+                pooled.groups.setdefault(name, _Tally()).merge(tally)
+        return pooled
 
     def questions(self, group: str) -> int:
         tally = self.groups.get(group)

@@ -4,7 +4,10 @@ its role, its time and its metadata, by turn number, for both keyword memories.
 A filtered search checks only the turns the query's terms reach, and a filtered listing or
 delete each stored turn once, all in process memory: about 16 bytes a turn (roles and distinct
 metadata are kept once, and each turn holds their numbers). `selector` turns a MessageFilter
-into one predicate over turn numbers, whose answers are those of MessageFilter.matches.
+into one predicate over turn numbers, whose answers are those of MessageFilter.matches;
+`selection` into the same test as the C ranking core applies it to each turn it scores (masks
+over session, role and metadata numbers, and a range of times), built from the distinct
+sessions, roles and metadata only, so a filtered search costs about what an unfiltered one does.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from himga.memory.filters import MessageFilter
+from himga.memory.ranking import Selection
 from himga.memory.windows import NO_SESSION, Windows
 
 NO_TIME = -(2**63)
@@ -80,6 +84,33 @@ class Facets:
             number = self._metadata_numbers[key] = len(self._metadata)
             self._metadata.append(dict(pairs))
         return number
+
+    def selection(self, chosen: MessageFilter, windows: Windows) -> Selection:
+        """`chosen` as the ranking's C core applies it: the Selection of the turns that match
+        it (those `selector` allows)."""
+        checks: list[tuple[array[int], bytes]] = []
+        if chosen.session_ids:
+            sessions = bytearray(windows.sessions)
+            for number in windows.session_numbers(chosen.session_ids):
+                sessions[number] = 1
+            checks.append((windows.session_of(), bytes(sessions)))
+        if chosen.roles:
+            roles = bytearray(len(self._roles))
+            for role in chosen.roles:
+                if role in self._role_numbers:
+                    roles[self._role_numbers[role]] = 1
+            checks.append((self._role_of, bytes(roles)))
+        if chosen.metadata:
+            wanted = chosen.metadata.items()
+            matching = bytes(wanted <= pairs.items() for pairs in self._metadata)
+            checks.append((self._metadata_of, matching))
+        after, before = chosen.time_range()
+        times = None
+        if after is not None or before is not None:
+            low = after if after is not None else NO_TIME + 1
+            high = before if before is not None else 2**63 - 1
+            times = (self._times, low, high)
+        return Selection(tuple(checks), times)
 
     def selector(self, chosen: MessageFilter, windows: Windows) -> Callable[[int], bool]:
         """A predicate over turn numbers: whether the stored turn of that number matches

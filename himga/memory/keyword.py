@@ -1,21 +1,18 @@
 """KeywordMemory: the shared keyword method (himga.memory.ranking) over an in-process index.
 
 Nothing touches the disk. Ingest is incremental: a new turn appends its number to the postings
-of its own terms (arrays of turn numbers in rising order, one entry per occurrence: 4 bytes,
-where a dict entry costs about 100) and its place to the Windows (himga.memory.windows);
-nothing else is re-indexed. A replaced or deleted turn's number is taken out of the postings of
-its old terms (found by bisection, each array cut once per call, in C), and a replaced turn's
-number goes into those of its new terms at its place. One lock guards every method, so threads
-may share an instance.
+of its own terms (himga.memory.postings: 4 bytes an occurrence, where a dict entry costs about
+100) and its place to the Windows (himga.memory.windows); nothing else is re-indexed. A
+replaced or deleted turn's number is taken out of the postings of its old terms and relinked
+or unlinked in the Windows, and a replaced turn's number goes into the postings of its new
+terms at its place. A filter is applied by the C ranking core to each turn it scores. One lock
+guards every method, so threads may share an instance.
 """
 
 from __future__ import annotations
 
-import bisect
 import builtins
 import threading
-from array import array
-from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +30,8 @@ from himga.memory.context import ContextFromHits
 from himga.memory.facets import Facets
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.paging import check_page_size, decode, encode
-from himga.memory.ranking import Turns
+from himga.memory.postings import Postings
+from himga.memory.ranking import DEFAULT_METHOD, Method, Turns
 from himga.memory.text import query_terms, terms_of
 from himga.memory.times import from_micros
 from himga.memory.windows import Windows
@@ -44,11 +42,10 @@ _Said = tuple[str, str, str, str, str, datetime | None, datetime | None]
 
 
 class _Index:
-    def __init__(self) -> None:
-        self.windows = Windows()
+    def __init__(self, method: Method) -> None:
+        self.windows = Windows(method)
         self.facets = Facets()
-        # term -> the number of each turn holding it, once per occurrence
-        self.postings: defaultdict[str, array[int]] = defaultdict(lambda: array("i"))
+        self.postings = Postings()
         # turn number -> what it said (None: no turn has that number any more)
         self.said: list[_Said | None] = []
         self.numbers: dict[str, int] = {}  # id -> turn number
@@ -92,12 +89,9 @@ class _Index:
         self.facets.add(numbers, turns.roles, turns.times, turns.metadata)
         postings = self.postings
         for i in replaced:  # before the newest turns: each entry at its place
-            for term in turns.terms[i]:
-                bisect.insort(postings[term], numbers[i])
-        for i in new:  # after every turn held: appended
-            number = numbers[i]
-            for term in turns.terms[i]:
-                postings[term].append(number)
+            postings.insert(numbers[i], turns.terms[i])
+        if new:  # after every turn held: appended
+            postings.add(first, [turns.terms[i] for i in new])
 
     def remove(self, numbers: Sequence[int]) -> int:
         self._drop_postings(numbers)
@@ -115,23 +109,7 @@ class _Index:
             said = self.said[number]
             assert said is not None
             contents.append(said[3])
-        by_term: dict[str, set[int]] = defaultdict(set)
-        for number, own in zip(numbers, terms_of(contents), strict=True):
-            for term in own:
-                by_term[term].add(number)
-        for term, gone in by_term.items():
-            held = self.postings[term]
-            kept = array("i")
-            start = 0
-            for number in sorted(gone):  # each number's run of entries, cut out in one slice
-                low = bisect.bisect_left(held, number, start)
-                kept += held[start:low]
-                start = bisect.bisect_right(held, number, low)
-            kept += held[start:]
-            if kept:
-                self.postings[term] = kept
-            else:
-                del self.postings[term]
+        self.postings.drop(numbers, terms_of(contents))
 
     def stored(self, number: int) -> StoredMessage:
         said = self.said[number]
@@ -152,11 +130,13 @@ class _Index:
 
 
 class KeywordMemory(ContextFromHits):
-    """In-process BM25 over each turn and its neighbours; see himga.memory.ranking."""
+    """In-process BM25 over each turn and its neighbours; see himga.memory.ranking. `method`
+    sets its parameters (the default is the one every memory uses)."""
 
-    def __init__(self) -> None:
+    def __init__(self, method: Method = DEFAULT_METHOD) -> None:
         self._lock = threading.Lock()
-        self._index = _Index()
+        self._method = method
+        self._index = _Index(method)
 
     @classmethod
     def for_namespace(cls, namespace: str, data_dir: Path | None) -> KeywordMemory:
@@ -184,8 +164,8 @@ class KeywordMemory(ContextFromHits):
             return []
         with self._lock:
             index = self._index
-            allowed = index.facets.selector(filter, index.windows) if filter else None
-            postings = [Counter(index.postings[term]) for term in wanted if term in index.postings]
+            allowed = index.facets.selection(filter, index.windows) if filter else None
+            postings = index.postings.of(wanted)
             best = index.windows.best(postings, set(wanted), limit, allowed)
             return [hit_of(index.stored(number), score) for number, score in best]
 
@@ -226,4 +206,4 @@ class KeywordMemory(ContextFromHits):
 
     def reset(self) -> None:
         with self._lock:
-            self._index = _Index()
+            self._index = _Index(self._method)

@@ -6,9 +6,13 @@ about a conversation often use the words of the turn that prompted an answer, or
 to it; on the LoCoMo dev conversations this lifts recall@10 from about 0.60 to 0.78.
 
 The stores index each turn's own terms only. The neighbour window is applied here, at query
-time, from the postings of the query's terms and where each turn sits in its session
-(himga.memory.windows): a store's ingest writes each term once, and a new turn changes no
-earlier turn's postings.
+time, from the postings of the query's terms (himga.memory.postings) and where each turn sits
+in its session (himga.memory.windows): a store's ingest writes each term once, and a new turn
+changes no earlier turn's postings. A filter is applied in C too, to each turn scored (a
+Selection), so the statistics stay those of every turn stored and `limit` is filled from the
+turns it allows. A question in natural language touches tens of thousands
+of postings in a large store, so `rank` runs in C (himga/memory/_ranking.c), without the
+interpreter's lock, computing each score in the order this definition sums it.
 
     score = sum over query terms t of  idf(t) * f * (K1 + 1) / (f + K1 * (1 - B + B * dl / avgdl))
 
@@ -30,15 +34,18 @@ Doubling adds about 0.03 to recall@10 on each dev conversation. A speaker is nam
 terms of their name are among the query's terms.
 """
 
-import heapq
+from __future__ import annotations
+
 import math
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Self
 
 from himga.data.conversation import Message, Session, optional_text
+from himga.memory import _ranking
 from himga.memory.base import message_id
 from himga.memory.text import STEMMER, terms, terms_of
 from himga.memory.times import micros, session_time, stated
@@ -50,6 +57,21 @@ SPEAKER_BOOST = 1.0
 K1 = 1.2
 B = 0.75
 
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """The method's parameters, as the module's text names them. The memories rank with
+    DEFAULT_METHOD; others exist to be compared with it (himga.eval.folds)."""
+
+    near_turns: int = NEAR_TURNS
+    near_weight: float = NEAR_WEIGHT
+    speaker_boost: float = SPEAKER_BOOST
+    k1: float = K1
+    b: float = B
+
+
+DEFAULT_METHOD = Method()
+
 # Written into each SQLite database: one indexed by another method is refused, not misread.
 METHOD = (
     f"terms: {STEMMER} stems, stopwords; window: {NEAR_TURNS} turns at {NEAR_WEIGHT}, "
@@ -58,56 +80,66 @@ METHOD = (
 
 
 def rank(
-    postings: Sequence[Mapping[int, int]],
-    windows: Mapping[int, Sequence[int]],
-    lengths: Mapping[int, int] | Sequence[int],
+    postings: Sequence[array[int]],
+    before: array[int],
+    after: array[int],
+    lengths: array[int],
+    speakers: array[int],
+    named: bytes,
     turns: int,
     total_length: int,
-    boosted: Container[int],
     limit: int,
-    allowed: Callable[[int], bool] | None = None,
+    method: Method = DEFAULT_METHOD,
+    allowed: Selection | None = None,
 ) -> list[tuple[int, float]]:
     """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
 
-    `postings` holds, for each distinct query term, {turn number: count of the term in that
-    turn's own terms}; `windows` the turns within NEAR_TURNS of each of those turns in its
-    session, itself included; `lengths` every such turn's window length; `turns` and
-    `total_length` the number of turns stored and the sum of their window lengths; `boosted`
-    the turns said by a speaker the query names.
+    Turns are numbered from 0 and every argument but `postings` is indexed by turn number (a
+    number may hold no turn: a deleted turn's is a hole no posting or link names): `postings`
+    holds, for each distinct query term, the number of each turn holding it, once per
+    occurrence, ascending (array("i")); `before` and `after` the turn just before and just
+    after each turn in its session (-1 for none), and their length is the count of numbers;
+    `lengths` each turn's window length; `speakers` the number of each turn's speaker; `named`
+    one byte a speaker number, non-zero for the speakers the query names; `turns` and
+    `total_length` the number of turns stored and the sum of their window lengths, windows
+    being `method.near_turns` turns each side.
 
-    With `allowed`, only the turns it allows are scored and returned, so `limit` is filled
-    from them; the statistics (idf, average length) stay those of every turn stored, so an
-    allowed turn scores exactly what it scores without a filter.
+    With `allowed`, only the turns it selects are returned, so `limit` is filled from them; the
+    statistics (idf, average length) stay those of every turn stored, so an allowed turn scores
+    exactly what it scores without a filter.
+
+    Computed in C (himga.memory._ranking), without the interpreter's lock, in the same order of
+    operations as the definition above; tests/memory/test_ranking.py holds it to that.
     """
-    average = total_length / turns if total_length > 0 else 1.0
-    every_term: list[dict[int, float]] = []
-    for posting in postings:
-        weighted: dict[int, float] = {}
-        for turn, count in posting.items():
-            for other in windows[turn]:
-                share = count * (OWN_WEIGHT if other == turn else NEAR_WEIGHT)
-                weighted[other] = weighted.get(other, 0.0) + share
-        every_term.append(weighted)
-    kept: set[int] | None = None
-    if allowed is not None:
-        kept = set(filter(allowed, set().union(*every_term)))
-    scores: dict[int, float] = {}
-    norms: dict[int, float] = {}
-    for weighted in every_term:
-        term_idf = idf(turns, len(weighted))
-        scored: Iterable[tuple[int, float]] = weighted.items()
-        if kept is not None:
-            scored = [(turn, frequency) for turn, frequency in scored if turn in kept]
-        for turn, frequency in scored:
-            norm = norms.get(turn)
-            if norm is None:
-                norm = norms[turn] = K1 * (1 - B + B * lengths[turn] / average)
-            score = term_idf * frequency * (K1 + 1) / (frequency + norm)
-            scores[turn] = scores.get(turn, 0.0) + score
-    for turn in scores:
-        if turn in boosted:
-            scores[turn] *= 1 + SPEAKER_BOOST
-    return heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0]))
+    return _ranking.rank(
+        postings,
+        before,
+        after,
+        lengths,
+        speakers,
+        named,
+        turns,
+        total_length,
+        limit,
+        method.near_turns,
+        OWN_WEIGHT,
+        method.near_weight,
+        method.k1,
+        method.b,
+        method.speaker_boost,
+        None if allowed is None else allowed.checks,
+        None if allowed is None else allowed.times,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """A filter as the C core applies it to each turn it scores: a turn is selected when, for
+    each (column, mask) of `checks`, mask[column[turn]] is non-zero (a value outside the mask
+    is not), and, with `times` (a column of times, low, high), low <= its time < high."""
+
+    checks: tuple[tuple[array[int], bytes], ...] = ()
+    times: tuple[array[int], int, int] | None = None
 
 
 def idf(rows: int, rows_with_term: int) -> float:

@@ -10,14 +10,16 @@ One database per memory (its tables, format version and migrations: himga.memory
   indexed with (its stored text, turned into terms again by the same method; the database
   records the method, so they are the same).
 
-Where each turn sits in its session (himga.memory.windows) and what filters read of it
-(himga.memory.facets) are derived from `messages` when the memory opens (about 3 s a million
-turns) and kept in process memory (about 50 bytes a turn), so a search reads only the postings
-of the query's terms and then the hits, and a filter costs no query. Appended rows are read in
-incrementally; anything else (a reset, a delete, a replacement) bumps a `generation` in
+Where each turn sits in its session (himga.memory.windows), what filters read of it
+(himga.memory.facets) and the postings (himga.memory.postings, 4 bytes a stored term) are
+derived from the database when the memory opens (the postings read from `turns_vocab` in one
+pass) and kept in process memory, so a search reads nothing from the database but its hits,
+and a filter costs no query. Appended rows are read in incrementally (their terms from their
+content); anything else (a reset, a delete, a replacement) bumps a `generation` in
 `himga_meta`, and another connection that sees it reads everything again before its next call
-(`PRAGMA data_version` tells it that something was committed). Queries never reach FTS5's query
-syntax: a query's terms are looked up as exact strings.
+(`PRAGMA data_version` tells it that something was committed); this connection's own deletes
+and replacements update its postings and Windows in place, under its lock. Queries never
+reach FTS5's query syntax: a query's terms are looked up as exact strings.
 
 Durability: WAL journal, `synchronous=FULL`, one transaction per call that writes, so a store or
 delete that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
@@ -57,6 +59,7 @@ from himga.memory.context import ContextFromHits
 from himga.memory.facets import Facets
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.paging import check_page_size, decode, encode
+from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
 from himga.memory.registry import namespace_file
 from himga.memory.sqlite_schema import (
@@ -80,7 +83,12 @@ AUTOMERGE = 8
 CHUNK_TURNS = 2048
 """A batch is read and written this many turns at a time (in its one transaction)."""
 
-_POSTINGS = "SELECT doc, count(*) FROM turns_vocab WHERE term = ? GROUP BY doc"
+# Every term's postings, as turn numbers (FTS5 rowids are message ids, from 1; turns count from
+# 0), one per occurrence: what a memory opening reads into its Postings.
+_ALL_POSTINGS = "SELECT term, group_concat(doc - 1, ' ') FROM turns_vocab GROUP BY term"
+# What turns after the first `?` said: their numbers and terms, for the Postings, when another
+# connection has added them (cheaper than reading all of turns_vocab again).
+_CONTENTS = "SELECT id - 1, content FROM messages WHERE id > ? ORDER BY id"
 # Each turn's place and facets, for Windows and Facets: the rows after the first `?`, in order.
 _PLACES = """
     SELECT messages.id - 1, sessions.key, messages.length, speakers.key, role, time, metadata
@@ -93,7 +101,12 @@ _STORED = """
     SELECT messages.id - 1, turn_id, sessions.key, role, content, date_str, time, timestamp,
         session_timestamp, metadata
     FROM messages JOIN sessions ON sessions.id = messages.session"""
-_BY_IDS = f"{_STORED} WHERE messages.id IN (SELECT value FROM json_each(?))"
+# By ids: one `?` an id (three times faster than ids in json_each at 20k turns), up to
+# _MOST_VARIABLES ids; more (a search with a large limit) go through json_each, as SQLite caps
+# the number of `?` in a statement (32766 by default).
+_BY_IDS = f"{_STORED} WHERE messages.id IN ({{}})"
+_BY_JSON_IDS = f"{_STORED} WHERE messages.id IN (SELECT value FROM json_each(?))"
+_MOST_VARIABLES = 1000
 _PAGE = f"{_STORED} WHERE messages.id > ? ORDER BY messages.id LIMIT ?"
 _INSERT = """
     INSERT INTO messages (id, session, speaker, length, turn_id, role, content, date_str,
@@ -191,9 +204,11 @@ class SQLiteKeywordMemory(ContextFromHits):
         if generation != self._generation:  # not only appended rows (or the first look): anew
             self._windows = Windows()
             self._facets = Facets()
+            self._postings = Postings()
             self._generation = generation
         self._speakers: dict[str, int] = dict(db.execute("SELECT key, id FROM speakers"))
         self._sessions: dict[str, int] = {}
+        self._read_postings(self._windows.end)
         cursor = db.execute(_PLACES, (self._windows.end,))
         while rows := cursor.fetchmany(_LOAD_ROWS):
             numbers, sessions, lengths, speakers, roles, times, metadata = zip(*rows, strict=True)
@@ -205,6 +220,18 @@ class SQLiteKeywordMemory(ContextFromHits):
     @property
     def durable(self) -> bool:
         return self.path is not None
+
+    def _read_postings(self, first: int) -> None:
+        """Read the postings of the turns numbered from `first` on into the Postings: all of
+        turns_vocab for a memory that holds none, else the new turns' terms."""
+        if first == 0:
+            for term, numbers in self._db.execute(_ALL_POSTINGS):
+                self._postings.extend(term, numbers)
+        else:
+            rows = self._db.execute(_CONTENTS, (first,)).fetchall()
+            if rows:
+                numbers, contents = zip(*rows, strict=True)
+                self._postings.add_at(numbers, terms_of(contents))
 
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
@@ -231,8 +258,9 @@ class SQLiteKeywordMemory(ContextFromHits):
                 known = self._numbers(turns.turn_ids)
                 numbers = [known.get(id_, -1) for id_ in turns.turn_ids]
                 replaced = [i for i, n in enumerate(numbers) if n >= 0]
+                old_terms: builtins.list[builtins.list[str]] = []
                 if replaced:
-                    self._unindex([numbers[i] for i in replaced])
+                    old_terms = self._unindex([numbers[i] for i in replaced])
                     generation = bump_generation(self._db)
                 first = self._windows.end
                 new = [i for i, n in enumerate(numbers) if n < 0]
@@ -243,8 +271,13 @@ class SQLiteKeywordMemory(ContextFromHits):
             try:
                 if replaced:
                     self._generation = generation
+                    replaced_numbers = [numbers[i] for i in replaced]
+                    self._postings.drop(replaced_numbers, old_terms)
+                    for i in replaced:
+                        self._postings.insert(numbers[i], turns.terms[i])
                     self._windows.replace(*_columns(turns, replaced, numbers))
                 if new:
+                    self._postings.add(first, [turns.terms[i] for i in new])
                     _, sessions, lengths, speakers = _columns(turns, new, numbers)
                     self._windows.add(sessions, lengths, speakers)
                 self._facets.add(numbers, turns.roles, turns.times, turns.metadata)
@@ -313,18 +346,20 @@ class SQLiteKeywordMemory(ContextFromHits):
         )
         self._db.executemany("INSERT INTO turns_fts (rowid, terms) VALUES (?, ?)", indexed)
 
-    def _unindex(self, numbers: Sequence[int]) -> None:
+    def _unindex(self, numbers: Sequence[int]) -> builtins.list[builtins.list[str]]:
         """Take the terms of stored turns out of the index: FTS5's `delete` for a contentless
-        table, given the terms each turn was indexed with (made again from its stored text)."""
+        table, given the terms each turn was indexed with (made again from its stored text).
+        Return those terms, one list for each of `numbers`, for the Postings."""
         select = "SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))"
         rows = self._db.execute(select, (json.dumps([n + 1 for n in numbers]),)).fetchall()
-        if not rows:
-            return
-        ids, contents = zip(*rows, strict=True)
+        by_id = dict(
+            zip([i for i, _ in rows], terms_of([content for _, content in rows]), strict=True)
+        )
         self._db.executemany(
             "INSERT INTO turns_fts (turns_fts, rowid, terms) VALUES ('delete', ?, ?)",
-            [(i, " ".join(own)) for i, own in zip(ids, terms_of(contents), strict=True) if own],
+            [(i, " ".join(own)) for i, own in by_id.items() if own],
         )
+        return [by_id.get(n + 1, []) for n in numbers]
 
     def search(
         self, query: str, limit: int = DEFAULT_LIMIT, *, filter: MessageFilter | None = None
@@ -333,16 +368,9 @@ class SQLiteKeywordMemory(ContextFromHits):
         if limit <= 0 or not wanted:
             return []
         with self._lock, self._transaction():
-            db = self._db
             self._refresh()
-            allowed = self._facets.selector(filter, self._windows) if filter else None
-            postings = []
-            for term in wanted:
-                # FTS5 rowids are message ids, from 1; Windows numbers turns from 0.
-                found = {doc - 1: count for doc, count in db.execute(_POSTINGS, (term,))}
-                if found:
-                    postings.append(found)
-            best = self._windows.best(postings, set(wanted), limit, allowed)
+            allowed = self._facets.selection(filter, self._windows) if filter else None
+            best = self._windows.best(self._postings.of(wanted), set(wanted), limit, allowed)
             if not best:
                 return []
             stored = self._stored([number for number, _ in best])
@@ -350,8 +378,12 @@ class SQLiteKeywordMemory(ContextFromHits):
 
     def _stored(self, numbers: Sequence[int]) -> dict[int, StoredMessage]:
         """The stored messages of these turn numbers, by number."""
-        chosen = json.dumps([number + 1 for number in numbers])
-        return {row[0]: _stored(row) for row in self._db.execute(_BY_IDS, (chosen,))}
+        chosen = [number + 1 for number in numbers]
+        if len(chosen) > _MOST_VARIABLES:
+            rows = self._db.execute(_BY_JSON_IDS, (json.dumps(chosen),))
+        else:
+            rows = self._db.execute(_BY_IDS.format(",".join("?" * len(chosen))), chosen)
+        return {row[0]: _stored(row) for row in rows}
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
         wanted, chosen = deletion(ids, filter)
@@ -365,18 +397,25 @@ class SQLiteKeywordMemory(ContextFromHits):
                 if chosen:
                     allowed = self._facets.selector(chosen, self._windows)
                     numbers = [number for number in numbers if allowed(number)]
+                old_terms: builtins.list[builtins.list[str]] = []
                 if numbers:
-                    self._unindex(numbers)
+                    old_terms = self._unindex(numbers)
                     self._db.execute(
                         "DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))",
                         (json.dumps([n + 1 for n in numbers]),),
                     )
                     generation = bump_generation(self._db)
+                # Even when nothing matched: a retry of this delete then answers 0 again.
                 commit.before_commit(self._keep_receipt, len(numbers))
-            if numbers:
+            if not numbers:
+                return 0
+            try:
                 self._generation = generation
-                self._windows.remove(numbers)
-            return len(numbers)
+                self._postings.drop(numbers, old_terms)
+                return self._windows.remove(numbers)
+            except BaseException:  # committed but not placed: read it all again next time
+                self._version = self._generation = None
+                raise
 
     def _candidates(self, chosen: MessageFilter) -> builtins.list[int]:
         """The stored turns a filter may select: those of its sessions when it names some."""

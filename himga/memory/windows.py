@@ -3,11 +3,13 @@ postings of the query's terms (see himga.memory.ranking).
 
 Turns are numbered from 0 in the order their ids were first stored; a number is never given to
 another turn while the memory lives (a deleted turn leaves a hole, a replaced one keeps its
-number). For each turn, Windows keeps its session, its place there (sessions list their turns
-in number order), its speaker's key and its window length (the number of terms in it and in the
-NEAR_TURNS turns each side of it). A new turn appends to these arrays and adds its length to
-the windows of the turns just before it; a delete or a replacement recomputes the places and
-windows of the sessions it touches, nothing else. About 30 bytes a turn.
+number). For each turn, Windows keeps its session's number, the turns just before and after it
+in its session (sessions link their turns in number order), its speaker and its window length
+(the number of terms in it and in the near_turns turns each side of it). A new turn appends to
+these arrays, links itself after the last turn of its session and adds its length to the
+windows of the turns just before it; nothing else changes. A delete or a replacement relinks
+the turns it touches and recomputes the windows of the turns within near_turns of them, nothing
+else. About 24 bytes a turn.
 
 Both keyword memories hold one: KeywordMemory as its index, SQLiteKeywordMemory rebuilt from
 its database (which stores only each turn's session, speaker and own length) when it opens.
@@ -15,12 +17,11 @@ its database (which stores only each turn's session, speaker and own length) whe
 
 from __future__ import annotations
 
-import bisect
 from array import array
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from itertools import pairwise
 
-from himga.memory.ranking import NEAR_TURNS, is_named, rank
+from himga.memory.ranking import DEFAULT_METHOD, Method, Selection, is_named, rank
 
 NO_SESSION = -1
 """The session number of a number that holds no turn (deleted, or never used)."""
@@ -31,17 +32,23 @@ def _numbers() -> array[int]:
 
 
 class Windows:
-    """The turns stored, by number: their sessions, places, speakers and windows."""
+    """The turns stored, by number: their sessions, neighbours, speakers and window lengths (of
+    `method.near_turns` turns each side), ranked by `method`."""
 
-    def __init__(self) -> None:
-        self._sessions: list[array[int]] = []  # session number -> its turns' numbers, in order
-        self._numbers: dict[Hashable, int] = {}  # session key -> session number
+    def __init__(self, method: Method = DEFAULT_METHOD) -> None:
+        self.method = method
+        self._session_numbers: dict[Hashable, int] = {}  # session key -> session number
+        self._last = _numbers()  # session number -> the number of its last turn, -1 for none
         self._session_of = _numbers()  # turn number -> its session number, or NO_SESSION
-        self._places = _numbers()  # turn number -> its place in its session
         self._lengths = _numbers()  # turn number -> its own number of terms
         self._windows = _numbers()  # turn number -> its window length
-        self._speakers: list[str] = []  # turn number -> its speaker's key
-        self._distinct_speakers: set[str] = set()
+        # turn number -> the turn before / after it in its session, -1 for none
+        self._before = _numbers()
+        self._after = _numbers()
+        self._speakers = _numbers()  # turn number -> its speaker's number (-1: no turn)
+        self._speaker_numbers: dict[str, int] = {}  # speaker's key -> its number
+        # a speaker key's first term -> the keys starting with it: a query names only these
+        self._keys_by_term: dict[str, list[str]] = {}
         self.total_length = 0  # the sum of all window lengths
         self.count = 0  # how many turns are stored
 
@@ -88,56 +95,142 @@ class Windows:
         self, sessions: Sequence[Hashable], lengths: Sequence[int], speakers: Sequence[str]
     ) -> None:
         """Append turns numbered on from `end`."""
-        windows, own, numbers = self._windows, self._lengths, self._numbers
+        # Called for every stored turn when a SQLite memory opens: locals, not attributes.
+        windows, own, before, after, last_of, session_of, session_numbers = (
+            self._windows,
+            self._lengths,
+            self._before,
+            self._after,
+            self._last,
+            self._session_of,
+            self._session_numbers,
+        )
+        near, total, number = self.method.near_turns, self.total_length, len(own)
         for session_key, length in zip(sessions, lengths, strict=True):
-            session_number = numbers.get(session_key)
-            if session_number is None:
-                session_number = self._session_number(session_key)
-            session = self._sessions[session_number]
+            session = session_numbers.get(session_key)
+            if session is None:
+                session = self._session_number(session_key)
+            last = last_of[session]
+            before.append(last)
+            after.append(-1)
             window = length
-            for earlier in session[-NEAR_TURNS:]:
-                window += own[earlier]
-                windows[earlier] += length
-                self.total_length += length
-            self.total_length += window
-            self._session_of.append(session_number)
-            self._places.append(len(session))
-            session.append(len(own))
+            if last >= 0:
+                after[last] = number
+                earlier = last
+                for _ in range(near):  # the turns before it take it into their windows
+                    window += own[earlier]
+                    windows[earlier] += length
+                    total += length
+                    earlier = before[earlier]
+                    if earlier < 0:
+                        break
+            total += window
+            last_of[session] = number
+            session_of.append(session)
             own.append(length)
             windows.append(window)
-        self._speakers.extend(speakers)
-        self._distinct_speakers.update(speakers)
+            number += 1
+        self.total_length = total
+        self._speakers.extend(map(self._speaker_number, speakers))
         self.count += len(sessions)
+
+    def _speaker_number(self, key: str) -> int:
+        speaker = self._speaker_numbers.get(key)
+        if speaker is None:
+            speaker = self._speaker_numbers[key] = len(self._speaker_numbers)
+            self._keys_by_term.setdefault(key.split(" ")[0], []).append(key)
+        return speaker
 
     def _skip_to(self, number: int) -> None:
         """Holes up to `number`: numbers that hold no turn."""
         missing = number - len(self._lengths)
         self._session_of.extend([NO_SESSION] * missing)
-        for column in (self._places, self._lengths, self._windows):
+        for column in (self._lengths, self._windows):
             column.extend([0] * missing)
-        self._speakers.extend([""] * missing)
+        for column in (self._before, self._after, self._speakers):
+            column.extend([-1] * missing)
 
     def _session_number(self, key: Hashable) -> int:
-        number = self._numbers.setdefault(key, len(self._sessions))
-        if number == len(self._sessions):
-            self._sessions.append(_numbers())
+        number = self._session_numbers.setdefault(key, len(self._last))
+        if number == len(self._last):
+            self._last.append(-1)
         return number
+
+    def _near(self, numbers: Iterable[int]) -> set[int]:
+        """The turns within near_turns of each of `numbers` in their sessions, themselves
+        included: those whose windows hold them."""
+        near, before, after = self.method.near_turns, self._before, self._after
+        found: set[int] = set()
+        for number in numbers:
+            found.add(number)
+            for links in (before, after):
+                other = number
+                for _ in range(near):
+                    other = links[other]
+                    if other < 0:
+                        break
+                    found.add(other)
+        return found
+
+    def _window_of(self, number: int) -> int:
+        near, own = self.method.near_turns, self._lengths
+        window = own[number]
+        for links in (self._before, self._after):
+            other = number
+            for _ in range(near):
+                other = links[other]
+                if other < 0:
+                    break
+                window += own[other]
+        return window
+
+    def _recompute(self, numbers: Iterable[int]) -> None:
+        """Recompute the windows of these stored turns, keeping total_length their sum."""
+        windows = self._windows
+        for number in numbers:
+            if self._session_of[number] == NO_SESSION:
+                continue
+            window = self._window_of(number)
+            self.total_length += window - windows[number]
+            windows[number] = window
+
+    def _unlink(self, number: int) -> None:
+        before, after = self._before[number], self._after[number]
+        if before >= 0:
+            self._after[before] = after
+        if after >= 0:
+            self._before[after] = before
+        else:
+            self._last[self._session_of[number]] = before
+        self._before[number] = self._after[number] = -1
+
+    def _link(self, number: int, session: int) -> None:
+        """Link a turn into `session` at its number's place."""
+        after, before = -1, self._last[session]
+        while before > number:
+            after, before = before, self._before[before]
+        self._before[number], self._after[number] = before, after
+        if before >= 0:
+            self._after[before] = number
+        if after >= 0:
+            self._before[after] = number
+        else:
+            self._last[session] = number
+        self._session_of[number] = session
 
     def remove(self, numbers: Iterable[int]) -> int:
         """Forget the turns of `numbers` that are stored; return how many there were."""
         gone = {n for n in numbers if self.holds(n)}
         if not gone:
             return 0
-        touched = {self._session_of[n] for n in gone}
-        before = self._sum_windows(touched)
-        for session_number in touched:
-            kept = [n for n in self._sessions[session_number] if n not in gone]
-            self._sessions[session_number] = array("i", kept)
+        touched = self._near(gone) - gone
         for n in gone:
+            self._unlink(n)
+            self.total_length -= self._windows[n]
             self._session_of[n] = NO_SESSION
-            self._lengths[n] = self._windows[n] = self._places[n] = 0
-            self._speakers[n] = ""
-        self._replace_windows(touched, before)
+            self._lengths[n] = self._windows[n] = 0
+            self._speakers[n] = -1
+        self._recompute(touched)
         self.count -= len(gone)
         return len(gone)
 
@@ -154,58 +247,39 @@ class Windows:
             raise ValueError("Windows.replace takes a session, length and speaker for each turn")
         if not all(map(self.holds, numbers)):
             raise ValueError("Windows.replace takes stored turns only")
-        new_sessions = [self._session_number(key) for key in sessions]
-        touched = {self._session_of[n] for n in numbers} | set(new_sessions)
-        before = self._sum_windows(touched)
-        for n, session_number, length, speaker in zip(
-            numbers, new_sessions, lengths, speakers, strict=True
-        ):
-            old = self._session_of[n]
-            if old != session_number:
-                self._sessions[old].pop(bisect.bisect_left(self._sessions[old], n))
-                bisect.insort(self._sessions[session_number], n)
-                self._session_of[n] = session_number
+        touched = self._near(numbers)
+        for n, key, length, speaker in zip(numbers, sessions, lengths, speakers, strict=True):
+            session = self._session_number(key)
+            if session != self._session_of[n]:
+                self._unlink(n)
+                self._link(n, session)
             self._lengths[n] = length
-            self._speakers[n] = speaker
-        self._distinct_speakers.update(speakers)
-        self._replace_windows(touched, before)
-
-    def _sum_windows(self, session_numbers: Iterable[int]) -> int:
-        windows = self._windows
-        return sum(windows[n] for s in session_numbers for n in self._sessions[s])
-
-    def _replace_windows(self, session_numbers: Iterable[int], before: int) -> None:
-        """Recompute the places and windows of the turns of these sessions, whose windows
-        summed to `before`."""
-        own, windows, places = self._lengths, self._windows, self._places
-        after = 0
-        for session_number in session_numbers:
-            session = self._sessions[session_number]
-            lengths = [own[n] for n in session]
-            for place, n in enumerate(session):
-                window = sum(lengths[max(0, place - NEAR_TURNS) : place + NEAR_TURNS + 1])
-                windows[n] = window
-                places[n] = place
-                after += window
-        self.total_length += after - before
-
-    def window(self, number: int) -> array[int]:
-        """The turns within NEAR_TURNS of turn `number` in its session, itself included."""
-        place = self._places[number]
-        session = self._sessions[self._session_of[number]]
-        return session[max(0, place - NEAR_TURNS) : place + NEAR_TURNS + 1]
+            self._speakers[n] = self._speaker_number(speaker)
+        self._recompute(touched | self._near(numbers))
 
     def session_numbers(self, keys: Iterable[Hashable]) -> set[int]:
         """The session numbers of the sessions with these keys (unknown keys have none)."""
-        return {self._numbers[key] for key in keys if key in self._numbers}
+        return {self._session_numbers[key] for key in keys if key in self._session_numbers}
 
-    def session_of(self) -> Sequence[int]:
+    @property
+    def sessions(self) -> int:
+        """How many session numbers have been given."""
+        return len(self._last)
+
+    def session_of(self) -> array[int]:
         """Each turn number's session number (NO_SESSION for a number holding no turn)."""
         return self._session_of
 
     def turns_of(self, session_numbers: Iterable[int]) -> set[int]:
         """Every stored turn of these sessions."""
-        return {n for s in session_numbers for n in self._sessions[s]}
+        found: set[int] = set()
+        before = self._before
+        for session in session_numbers:
+            number = self._last[session]
+            while number >= 0:
+                found.add(number)
+                number = before[number]
+        return found
 
     def stored(self, start: int = 0) -> Iterator[int]:
         """The numbers of the stored turns from `start` on, rising."""
@@ -216,30 +290,32 @@ class Windows:
 
     def best(
         self,
-        postings: Sequence[Mapping[int, int]],
+        postings: Sequence[array[int]],
         asked: Collection[str],
         limit: int,
-        allowed: Callable[[int], bool] | None = None,
+        allowed: Selection | None = None,
     ) -> list[tuple[int, float]]:
         """The best `limit` turns as (turn number, score) for a query with terms `asked`, whose
-        terms' postings ({turn number: count in the turn}) are `postings`; only turns for which
-        `allowed` holds, when it is given, while the statistics stay those of every turn."""
+        terms' postings (the number of each turn holding the term, once per occurrence) are
+        `postings`; only turns `allowed` selects, when it is given, while the statistics stay
+        those of every turn."""
         if not postings or limit <= 0:
             return []
-        windows = {number: self.window(number) for number in set().union(*postings)}
-        named = {key for key in self._distinct_speakers if is_named(key, asked)}
-        boosted: set[int] = set()
-        if named:
-            speakers = self._speakers
-            near = set().union(*windows.values())
-            boosted = {number for number in near if speakers[number] in named}
+        named = bytearray(len(self._speaker_numbers))
+        for term in asked:
+            for key in self._keys_by_term.get(term, ()):
+                if is_named(key, asked):
+                    named[self._speaker_numbers[key]] = 1
         return rank(
             postings,
-            windows,
+            self._before,
+            self._after,
             self._windows,
+            self._speakers,
+            bytes(named),
             self.count,
             self.total_length,
-            boosted,
             limit,
+            self.method,
             allowed,
         )

@@ -10,15 +10,7 @@ from hypothesis import strategies as st
 from himga.data import Message, Session
 from himga.memory import KeywordMemory, SQLiteKeywordMemory
 from himga.memory.filters import MessageFilter
-from himga.memory.ranking import (
-    K1,
-    NEAR_TURNS,
-    NEAR_WEIGHT,
-    SPEAKER_BOOST,
-    B,
-    idf,
-    speaker_key,
-)
+from himga.memory.ranking import DEFAULT_METHOD, Method, idf, speaker_key
 from himga.memory.text import query_terms, terms
 
 WORDS = ["kayak", "lake", "paddles", "sunset", "boat", "pottery", "mug", "dog", "frisbee"]
@@ -32,8 +24,11 @@ TURN = st.tuples(
 QUERY = st.lists(st.sampled_from(WORDS + SPEAKERS), min_size=1, max_size=4).map(" ".join)
 
 
-def reference(turns: list[tuple[int, str, str]], query: str) -> dict[int, float]:
+def reference(
+    turns: list[tuple[int, str, str]], query: str, method: Method = DEFAULT_METHOD
+) -> dict[int, float]:
     """Every matching turn's score, computed the slow way from the definition."""
+    near_turns, near_weight, k1, b = method.near_turns, method.near_weight, method.k1, method.b
     own = [Counter(terms(text)) for _, _, text in turns]
     by_session: dict[int, list[int]] = {}
     for number, (session, _, _) in enumerate(turns):
@@ -41,25 +36,25 @@ def reference(turns: list[tuple[int, str, str]], query: str) -> dict[int, float]
     window: dict[int, list[int]] = {}
     for numbers in by_session.values():
         for place, number in enumerate(numbers):
-            window[number] = numbers[max(0, place - NEAR_TURNS) : place + NEAR_TURNS + 1]
+            window[number] = numbers[max(0, place - near_turns) : place + near_turns + 1]
     length = {n: sum(sum(own[m].values()) for m in window[n]) for n in window}
     average = sum(length.values()) / len(turns) or 1.0
     asked = query_terms(query)
     scores: dict[int, float] = {}
     for term in asked:
         f = {
-            n: sum(own[m][term] * (1.0 if m == n else NEAR_WEIGHT) for m in window[n])
+            n: sum(own[m][term] * (1.0 if m == n else near_weight) for m in window[n])
             for n in window
         }
         holding = {n: value for n, value in f.items() if value > 0}
         weight = idf(len(turns), len(holding))
         for n, value in holding.items():
-            norm = K1 * (1 - B + B * length[n] / average)
-            scores[n] = scores.get(n, 0.0) + weight * value * (K1 + 1) / (value + norm)
+            norm = k1 * (1 - b + b * length[n] / average)
+            scores[n] = scores.get(n, 0.0) + weight * value * (k1 + 1) / (value + norm)
     for n in scores:
         key = speaker_key(turns[n][1])
         if all(part in asked for part in key.split(" ")):
-            scores[n] *= 1 + SPEAKER_BOOST
+            scores[n] *= 1 + method.speaker_boost
     return scores
 
 
@@ -149,3 +144,33 @@ def test_both_memories_follow_deletes_and_corrections(
             )
     finally:
         sqlite.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(TURN, min_size=1, max_size=20),
+    QUERY,
+    st.builds(
+        Method,
+        near_turns=st.integers(0, 4),
+        near_weight=st.sampled_from([0.0, 0.25, 0.3, 0.5, 0.75]),
+        speaker_boost=st.sampled_from([0.0, 0.5, 1.0]),
+        k1=st.sampled_from([0.9, 1.2, 2.0]),
+        b=st.sampled_from([0.0, 0.5, 0.75, 1.0]),
+    ),
+)
+def test_other_methods_score_as_their_definition_does(
+    turns: list[tuple[int, str, str]], query: str, method: Method
+) -> None:
+    # The parameters himga.eval.folds compares the default with: the same C core, other values.
+    items = [
+        (Message(role=speaker, content=text, turn_id=f"T{n}"), Session(session_id=f"s{session}"))
+        for n, (session, speaker, text) in enumerate(turns)
+    ]
+    memory = KeywordMemory(method)
+    memory.ingest_many(items)
+    expected = reference(turns, query, method)
+    found = memory.search(query, limit=len(turns))
+    assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
+        {f"T{n}": score for n, score in expected.items()}, rel=1e-12
+    )

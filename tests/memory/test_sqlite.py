@@ -41,6 +41,23 @@ def test_messages_survive_reopening(tmp_path: Path) -> None:
         assert memory.search("token00003")[0].turn_id == "T3"
 
 
+def test_a_reopened_memory_ranks_as_the_one_that_wrote(tmp_path: Path) -> None:
+    # Reopening reads every posting back from FTS5: repeated words and interleaved sessions
+    # must come back as the live memory holds them, so that every score stays the same.
+    texts = ["kayak kayak lake", "lake sunset", "mug mug mug coffee", "kayak mug", "sunset lake"]
+    said = [
+        (Message(role="Ada", content=text, turn_id=f"T{i}"), Session(session_id=f"s{i % 2}"))
+        for i, text in enumerate(texts * 3)
+    ]
+    path = tmp_path / "m.sqlite3"
+    with SQLiteKeywordMemory(path) as live:
+        live.ingest_many(said)
+        expected = {query: live.search(query, 20) for query in ("kayak", "mug lake", "Ada sunset")}
+    with SQLiteKeywordMemory(path) as reopened:
+        for query, hits in expected.items():
+            assert hits and reopened.search(query, 20) == hits
+
+
 def test_a_directory_holds_the_database(tmp_path: Path) -> None:
     with SQLiteKeywordMemory(tmp_path) as memory:
         memory.ingest(*_message(1))
