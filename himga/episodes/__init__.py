@@ -8,8 +8,7 @@ stores by name. The gRPC client (himga.service.RemoteEpisodes) is the same inter
 wire. The stores are loaded on first use, so naming one (`himga serve --help`) loads no store.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from himga.episodes.base import (
     EpisodeFilter,
@@ -19,6 +18,7 @@ from himga.episodes.base import (
     EpisodeStore,
 )
 from himga.episodes.registry import BUILTIN
+from himga.lazy import lazy_classes
 
 if TYPE_CHECKING:
     from himga.episodes.inprocess import InProcessEpisodes
@@ -34,12 +34,5 @@ __all__ = [
     "SQLiteEpisodes",
 ]
 
-# Each built-in store class, by the module the registry loads it from.
-_LAZY = {attribute.split(".")[0]: module for module, attribute in BUILTIN.values()}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+# Each built-in store class, from the module the registry loads it from.
+__getattr__ = lazy_classes(__name__, BUILTIN)

@@ -3,9 +3,9 @@
 The memories are loaded on first use (`from himga.memory import SQLiteKeywordMemory` loads the
 SQLite one alone), as himga.memory.registry loads a memory named by a server's call."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from himga.lazy import lazy_classes
 from himga.memory.base import BaseMemory, Hit, Page, StoredMessage
 from himga.memory.filters import MessageFilter
 from himga.memory.registry import BUILTIN
@@ -28,12 +28,5 @@ __all__ = [
     "StoredMessage",
 ]
 
-# Each built-in memory class, by the module the registry loads it from.
-_LAZY = {attribute.split(".")[0]: module for module, attribute in BUILTIN.values()}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+# Each built-in memory class, from the module the registry loads it from.
+__getattr__ = lazy_classes(__name__, BUILTIN)
