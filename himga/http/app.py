@@ -23,6 +23,8 @@ _ALLOWED_HEADERS = (
     "x-grpc-web, x-user-agent, grpc-timeout"
 )
 _EXPOSED_HEADERS = "grpc-status, grpc-message, grpc-status-details-bin"
+_DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+_GRPC_WEB_FRAME = 5  # a flag byte and a four-byte length before each message
 
 
 def openapi_document() -> bytes:
@@ -61,6 +63,9 @@ class HttpApp:
                 read_max_bytes=max_message_bytes,
             ),
         }
+        self.max_body_bytes = (max_message_bytes or _DEFAULT_MAX_BYTES) + _GRPC_WEB_FRAME
+        """The largest request body worth reading: a message of the most bytes allowed, in a
+        gRPC-Web frame. connect-python answers a larger message with resource_exhausted."""
         self._origins = frozenset(cors_origins)
         self._files = {path: (_static(name), kind) for path, (name, kind) in _PAGES.items()}
         self._files["/openapi.json"] = (openapi_document(), "application/json")

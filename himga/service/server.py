@@ -178,7 +178,7 @@ def create_server(
             chain, {SERVICE_NAME: servicer, EPISODE_SERVICE_NAME: episode_servicer}
         )
         app = HttpApp(dispatcher, cors_origins=cors_origins, max_message_bytes=max_message_bytes)
-        http = HttpServer(app, *http_address)
+        http = HttpServer(app, *http_address, workers=max_workers)
     server.start()
     if http is not None:
         http.start()
