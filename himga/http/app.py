@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from himga_proto.memory.v1 import memory_connect, memory_pb2
 
+from himga.http import codec
 from himga.http.dispatch import Dispatcher
 
 Environ = dict[str, Any]
@@ -51,6 +52,7 @@ class HttpApp:
         cors_origins: Sequence[str] = (),
         max_message_bytes: int | None = None,
     ) -> None:
+        codec.install()
         memory = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
         episodes = memory_pb2.DESCRIPTOR.services_by_name["EpisodeService"].full_name
         self._services: dict[str, WsgiApp] = {
@@ -81,7 +83,8 @@ class HttpApp:
             return [b""]
         for prefix, service in self._services.items():
             if path.startswith(prefix):
-                return service(environ, _with_headers(start_response, cors))
+                with codec.serving():
+                    return service(environ, _with_headers(start_response, cors))
         found = self._files.get(path)
         if found is not None and method in ("GET", "HEAD"):
             body, kind = found
