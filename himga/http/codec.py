@@ -8,8 +8,9 @@ offending fields of a JSON body) for `Dispatcher`, which hands it to the gRPC se
 interceptor chain: auth first, then INVALID_ARGUMENT with reason INVALID_REQUEST and BadRequest
 violations (himga.service.decoding), the same log line and metrics as over gRPC.
 
-Its encoder writes the JSON of `json_format.MessageToDict` without indentation (connect-python
-indents by two spaces, through the json module's pure-Python encoder), a third less time.
+Its encoder writes the ProtoJSON of `himga.http.protojson` without indentation (connect-python
+indents by two spaces, through the json module's pure-Python encoder, after json_format's own
+walk of the message): a Retrieve answer of ten hits in under half the time.
 
 connect-python keeps one codec table per process and has no per-application option (its own
 source says so); `install` puts these in it. Outside `serving()` (a connect-python client in the
@@ -27,6 +28,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from himga.http import protojson
 from himga.status import FieldViolation, Undecodable
 
 _local = threading.local()
@@ -72,7 +74,7 @@ class JsonCodec:
         return "json"
 
     def encode(self, message: Message) -> bytes:
-        value = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+        value = protojson.to_dict(message)
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
     def decode(self, data: bytes | bytearray, message: Message) -> Message:
