@@ -101,24 +101,6 @@ def test_binary_connect_and_grpc_web_reach_the_same_memory(served: Served) -> No
     assert b"grpc-status: 0" in raw[5 + size :].lower().replace(b"grpc-status:0", b"grpc-status: 0")
 
 
-def test_cors_is_off_unless_an_origin_is_given(served: Served) -> None:
-    headers = {"Origin": "https://elsewhere.example"}
-    _, answer_headers, _ = served.post(MEMORY + "Retrieve", {"namespace": "n"}, headers)
-    assert "access-control-allow-origin" not in {k.lower() for k in answer_headers}
-    server, _ = create_server(
-        "127.0.0.1:0",
-        http_address=("127.0.0.1", 0),
-        cors_origins=["https://elsewhere.example"],
-    )
-    try:
-        other = Served(server, 0)
-        _, answer_headers, _ = other.post(MEMORY + "Retrieve", {"namespace": "n"}, headers)
-        lowered = {k.lower(): v for k, v in answer_headers.items()}
-        assert lowered["access-control-allow-origin"] == "https://elsewhere.example"
-    finally:
-        server.stop(0).wait()
-
-
 def test_the_token_is_needed_and_its_rights_hold_over_http(tmp_path: Path) -> None:
     held = tokens.Tokens()
     reader, _ = held.new(["team-*"], {"read"})
