@@ -12,6 +12,7 @@ the loop sends it once: one trip there, one back.
 
 import asyncio
 import io
+import json
 import sys
 from concurrent.futures import Executor
 from typing import Any
@@ -25,12 +26,15 @@ Headers = list[tuple[bytes, bytes]]
 
 class InThreads:
     """An ASGI application calling the WSGI `app` on `pool` for each HTTP request. A body over
-    `max_body_bytes` is refused (413) as soon as that many bytes have come."""
+    `max_body_bytes` is refused as soon as that many bytes have come: 413, with Connect's error
+    JSON (resource_exhausted), which Connect clients read as they read any error."""
 
     def __init__(self, app: WsgiApp, pool: Executor, max_body_bytes: int) -> None:
         self._app = app
         self._pool = pool
         self._max_body_bytes = max_body_bytes
+        message = f"the request body is over {max_body_bytes} bytes, the most this server takes"
+        self._too_large = json.dumps({"code": "resource_exhausted", "message": message}).encode()
 
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
@@ -47,8 +51,7 @@ class InThreads:
                 return  # the client went away
             body += message["body"]
             if len(body) > self._max_body_bytes:
-                refusal = f"the request body is over {self._max_body_bytes} bytes\n".encode()
-                await _send(send, 413, [(b"content-type", b"text/plain")], refusal)
+                await _send(send, 413, [(b"content-type", b"application/json")], self._too_large)
                 return
             if not message["more_body"]:
                 break

@@ -113,3 +113,24 @@ def test_serve_takes_cors_origins_from_its_flag() -> None:
     finally:
         process.terminate()
         process.wait(60)
+
+
+def test_a_body_over_the_limit_is_refused_and_the_server_keeps_serving() -> None:
+    server, port = create_server(
+        "127.0.0.1:0", http_address=("127.0.0.1", 0), max_message_bytes=1000
+    )
+    try:
+        served = Served(server, port)
+        # Just past the message limit: connect-python's answer; past the limit and a gRPC-Web
+        # frame's header: refused before the rest is read.
+        just_over = b'{"namespace": "n", "query": "' + b"x" * 972 + b'"}'
+        assert len(just_over) == 1003
+        for body, status in ((just_over, 429), (b"{" * 100_000, 413)):
+            answer_status, _, raw = served.post(RETRIEVE, body)
+            assert (answer_status, json.loads(raw)["code"]) == (status, "resource_exhausted")
+        assert served.call("Retrieve", {"namespace": "n", "query": "x"}) == (
+            200,
+            {"context": "", "hits": []},
+        )
+    finally:
+        server.stop(0).wait()
