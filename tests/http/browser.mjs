@@ -5,6 +5,8 @@
 //                                 list the sessions left
 //   episodes AGENT OUTCOME ID     list the episodes, then those of AGENT with OUTCOME, open ID
 //                                 (its timeline's items, each with its kind)
+//   token QUERY TOKEN             search QUERY without a token (the error shown), then with
+//                                 TOKEN typed in (the hits' turns)
 //   screenshot QUERY ID PNG       search QUERY, list the messages and the episodes, open ID,
 //                                 and take a screenshot of the whole page
 import { chromium } from "playwright-core";
@@ -61,6 +63,14 @@ const scenarios = {
     await page.selectOption("#episode-outcome", outcome);
     const filtered = await showEpisodes();
     return { all, filtered, ...(await open(id)) };
+  },
+  async token(query, token) {
+    await page.fill("#query", query);
+    await page.click("#search-form button");
+    await page.waitForFunction(() => document.querySelector("#error").textContent !== "");
+    const refused = await page.textContent("#error");
+    await page.fill("#token", token);
+    return { refused, ...(await search(query)), error: await page.textContent("#error") };
   },
   async screenshot(query, id, png) {
     await search(query);

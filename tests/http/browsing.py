@@ -50,18 +50,21 @@ EPISODES = [
 ]
 
 
-def post(base: str, service: str, method: str, body: object) -> Any:
+def post(base: str, service: str, method: str, body: object, token: str | None = None) -> Any:
     """A Connect JSON call to the HTTP port at `base`, as the page makes it."""
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(
         f"{base}/himga.memory.v1.{service}/{method}",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        headers=headers,
     )
     with urllib.request.urlopen(request) as answer:
         return json.loads(answer.read())
 
 
-def store_conversation(base: str, namespace: str) -> Sample:
+def store_conversation(base: str, namespace: str, token: str | None = None) -> Sample:
     """The first LoCoMo conversation of the fixture, ingested turn by turn; returns it."""
     sample = load_locomo(FIXTURE)[0]
     for session in sample.sessions:
@@ -75,7 +78,7 @@ def store_conversation(base: str, namespace: str) -> Sample:
                 },
                 "session": {"session_id": session.session_id, "date_str": session.date_str},
             }
-            post(base, "MemoryService", "Ingest", body)
+            post(base, "MemoryService", "Ingest", body, token)
     return sample
 
 

@@ -1,6 +1,7 @@
 """The memory browser in a real browser (headless Chromium through playwright-core): a LoCoMo
 conversation ingested over HTTP is searched in the page, which shows the evidence turn and the
-context string; deleting a session in the page removes it from the memory. Episodes recorded
+context string; deleting a session in the page removes it from the memory; with auth on, the
+page sends the token typed in. Episodes recorded
 over HTTP are listed and filtered in the page, and one opens as its timeline: its tool calls,
 then its errors, in order."""
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from himga.service import tokens
+from himga.service.auth import AuthFile
 from himga.service.server import create_server
 from tests.http.browsing import drive, post, store_conversation, store_episodes
 
@@ -50,3 +53,24 @@ def test_episodes_are_listed_filtered_and_opened_as_a_timeline(base: str) -> Non
         ),
         ("error", "error lint_error: unused import os (unresolved)"),
     ]
+
+
+def test_the_page_sends_the_token_typed_in(tmp_path: Path) -> None:
+    held = tokens.Tokens()
+    secret, _ = held.new(["locomo"], {"read", "write"})
+    tokens.save(tmp_path / "auth.json", held)
+    server, _ = create_server(
+        "127.0.0.1:0",
+        memory="keyword",
+        auth=AuthFile(tmp_path / "auth.json"),
+        http_address=("127.0.0.1", 0),
+    )
+    try:
+        base = f"http://127.0.0.1:{server.http_port}"
+        sample = store_conversation(base, "locomo", token=secret)
+        question = sample.qa_pairs[0]
+        seen = drive("token", base + "/", "locomo", question.question, secret)
+        assert seen["refused"].startswith("Retrieve: unauthenticated: ")
+        assert set(question.evidence) & set(seen["hits"]) and seen["error"] == ""
+    finally:
+        server.stop(0).wait()
