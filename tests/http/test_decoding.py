@@ -12,8 +12,11 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
+from himga_proto.memory.v1 import memory_pb2 as pb
 
+from himga.http import codec
 from himga.service import tokens
 from himga.service.auth import AuthFile
 from himga.service.server import create_server
@@ -185,3 +188,19 @@ def test_grpc_web_json_carries_the_same_details_in_its_trailers(served: Served) 
     assert [(v.field, v.description) for v in bad.field_violations] == [
         ("limit", "must be an integer from 0 to 4294967295")
     ]
+
+
+def test_only_the_server_side_keeps_a_failure_instead_of_raising() -> None:
+    # A connect-python client in the same process shares the codec table: its answers that do
+    # not decode still raise, as with connect-python's own codecs.
+    with pytest.raises(json_format.ParseError):
+        codec.JSON.decode(b'{"limit": "ten"}', pb.RetrieveRequest())
+    with codec.serving():
+        request = codec.JSON.decode(b'{"namespace": "n", "limit": "ten"}', pb.RetrieveRequest())
+        assert request == pb.RetrieveRequest()  # nothing half-decoded reaches a servicer
+        failure = codec.undecodable(request)
+        assert failure is not None and codec.undecodable(request) is None  # taken once
+        assert [(v.field, v.description) for v in failure.violations] == [
+            ("limit", "must be an integer from 0 to 4294967295")
+        ]
+        assert codec.undecodable(codec.JSON.decode(b"{}", pb.RetrieveRequest())) is None
