@@ -18,7 +18,7 @@ MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
-        bench-isolation soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
+        bench-isolation screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -93,6 +93,11 @@ bench-async: $(SETUP)
 ## bench-http: Retrieve over HTTP JSON beside Retrieve over gRPC, sequential and concurrent
 bench-http: $(SETUP)
 	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_http
+
+## screenshot-browser: a PNG of the memory browser (PNG=memory-browser.png), in Debian's Chromium
+screenshot-browser: $(SETUP) $(NODE)
+	bash scripts/chromium.sh
+	$(PY) -m tests.http.screenshot $(or $(PNG),memory-browser.png)
 
 ## bench-isolation: small calls to one namespace alone and beside another's 100k-message batches
 bench-isolation: $(SETUP)

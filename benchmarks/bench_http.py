@@ -2,11 +2,17 @@
 
 Starts `himga serve --http-port` as a separate process on 127.0.0.1 (so client and server do
 not share an interpreter), stores the LoCoMo development conversations in one namespace, and
-asks their real questions through both ports: one call at a time, then CONCURRENCY calls in
-flight (a thread each: a gRPC stub on one shared channel; an HTTP/1.1 keep-alive connection per
-thread). Each of RUNS runs times both in turn; the table gives min / median / max over the runs
-of HTTP's calls per second as a share of gRPC's, each ratio taken within a run.
-Target: HTTP JSON at least 0.50 of gRPC, sequential and at concurrency 8.
+asks their real questions through both ports of that one process: one call at a time, then
+CONCURRENCY calls in flight. The clients are what a Python user would pick: a gRPC stub on one
+channel; http.client with one keep-alive HTTP/1.1 connection per thread, the body made and read
+with the json module. Both are warmed first (every thread's connection open, every question
+asked once through each port, which also checks that both ports answer every question with the
+same hits). The CONCURRENCY threads are made once and kept for every timed pass.
+
+Each run times every question through both ports in BLOCKS blocks that alternate which port
+goes first, so that a change in the machine's load falls on both. The table gives min / median
+/ max over the runs of HTTP's calls per second as a share of gRPC's, each ratio taken within
+one run. Target: HTTP JSON at least 0.50 of gRPC, sequential and at concurrency 8.
 """
 
 import argparse
@@ -30,12 +36,17 @@ from himga.data import load_dataset
 from himga.service import RemoteMemory
 from tests.server_process import start_listening
 
-RUNS = 3
+RUNS = 5
 CALLS = 400
+BLOCKS = 10
 CONCURRENCY = 8
+LIMIT = 10
 NAMESPACE = "bench-http"
 LOCOMO = Path(os.environ.get("LOCOMO", "../shared/data/locomo/locomo-dev.json"))
 _RETRIEVE = "/himga.memory.v1.MemoryService/Retrieve"
+
+Call = Callable[[str], list[str]]
+"""Asks one question; answers the turn_ids of its hits."""
 
 
 def main() -> int:
@@ -57,7 +68,10 @@ def main() -> int:
     finally:
         process.terminate()
         process.wait()
-    print(f"Retrieve over HTTP JSON vs gRPC, {len(questions)} LoCoMo questions, {args.runs} runs")
+    print(
+        f"Retrieve over HTTP JSON vs gRPC, {len(questions)} LoCoMo questions (limit {LIMIT}), "
+        f"one server process, {args.runs} runs"
+    )
     for name, ratios in table.items():
         low, mid, high = min(ratios), statistics.median(ratios), max(ratios)
         print(f"  {name:<16} HTTP / gRPC calls per second: {low:.2f} / {mid:.2f} / {high:.2f}")
@@ -67,50 +81,64 @@ def main() -> int:
 def _measure(
     target: str, http_port: int, questions: list[str], runs: int
 ) -> dict[str, list[float]]:
-    table: dict[str, list[float]] = {"sequential": [], f"concurrency {CONCURRENCY}": []}
-    with grpc.insecure_channel(target) as channel:
+    sequential, concurrent = "sequential", f"concurrency {CONCURRENCY}"
+    table: dict[str, list[float]] = {sequential: [], concurrent: []}
+    local = threading.local()
+    with (
+        grpc.insecure_channel(target) as channel,
+        ThreadPoolExecutor(max_workers=CONCURRENCY) as pool,
+    ):
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
 
-        def over_grpc(question: str) -> int:
-            request = pb.RetrieveRequest(namespace=NAMESPACE, query=question, limit=10)
-            return len(stub.Retrieve(request, timeout=30).hits)
+        def over_grpc(question: str) -> list[str]:
+            request = pb.RetrieveRequest(namespace=NAMESPACE, query=question, limit=LIMIT)
+            return [hit.turn_id for hit in stub.Retrieve(request, timeout=30).hits]
 
-        local = threading.local()
-
-        def over_http(question: str) -> int:
+        def over_http(question: str) -> list[str]:
             if not hasattr(local, "connection"):
                 local.connection = http.client.HTTPConnection("127.0.0.1", http_port, timeout=30)
-            body = json.dumps({"namespace": NAMESPACE, "query": question, "limit": 10})
+            body = json.dumps({"namespace": NAMESPACE, "query": question, "limit": LIMIT})
             headers = {"Content-Type": "application/json"}
-            local.connection.request("POST", _RETRIEVE, body, headers)
-            answer = local.connection.getresponse()
+            try:
+                local.connection.request("POST", _RETRIEVE, body, headers)
+                answer = local.connection.getresponse()
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                # The server closed a connection left idle past its keep-alive timeout (5 s);
+                # a client opens another, as this one does once.
+                local.connection.close()
+                local.connection.request("POST", _RETRIEVE, body, headers)
+                answer = local.connection.getresponse()
             payload = answer.read()
             if answer.status != 200:
                 raise RuntimeError(f"HTTP {answer.status}: {payload[:200]!r}")
-            return len(json.loads(payload).get("hits", []))
+            return [hit["turn_id"] for hit in json.loads(payload)["hits"]]
 
-        # Both ports must find the same hits, or the comparison means nothing.
-        sample = questions[:20]
-        if [over_grpc(q) for q in sample] != [over_http(q) for q in sample]:
-            raise RuntimeError("HTTP and gRPC answered the same questions differently")
-        for _ in range(runs):
-            for workers, name in ((1, "sequential"), (CONCURRENCY, f"concurrency {CONCURRENCY}")):
-                grpc_rate = _rate(over_grpc, questions, workers)
-                http_rate = _rate(over_http, questions, workers)
-                table[name].append(http_rate / grpc_rate)
+        # Warm both ways, each thread's connection included, and check they answer alike.
+        for workers in (1, CONCURRENCY):
+            grpc_hits = _ask(over_grpc, questions, workers, pool)
+            if _ask(over_http, questions, workers, pool) != grpc_hits:
+                raise RuntimeError("HTTP and gRPC answered the same questions differently")
+        blocks = [questions[i::BLOCKS] for i in range(BLOCKS)]
+        for run in range(runs):
+            for workers, name in ((1, sequential), (CONCURRENCY, concurrent)):
+                spent = {over_grpc: 0.0, over_http: 0.0}
+                for number, block in enumerate(blocks):
+                    ways = (over_grpc, over_http) if (run + number) % 2 else (over_http, over_grpc)
+                    for way in ways:
+                        start = time.perf_counter()
+                        _ask(way, block, workers, pool)
+                        spent[way] += time.perf_counter() - start
+                table[name].append(spent[over_grpc] / spent[over_http])
     return table
 
 
-def _rate(call: Callable[[str], int], questions: list[str], workers: int) -> float:
-    """Calls per second of `call` over every question, `workers` at a time."""
-    start = time.perf_counter()
+def _ask(
+    call: Call, questions: list[str], workers: int, pool: ThreadPoolExecutor
+) -> list[list[str]]:
+    """The answers of `call` to every question, `workers` at a time (1: on this thread)."""
     if workers == 1:
-        for question in questions:
-            call(question)
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(call, questions))
-    return len(questions) / (time.perf_counter() - start)
+        return [call(question) for question in questions]
+    return list(pool.map(call, questions))
 
 
 def _free_port() -> int:

@@ -20,13 +20,28 @@ D = TypeVar("D", bound=ProtoMessage)
 
 @dataclass(frozen=True, slots=True)
 class FieldViolation:
-    """One broken rule of a request: the field's path (`items[3].message.role`) and the rule."""
+    """One broken rule of a request: the field's path (`items[3].message.role`; empty: the
+    whole request) and the rule."""
 
     field: str
     description: str
 
     def __str__(self) -> str:
-        return f"{self.field}: {self.description}"
+        return f"{self.field}: {self.description}" if self.field else self.description
+
+
+class Undecodable:
+    """A request whose bytes did not decode into its method's message, with why (one line) and
+    their size; `violations` names the offending fields when the decoder could tell (ProtoJSON
+    can: `limit` is not a number; a broken protobuf cannot). Handed to the interceptor chain in
+    place of the request, which answers INVALID_ARGUMENT (himga.service.decoding)."""
+
+    __slots__ = ("size", "violations", "why")
+
+    def __init__(self, why: str, size: int, violations: tuple[FieldViolation, ...] = ()) -> None:
+        self.why = why
+        self.size = size
+        self.violations = violations
 
 
 def is_call(error: grpc.RpcError) -> bool:

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from himga_proto.memory.v1 import memory_connect, memory_pb2
 
+from himga.http import codec
 from himga.http.dispatch import Dispatcher
 
 Environ = dict[str, Any]
@@ -23,6 +24,8 @@ _ALLOWED_HEADERS = (
     "x-grpc-web, x-user-agent, grpc-timeout"
 )
 _EXPOSED_HEADERS = "grpc-status, grpc-message, grpc-status-details-bin"
+_DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+_GRPC_WEB_FRAME = 5  # a flag byte and a four-byte length before each message
 
 
 def openapi_document() -> bytes:
@@ -49,6 +52,7 @@ class HttpApp:
         cors_origins: Sequence[str] = (),
         max_message_bytes: int | None = None,
     ) -> None:
+        codec.install()
         memory = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
         episodes = memory_pb2.DESCRIPTOR.services_by_name["EpisodeService"].full_name
         self._services: dict[str, WsgiApp] = {
@@ -61,6 +65,9 @@ class HttpApp:
                 read_max_bytes=max_message_bytes,
             ),
         }
+        self.max_body_bytes = (max_message_bytes or _DEFAULT_MAX_BYTES) + _GRPC_WEB_FRAME
+        """The largest request body worth reading: a message of the most bytes allowed, in a
+        gRPC-Web frame. connect-python answers a larger message with resource_exhausted."""
         self._origins = frozenset(cors_origins)
         self._files = {path: (_static(name), kind) for path, (name, kind) in _PAGES.items()}
         self._files["/openapi.json"] = (openapi_document(), "application/json")
@@ -76,7 +83,8 @@ class HttpApp:
             return [b""]
         for prefix, service in self._services.items():
             if path.startswith(prefix):
-                return service(environ, _with_headers(start_response, cors))
+                with codec.serving():
+                    return service(environ, _with_headers(start_response, cors))
         found = self._files.get(path)
         if found is not None and method in ("GET", "HEAD"):
             body, kind = found

@@ -8,7 +8,9 @@ from typing import Any, cast
 
 import grpc
 from connectrpc.request import RequestContext
+from google.protobuf import descriptor_pool, message_factory
 
+from himga.http.codec import undecodable
 from himga.http.context import HttpContext
 
 
@@ -35,12 +37,17 @@ class Dispatcher:
         self._servicers = dict(servicers)
 
     def _handler(self, method: str) -> grpc.RpcMethodHandler | None:
+        """The servicer's method as the gRPC server registers it: with its request decoder,
+        which the HTTP side never calls but the interceptors read (the decoding interceptor
+        checks the requests of a handler that has one)."""
         service, _, name = method.strip("/").partition("/")
         servicer = self._servicers.get(service)
         function = getattr(servicer, name, None) if servicer is not None else None
         if function is None:
             return None
-        return grpc.unary_unary_rpc_method_handler(function)
+        found = descriptor_pool.Default().FindServiceByName(service).methods_by_name[name]
+        decode = message_factory.GetMessageClass(found.input_type).FromString
+        return grpc.unary_unary_rpc_method_handler(function, decode)
 
     def resolve(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         """The handler the gRPC server would run for `details`, interceptors applied."""
@@ -54,13 +61,17 @@ class Dispatcher:
         return handler
 
     def call(self, method: str, request: Any, ctx: RequestContext[Any, Any]) -> Any:
-        """Answer `request` to `method` ("/package.Service/Method") for an HTTP call."""
+        """Answer `request` to `method` ("/package.Service/Method") for an HTTP call. A request
+        that did not decode (himga.http.codec) goes to the chain as its `Undecodable`, as the
+        gRPC port's decoder hands it on."""
         peer = ctx.client_address() or ""
         context = HttpContext(ctx.request_headers(), f"http:{peer}", ctx.timeout_ms())
         handler = self.resolve(_Details(method, context.invocation_metadata()))
         if handler is None or handler.unary_unary is None:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, f"no method {method}")
-        return handler.unary_unary(request, cast(grpc.ServicerContext, context))
+        failure = undecodable(request)
+        given = request if failure is None else failure
+        return handler.unary_unary(given, cast(grpc.ServicerContext, context))
 
     def bridge(self, service: str, methods: Sequence[str]) -> object:
         """An object with connect-python's snake_case method for each of `methods` of

@@ -1,20 +1,24 @@
 """`HttpServer`: the HTTP port, served by hypercorn (HTTP/1.1, and HTTP/2 in cleartext) on a
-thread of its own, from a socket bound before it starts (so port 0 gives a known free port)."""
+thread of its own, from a socket bound before it starts (so port 0 gives a known free port);
+the application answers on a pool of `workers` threads (himga.http.threads)."""
 
 import asyncio
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 from himga.http.app import HttpApp
+from himga.http.threads import InThreads
 
 
 class HttpServer:
-    """Serves `app` on `host:port` until `stop()`."""
+    """Serves `app` on `host:port` until `stop()`, `workers` requests at a time (the rest wait
+    their turn, as the gRPC port's do)."""
 
-    def __init__(self, app: HttpApp, host: str, port: int) -> None:
+    def __init__(self, app: HttpApp, host: str, port: int, *, workers: int = 8) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -28,7 +32,8 @@ class HttpServer:
         config.errorlog = None
         config.graceful_timeout = 1.0
         self._config = config
-        self._app = app
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="himga-http")
+        self._app = InThreads(app, self._pool, app.max_body_bytes)
         self._loop = asyncio.new_event_loop()
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
@@ -45,7 +50,7 @@ class HttpServer:
         self._loop.call_soon(self._ready.set)
         stopping = self._stopping
         self._loop.run_until_complete(
-            serve(self._app, self._config, shutdown_trigger=stopping.wait, mode="wsgi")
+            serve(self._app, self._config, shutdown_trigger=stopping.wait, mode="asgi")
         )
         self._loop.close()
 
@@ -57,3 +62,4 @@ class HttpServer:
             self._socket.detach()  # hypercorn closed the descriptor; never close a reused one
         else:
             self._socket.close()
+        self._pool.shutdown(wait=True)

@@ -16,21 +16,12 @@ import grpc
 
 from himga.service.errors import FieldViolation, InvalidRequest
 from himga.service.interceptors import Deserializer, wrap
+from himga.status import Undecodable
 
 _log = logging.getLogger(__name__)
 
 LOG_BURST = 10
 LOG_PERIOD_SECONDS = 60.0
-
-
-class Undecodable:
-    """A request whose bytes did not decode, with why."""
-
-    __slots__ = ("size", "why")
-
-    def __init__(self, why: str, size: int) -> None:
-        self.why = why
-        self.size = size
 
 
 class RateLimitedLog:
@@ -81,8 +72,8 @@ class DecodingInterceptor(grpc.ServerInterceptor):
                     request.why,
                     request.size,
                 )
-                violation = FieldViolation("", f"the request does not decode: {request.why}")
-                raise InvalidRequest([violation])
+                whole = FieldViolation("", f"the request does not decode: {request.why}")
+                raise InvalidRequest(list(request.violations) or [whole])
 
         return wrap(handler, method, check=check, deserializer=decode)
 

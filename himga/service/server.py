@@ -131,8 +131,9 @@ def create_server(
     `max_open_namespaces` durable namespaces stay open. `metrics` sees every call (serving them
     over HTTP is the caller's choice: `Metrics.serve`). With `http_address` (host, port), the
     same services are also served over HTTP (himga.http: Connect and gRPC-Web, the OpenAPI
-    document, the memory browser), through the same interceptors and servicers, with CORS for
-    `cors_origins`; `MemoryServer.http_port` is its port. ValueError on an unknown memory or
+    document, the memory browser), through the same interceptors and servicers, on a pool of
+    `max_workers` threads of its own, with CORS for `cors_origins`; `MemoryServer.http_port` is
+    its port. ValueError on an unknown memory or
     episode store, or an unreadable TLS file."""
     directory = Path(data_dir) if data_dir is not None else None
     namespaces = Namespaces(memory, directory, max_open_namespaces)
@@ -178,7 +179,7 @@ def create_server(
             chain, {SERVICE_NAME: servicer, EPISODE_SERVICE_NAME: episode_servicer}
         )
         app = HttpApp(dispatcher, cors_origins=cors_origins, max_message_bytes=max_message_bytes)
-        http = HttpServer(app, *http_address)
+        http = HttpServer(app, *http_address, workers=max_workers)
     server.start()
     if http is not None:
         http.start()

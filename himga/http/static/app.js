@@ -83,28 +83,43 @@ async function list(fromStart) {
 $("list-form").addEventListener("submit", (event) => { event.preventDefault(); list(true); });
 $("next").addEventListener("click", () => list(false));
 
+// Listing filters (ListEpisodesRequest's fields); a search (SearchEpisodes) ranks instead.
+const EPISODE_FILTERS = { task_id: "episode-task", agent: "episode-agent",
+  outcome: "episode-outcome", phase: "episode-phase", file: "episode-file" };
+
 $("episodes-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const query = $("episode-query").value.trim();
+  const filters = Object.fromEntries(Object.entries(EPISODE_FILTERS)
+    .map(([field, id]) => [field, $(id).value.trim()]).filter(([, value]) => value));
   const episodes = query
     ? (await call("EpisodeService", "SearchEpisodes", {
-      namespace: namespace(), task: { goal: query, phase: "ACT" }, query,
+      namespace: namespace(), task: { goal: query }, query,
     })).hits?.map((hit) => hit.episode) ?? []
-    : (await call("EpisodeService", "ListEpisodes", { namespace: namespace() })).episodes ?? [];
+    : (await call("EpisodeService", "ListEpisodes", { namespace: namespace(), ...filters }))
+      .episodes ?? [];
   $("episodes").querySelector("tbody").replaceChildren();
   for (const episode of episodes) {
-    row("episodes", [episode.id, episode.context?.goal, episode.outcome],
+    row("episodes", [episode.id, episode.task_id, episode.agent, episode.timestamp,
+      episode.context?.goal, episode.outcome ?? "success"],
       [button("open", () => timeline(episode.id))]);
   }
 });
 
+// One episode as a timeline: its tool calls in order (seconds since it started), then the
+// errors it met in order, each with how it was resolved.
 async function timeline(id) {
   const { episode } = await call("EpisodeService", "GetEpisode", { namespace: namespace(), id });
+  $("timeline-title").textContent = `${episode.id}: ${episode.context?.goal ?? ""}`;
   const items = [
-    ...(episode.action_log ?? []).map((a) => `${a.t}s ${a.action} ${a.target}: ${a.result}`),
-    ...(episode.errors_encountered ?? []).map((e) => `error ${e.type}: ${e.message} -> ${e.resolution}`),
+    ...(episode.action_log ?? []).map((a) => ["action", `${a.t}s ${a.action} ${a.target}: ${a.result}`]),
+    ...(episode.errors_encountered ?? []).map((e) => ["error",
+      `error ${e.type}: ${e.message}${e.resolution ? ` -> ${e.resolution}` : " (unresolved)"}`]),
   ];
-  $("timeline").replaceChildren(...items.map((text) => {
-    const li = document.createElement("li"); li.textContent = text; return li;
+  $("timeline").replaceChildren(...items.map(([kind, text]) => {
+    const li = document.createElement("li");
+    li.className = kind;
+    li.textContent = text;
+    return li;
   }));
 }

@@ -1,0 +1,248 @@
+"""The HTTP port's codecs, in place of connect-python's: ProtoJSON written compact, and requests
+that do not decode answered the way the gRPC port answers them.
+
+connect-python 0.9 turns any decoding failure into a bare `invalid_argument` ("Failed to decode
+request body: ...") before the interceptors run, with no ErrorInfo and no field named. Within
+`serving()`, these codecs instead leave the message empty and keep an `Undecodable` (naming the
+offending fields of a JSON body) for `Dispatcher`, which hands it to the gRPC server's own
+interceptor chain: auth first, then INVALID_ARGUMENT with reason INVALID_REQUEST and BadRequest
+violations (himga.service.decoding), the same log line and metrics as over gRPC.
+
+Its encoder writes the ProtoJSON of `himga.http.protojson` without indentation (connect-python
+indents by two spaces, through the json module's pure-Python encoder, after json_format's own
+walk of the message): a Retrieve answer of ten hits in under half the time.
+
+connect-python keeps one codec table per process and has no per-application option (its own
+source says so); `install` puts these in it. Outside `serving()` (a connect-python client in the
+same process), decoding fails by raising, as connect-python's own codecs do.
+"""
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from connectrpc import _codec
+from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from himga.http import protojson
+from himga.status import FieldViolation, Undecodable
+
+_local = threading.local()
+
+
+@contextmanager
+def serving() -> Iterator[None]:
+    """Within: a request that does not decode on this thread is kept for `undecodable` instead
+    of raising."""
+    _local.serving, _local.failure = True, None
+    try:
+        yield
+    finally:
+        _local.serving, _local.failure = False, None
+
+
+def undecodable(request: object) -> Undecodable | None:
+    """Why `request`, decoded on this thread within `serving()`, did not decode; None if it
+    did."""
+    failure: tuple[object, Undecodable] | None = getattr(_local, "failure", None)
+    if failure is None or failure[0] is not request:
+        return None
+    _local.failure = None
+    return failure[1]
+
+
+def _failed(message: Message, error: Exception, data: bytes | bytearray, found: Any) -> Message:
+    if not getattr(_local, "serving", False):
+        raise error
+    message.Clear()
+    why = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+    _local.failure = (message, Undecodable(why, len(data), tuple(found)))
+    return message
+
+
+class JsonCodec:
+    """ProtoJSON with the proto's json_names (the schemas' keys), written compact. Fields
+    without presence are written even when empty: the schemas require `content` of a Message
+    that may be "", and a client reads `"hits": []` rather than guessing from a missing key;
+    unset `optional` fields and messages stay out, as the schemas have them optional."""
+
+    def name(self) -> str:
+        return "json"
+
+    def encode(self, message: Message) -> bytes:
+        value = protojson.to_dict(message)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def decode(self, data: bytes | bytearray, message: Message) -> Message:
+        try:
+            json_format.Parse(bytes(data), message)
+        except Exception as error:  # ParseError, and UnicodeDecodeError for bytes not UTF-8
+            return _failed(message, error, data, json_violations(data, message.DESCRIPTOR))
+        return message
+
+
+class ProtoCodec:
+    """The protobuf binary form; a broken one names no field (as over gRPC)."""
+
+    def name(self) -> str:
+        return "proto"
+
+    def encode(self, message: Message) -> bytes:
+        return message.SerializeToString()
+
+    def decode(self, data: bytes | bytearray, message: Message) -> Message:
+        try:
+            message.ParseFromString(bytes(data))
+        except Exception as error:  # DecodeError
+            return _failed(message, error, data, ())
+        return message
+
+
+JSON = JsonCodec()
+PROTO = ProtoCodec()
+
+
+def install() -> None:
+    """Make `JSON` and `PROTO` connect-python's codecs (for every application in the process)."""
+    _codec._codecs.update(
+        {
+            _codec.CODEC_NAME_JSON: JSON,
+            _codec.CODEC_NAME_JSON_CHARSET_UTF8: JSON,
+            _codec.CODEC_NAME_PROTO: PROTO,
+        }
+    )
+    if _codec.get_codec("json") is not JSON:  # a connect-python that keeps its codecs elsewhere
+        raise RuntimeError("connect-python's codec table moved: himga.http.codec needs updating")
+
+
+def json_violations(data: bytes | bytearray, descriptor: Any) -> list[FieldViolation]:
+    """What is wrong with `data` as the ProtoJSON of a `descriptor` message: each offending
+    field by its path (`items[2].session.date_str`) and the rule it breaks; one violation of
+    the whole body when no field is to blame (not JSON, a key given twice)."""
+    try:
+        value = json.loads(data)
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        return [FieldViolation("", f"the body is not JSON: {error}")]
+    return _object(value, descriptor, "")
+
+
+def _object(value: Any, descriptor: Descriptor, path: str) -> list[FieldViolation]:
+    if not isinstance(value, dict):
+        return [FieldViolation(path, f"must be a JSON object ({descriptor.name})")]
+    found: list[FieldViolation] = []
+    for key, item in value.items():
+        where = f"{path}.{key}" if path else key
+        field = _field(descriptor, key)
+        if field is None:
+            found.append(FieldViolation(where, f"{descriptor.name} has no such field"))
+        elif not _parses(descriptor, {key: item}):
+            found.extend(_inside(field, item, where) or [_broken(field, where)])
+    return found
+
+
+def _inside(field: FieldDescriptor, item: Any, where: str) -> list[FieldViolation]:
+    """The violations within a field that does not parse, when they can be told apart."""
+    if _is_map(field):
+        if not isinstance(item, dict):
+            return []
+        value = _map_value(field)
+        return [
+            FieldViolation(f"{where}.{key}", f"must be {_kind(value)}")
+            for key, element in item.items()
+            if not _parses(_owner(field), {field.name: {key: element}})
+        ]
+    if field.is_repeated and isinstance(item, list):
+        found: list[FieldViolation] = []
+        for index, element in enumerate(item):
+            if not _parses(_owner(field), {field.name: [element]}):
+                at = f"{where}[{index}]"
+                found.extend(_single(field, element, at) or [_broken(field, at, element=True)])
+        return found
+    return [] if field.is_repeated else _single(field, item, where)
+
+
+def _single(field: FieldDescriptor, item: Any, where: str) -> list[FieldViolation]:
+    kind = field.message_type
+    if kind is None or _well_known(kind) or not isinstance(item, dict):
+        return []
+    return _object(item, kind, where)
+
+
+def _broken(field: FieldDescriptor, where: str, *, element: bool = False) -> FieldViolation:
+    kind = _kind(field)
+    if field.is_repeated and not element and not _is_map(field):
+        return FieldViolation(where, f"must be a JSON array, each item {kind}")
+    return FieldViolation(where, f"must be {kind}")
+
+
+_INTEGERS = {
+    FieldDescriptor.TYPE_UINT32: "an integer from 0 to 4294967295",
+    FieldDescriptor.TYPE_FIXED32: "an integer from 0 to 4294967295",
+    FieldDescriptor.TYPE_INT32: "an integer from -2147483648 to 2147483647",
+    FieldDescriptor.TYPE_SINT32: "an integer from -2147483648 to 2147483647",
+    FieldDescriptor.TYPE_SFIXED32: "an integer from -2147483648 to 2147483647",
+}
+_KINDS = {
+    FieldDescriptor.TYPE_STRING: "a string",
+    FieldDescriptor.TYPE_BOOL: "true or false",
+    FieldDescriptor.TYPE_DOUBLE: "a number",
+    FieldDescriptor.TYPE_FLOAT: "a number",
+    FieldDescriptor.TYPE_BYTES: "base64 text",
+    **_INTEGERS,
+}
+
+
+def _kind(field: FieldDescriptor) -> str:
+    """What one value of `field` must be, in words."""
+    if _is_map(field):
+        return f"a JSON object whose values are each {_kind(_map_value(field))}"
+    if field.enum_type is not None:
+        return "one of " + ", ".join(value.name for value in field.enum_type.values)
+    kind = field.message_type
+    if kind is not None:
+        if kind.full_name == "google.protobuf.Timestamp":
+            return "an RFC 3339 date-time in UTC, such as 2024-05-08T13:56:00Z"
+        return f"a JSON object ({kind.name})"
+    return _KINDS.get(field.type, "an integer")
+
+
+def _is_map(field: FieldDescriptor) -> bool:
+    return field.message_type is not None and field.message_type.GetOptions().map_entry
+
+
+def _map_value(field: FieldDescriptor) -> FieldDescriptor:
+    """The value field of a map field's entries."""
+    assert field.message_type is not None
+    value: FieldDescriptor = field.message_type.fields_by_name["value"]
+    return value
+
+
+def _owner(field: FieldDescriptor) -> Descriptor:
+    """The message type `field` belongs to."""
+    assert field.containing_type is not None
+    return field.containing_type
+
+
+def _well_known(descriptor: Descriptor) -> bool:
+    """Types with a ProtoJSON form of their own (a Timestamp is a string)."""
+    return descriptor.full_name.startswith("google.protobuf.")
+
+
+def _field(descriptor: Descriptor, key: str) -> FieldDescriptor | None:
+    """The field `key` names, by its name or its json_name (ProtoJSON accepts both)."""
+    found: FieldDescriptor | None = descriptor.fields_by_name.get(key)
+    if found is None:
+        found = next((f for f in descriptor.fields if f.json_name == key), None)
+    return found
+
+
+def _parses(descriptor: Descriptor, value: dict[str, Any]) -> bool:
+    try:
+        json_format.ParseDict(value, message_factory.GetMessageClass(descriptor)())
+    except Exception:  # ParseError, and whatever a field's parser lets through
+        return False
+    return True

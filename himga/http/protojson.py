@@ -1,0 +1,146 @@
+"""`to_dict`: a message as its ProtoJSON object, as `json_format.MessageToDict(message,
+always_print_fields_with_no_presence=True)` writes it, in well under half the time.
+
+json_format decides each field's form anew for every value it writes. Here each message type is
+planned once (which fields are always written, which only when set, which are lists or maps, and
+how a value is written), then every message of that type follows its plan. The plan covers the
+kinds the proto uses (strings, booleans, integers, doubles, messages, Timestamps, lists, maps
+with string keys); a message type with any other kind (float, bytes, enums, another well-known
+type) is written by json_format itself. tests/http/test_protojson.py holds both to the same
+answers on random messages of every type of the proto.
+"""
+
+import math
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+Writer = Callable[[Any], Any]
+_AS_IS = {
+    FieldDescriptor.TYPE_STRING,
+    FieldDescriptor.TYPE_BOOL,
+    FieldDescriptor.TYPE_INT32,
+    FieldDescriptor.TYPE_UINT32,
+    FieldDescriptor.TYPE_SINT32,
+    FieldDescriptor.TYPE_FIXED32,
+    FieldDescriptor.TYPE_SFIXED32,
+}
+_INT64 = {
+    FieldDescriptor.TYPE_INT64,
+    FieldDescriptor.TYPE_UINT64,
+    FieldDescriptor.TYPE_SINT64,
+    FieldDescriptor.TYPE_FIXED64,
+    FieldDescriptor.TYPE_SFIXED64,
+}
+_TIMESTAMP = "google.protobuf.Timestamp"
+_EPOCH = datetime(1970, 1, 1)
+_SECONDS = (-62135596800, 253402300799)  # 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z
+_plans: dict[str, Writer] = {}
+
+
+def to_dict(message: Message) -> Any:
+    """The ProtoJSON object of `message` (json_names as keys; fields without presence written
+    even when empty)."""
+    return _writer(message.DESCRIPTOR)(message)
+
+
+class _Unplanned(Exception):
+    """A field of a kind the plans do not cover."""
+
+
+def _writer(descriptor: Any) -> Writer:
+    found = _plans.get(descriptor.full_name)
+    if found is None:
+        try:
+            found = _plan(descriptor)
+        except _Unplanned:
+            found = _by_json_format
+        _plans[descriptor.full_name] = found
+    return found
+
+
+def _by_json_format(message: Message) -> Any:
+    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+
+
+def _plan(descriptor: Descriptor) -> Writer:
+    if descriptor.full_name == _TIMESTAMP:
+        return _timestamp
+    if descriptor.full_name.startswith("google.protobuf."):
+        raise _Unplanned(descriptor.full_name)
+    always: list[tuple[str, str, Writer | None]] = []
+    when_set: list[tuple[str, str, Writer | None]] = []
+    lists: list[tuple[str, str, Writer | None]] = []
+    maps: list[tuple[str, str, Writer | None]] = []
+    _plans[descriptor.full_name] = _by_json_format  # a type that holds itself, while planning
+    for field in descriptor.fields:
+        entry = field.message_type
+        if entry is not None and entry.GetOptions().map_entry:
+            if entry.fields_by_name["key"].type != FieldDescriptor.TYPE_STRING:
+                raise _Unplanned(field.full_name)
+            maps.append((field.json_name, field.name, _value(entry.fields_by_name["value"])))
+        elif field.is_repeated:
+            lists.append((field.json_name, field.name, _value(field)))
+        elif field.has_presence:
+            when_set.append((field.json_name, field.name, _value(field)))
+        else:
+            always.append((field.json_name, field.name, _value(field)))
+
+    def write(message: Any) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, name, value in always:
+            found[key] = getattr(message, name) if value is None else value(getattr(message, name))
+        for key, name, value in when_set:
+            if message.HasField(name):
+                item = getattr(message, name)
+                found[key] = item if value is None else value(item)
+        for key, name, value in lists:
+            items = getattr(message, name)
+            found[key] = list(items) if value is None else [value(item) for item in items]
+        for key, name, value in maps:
+            pairs = getattr(message, name)
+            found[key] = dict(pairs) if value is None else {k: value(v) for k, v in pairs.items()}
+        return found
+
+    return write
+
+
+def _value(field: FieldDescriptor) -> Writer | None:
+    """How one value of `field` is written; None: as Python holds it."""
+    if field.message_type is not None:
+        return _writer(field.message_type)
+    if field.type in _AS_IS:
+        return None
+    if field.type in _INT64:
+        return str
+    if field.type == FieldDescriptor.TYPE_DOUBLE:
+        return _double
+    raise _Unplanned(field.full_name)
+
+
+def _double(value: float) -> float | str:
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _timestamp(stamp: Any) -> str:
+    """RFC 3339 in UTC with Z, with 0, 3, 6 or 9 fractional digits (as json_format)."""
+    seconds, nanos = stamp.seconds, stamp.nanos
+    if not _SECONDS[0] <= seconds <= _SECONDS[1] or not 0 <= nanos < 1_000_000_000:
+        text: str = stamp.ToJsonString()  # raises as json_format does
+        return text
+    text = (_EPOCH + timedelta(seconds=seconds)).isoformat()
+    if nanos == 0:
+        return text + "Z"
+    if nanos % 1_000_000 == 0:
+        return f"{text}.{nanos // 1_000_000:03d}Z"
+    if nanos % 1_000 == 0:
+        return f"{text}.{nanos // 1_000:06d}Z"
+    return f"{text}.{nanos:09d}Z"

@@ -1,0 +1,129 @@
+"""`InThreads`: the HTTP port's WSGI application served to hypercorn as an ASGI application,
+each request answered whole on a thread of a pool sized like the gRPC server's.
+
+hypercorn's own WSGI mode runs the application on asyncio's default executor (cores + 4
+threads) and hands each part of the answer back to the event loop one at a time, the thread
+blocked until the loop has taken it: three trips between threads a call, each waiting on the
+loop that also parses HTTP for every connection. Measured with `make bench-http` at concurrency
+8, that loop was the bottleneck. Every answer of this application is one body of known length
+(unary Connect and gRPC-Web calls, a page, the OpenAPI document), so a thread builds it whole and
+the loop sends it once: one trip there, one back.
+"""
+
+import asyncio
+import io
+import json
+import sys
+from concurrent.futures import Executor
+from typing import Any
+
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
+
+from himga.http.app import Environ, WsgiApp
+
+Headers = list[tuple[bytes, bytes]]
+
+
+class InThreads:
+    """An ASGI application calling the WSGI `app` on `pool` for each HTTP request. A body over
+    `max_body_bytes` is refused as soon as that many bytes have come: 413, with Connect's error
+    JSON (resource_exhausted), which Connect clients read as they read any error."""
+
+    def __init__(self, app: WsgiApp, pool: Executor, max_body_bytes: int) -> None:
+        self._app = app
+        self._pool = pool
+        self._max_body_bytes = max_body_bytes
+        message = f"the request body is over {max_body_bytes} bytes, the most this server takes"
+        self._too_large = json.dumps({"code": "resource_exhausted", "message": message}).encode()
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body += message["body"]
+            if len(body) > self._max_body_bytes:
+                await _send(send, 413, [(b"content-type", b"application/json")], self._too_large)
+                return
+            if not message["more_body"]:
+                break
+        loop = asyncio.get_running_loop()
+        answer = await loop.run_in_executor(self._pool, self._answer, environ(scope, bytes(body)))
+        await _send(send, *answer)
+
+    def _answer(self, environ: Environ) -> tuple[int, Headers, bytes]:
+        """The status, headers and whole body of the WSGI application's answer."""
+        started: list[Any] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], *_: Any) -> None:
+            started[:] = [status, headers]
+
+        chunks = self._app(environ, start_response)
+        try:
+            body = b"".join(chunks)
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        status, headers = started
+        encoded = [
+            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers
+        ]
+        return int(status.split(" ", 1)[0]), encoded, body
+
+
+async def _send(send: ASGISendCallable, status: int, headers: Headers, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _lifespan(receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+    """Nothing to start or stop: say so to the server."""
+    while True:
+        event = (await receive())["type"]
+        if event == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif event == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+_SPECIAL = {"content-length": "CONTENT_LENGTH", "content-type": "CONTENT_TYPE"}
+
+
+def environ(scope: HTTPScope, body: bytes) -> Environ:
+    """The WSGI environ (PEP 3333) of an ASGI HTTP request and its body."""
+    server = scope.get("server") or ("localhost", 80)
+    found: Environ = {
+        "REQUEST_METHOD": scope["method"],
+        "SCRIPT_NAME": "",
+        "PATH_INFO": scope["path"].encode("utf-8").decode("latin-1"),
+        "QUERY_STRING": scope["query_string"].decode("latin-1"),
+        "SERVER_NAME": server[0],
+        "SERVER_PORT": str(server[1]),
+        "SERVER_PROTOCOL": f"HTTP/{scope['http_version']}",
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+    }
+    client = scope.get("client")
+    if client is not None:
+        found["REMOTE_ADDR"], found["REMOTE_PORT"] = client[0], str(client[1])
+    for raw_name, raw_value in scope["headers"]:
+        name = raw_name.decode("latin-1")
+        key = _SPECIAL.get(name) or "HTTP_" + name.upper().replace("-", "_")
+        value = raw_value.decode("latin-1")
+        found[key] = f"{found[key]},{value}" if key in found else value
+    return found

@@ -1,0 +1,99 @@
+"""What the memory browser's test and its screenshot command share: a LoCoMo conversation and a
+few episodes stored through the public HTTP API, and `drive`, which runs a scenario of
+browser.mjs in Debian's Chromium and returns what the page showed."""
+
+import json
+import subprocess
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from himga.data.locomo import load_locomo
+from himga.data.schema import Sample
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests/fixtures/locomo/locomo-mini.json"
+BROWSER = Path(__file__).with_name("browser.mjs")
+
+# The episode the test opens: its tool calls and errors in the order they happened.
+ACTIONS = [
+    {"t": 0, "action": "read_file", "target": "src/auth.py", "result": "140 lines"},
+    {"t": 4, "action": "run_tests", "target": "tests/test_auth.py", "result": "1 failed"},
+    {"t": 9, "action": "edit_file", "target": "src/auth.py", "result": "token check fixed"},
+]
+ERRORS = [
+    {
+        "type": "test_failure",
+        "message": "test_login: expired token accepted",
+        "resolution": "compare expiry in UTC",
+    },
+    {"type": "lint_error", "message": "unused import os", "resolution": ""},
+]
+
+
+def episode(id: str, agent: str, outcome: str, **more: Any) -> dict[str, Any]:
+    return {
+        "id": id,
+        "task_id": "fix-login",
+        "timestamp": "2024-05-08T13:56:00Z",
+        "agent": agent,
+        "context": {"goal": "make expired tokens fail the login", "phase": "ACT"},
+        "outcome": outcome,
+        **more,
+    }
+
+
+EPISODES = [
+    episode("ep-1", "coder", "failure", action_log=ACTIONS, errors_encountered=ERRORS),
+    episode("ep-2", "coder", "success", action_log=ACTIONS[:1]),
+    episode("ep-3", "reviewer", "failure"),
+]
+
+
+def post(base: str, service: str, method: str, body: object, token: str | None = None) -> Any:
+    """A Connect JSON call to the HTTP port at `base`, as the page makes it."""
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(
+        f"{base}/himga.memory.v1.{service}/{method}",
+        data=json.dumps(body).encode(),
+        headers=headers,
+    )
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())
+
+
+def store_conversation(base: str, namespace: str, token: str | None = None) -> Sample:
+    """The first LoCoMo conversation of the fixture, ingested turn by turn; returns it."""
+    sample = load_locomo(FIXTURE)[0]
+    for session in sample.sessions:
+        for message in session.messages:
+            body = {
+                "namespace": namespace,
+                "message": {
+                    "role": message.role,
+                    "content": message.content,
+                    "turn_id": message.turn_id,
+                },
+                "session": {"session_id": session.session_id, "date_str": session.date_str},
+            }
+            post(base, "MemoryService", "Ingest", body, token)
+    return sample
+
+
+def store_episodes(base: str, namespace: str) -> None:
+    for trace in EPISODES:
+        post(base, "EpisodeService", "RecordEpisode", {"namespace": namespace, "episode": trace})
+
+
+def drive(scenario: str, url: str, namespace: str, *args: str) -> Any:
+    """Runs a scenario of browser.mjs on the page at `url`; what the page showed."""
+    shown = subprocess.run(
+        ["node", str(BROWSER), scenario, url, namespace, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(shown.stdout)

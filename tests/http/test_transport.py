@@ -1,0 +1,136 @@
+"""The HTTP port as browsers and HTTP clients meet it: HTTP/2 in cleartext (prior knowledge) as
+well as HTTP/1.1, and CORS: off unless origins are given (`--cors-origin`), a preflight from an
+allowed origin answered with what the browser needs, any other origin given no allowance."""
+
+import json
+import socket
+import sys
+import urllib.request
+from collections.abc import Iterator
+
+import httpx2
+import pytest
+
+from himga.service.server import create_server
+from tests.http.conftest import MEMORY, Served, answer_of
+from tests.server_process import start_listening
+
+ALLOWED = "https://app.example"
+OTHER = "https://elsewhere.example"
+RETRIEVE = MEMORY + "Retrieve"
+PREFLIGHT = {
+    "Access-Control-Request-Method": "POST",
+    "Access-Control-Request-Headers": "authorization, content-type, connect-protocol-version",
+}
+
+
+def test_http2_prior_knowledge_serves_calls_and_pages(served: Served) -> None:
+    with httpx2.Client(http1=False, http2=True, base_url=served.base) as client:
+        stored = client.post(
+            MEMORY + "Ingest",
+            json={
+                "namespace": "h2",
+                "message": {"role": "user", "content": "kayaking on the lake", "turn_id": "t1"},
+                "session": {"session_id": "s1"},
+            },
+        )
+        found = client.post(RETRIEVE, json={"namespace": "h2", "query": "kayaking"})
+        bad = client.post(RETRIEVE, content=b"{", headers={"Content-Type": "application/json"})
+        page = client.get("/")
+    assert {stored.http_version, found.http_version, page.http_version} == {"HTTP/2"}
+    assert stored.status_code == 200
+    assert [hit["turn_id"] for hit in found.json()["hits"]] == ["t1"]
+    assert (bad.status_code, bad.json()["code"]) == (400, "invalid_argument")
+    assert page.status_code == 200 and "<html" in page.text.lower()
+
+
+def _preflight(base: str, origin: str) -> tuple[int, dict[str, str]]:
+    request = urllib.request.Request(
+        base + RETRIEVE, method="OPTIONS", headers={"Origin": origin, **PREFLIGHT}
+    )
+    status, headers, _ = answer_of(request)
+    return status, headers
+
+
+def _cors_post(base: str, origin: str) -> dict[str, str]:
+    body = json.dumps({"namespace": "n", "query": "x"}).encode()
+    request = urllib.request.Request(
+        base + RETRIEVE, data=body, headers={"Origin": origin, "Content-Type": "application/json"}
+    )
+    status, headers, _ = answer_of(request)
+    assert status == 200
+    return headers
+
+
+def _allowances(headers: dict[str, str]) -> set[str]:
+    return {name for name in headers if name.startswith("access-control-")}
+
+
+def test_cors_is_off_by_default(served: Served) -> None:
+    status, headers = _preflight(served.base, ALLOWED)
+    assert status == 403 and _allowances(headers) == set()
+    assert _allowances(_cors_post(served.base, ALLOWED)) == set()
+
+
+@pytest.fixture
+def cors_base() -> Iterator[str]:
+    server, _ = create_server("127.0.0.1:0", http_address=("127.0.0.1", 0), cors_origins=[ALLOWED])
+    yield f"http://127.0.0.1:{server.http_port}"
+    server.stop(0).wait()
+
+
+def test_a_preflight_from_an_allowed_origin_gets_what_the_browser_needs(cors_base: str) -> None:
+    status, headers = _preflight(cors_base, ALLOWED)
+    assert status == 204
+    assert headers["access-control-allow-origin"] == ALLOWED
+    assert "POST" in headers["access-control-allow-methods"].split(", ")
+    allowed = set(headers["access-control-allow-headers"].split(", "))
+    assert {"authorization", "content-type", "connect-protocol-version"} <= allowed
+    assert "origin" in headers["vary"].lower()
+    answer = _cors_post(cors_base, ALLOWED)
+    assert answer["access-control-allow-origin"] == ALLOWED
+    assert "grpc-status" in answer["access-control-expose-headers"]
+
+
+def test_another_origin_gets_no_allowance(cors_base: str) -> None:
+    status, headers = _preflight(cors_base, OTHER)
+    assert status == 403 and _allowances(headers) == set()
+    assert _allowances(_cors_post(cors_base, OTHER)) == set()
+
+
+def test_serve_takes_cors_origins_from_its_flag() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        http_port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "null"]
+    process, _ = start_listening(
+        [*command, "--http-port", str(http_port), "--cors-origin", ALLOWED]
+    )
+    try:
+        base = f"http://127.0.0.1:{http_port}"
+        assert _preflight(base, ALLOWED)[1]["access-control-allow-origin"] == ALLOWED
+        assert _allowances(_preflight(base, OTHER)[1]) == set()
+    finally:
+        process.terminate()
+        process.wait(60)
+
+
+def test_a_body_over_the_limit_is_refused_and_the_server_keeps_serving() -> None:
+    server, port = create_server(
+        "127.0.0.1:0", http_address=("127.0.0.1", 0), max_message_bytes=1000
+    )
+    try:
+        served = Served(server, port)
+        # Just past the message limit: connect-python's answer; past the limit and a gRPC-Web
+        # frame's header: refused before the rest is read.
+        just_over = b'{"namespace": "n", "query": "' + b"x" * 972 + b'"}'
+        assert len(just_over) == 1003
+        for body, status in ((just_over, 429), (b"{" * 100_000, 413)):
+            answer_status, _, raw = served.post(RETRIEVE, body)
+            assert (answer_status, json.loads(raw)["code"]) == (status, "resource_exhausted")
+        assert served.call("Retrieve", {"namespace": "n", "query": "x"}) == (
+            200,
+            {"context": "", "hits": []},
+        )
+    finally:
+        server.stop(0).wait()
