@@ -102,7 +102,7 @@ def add_parser(subparsers: Any) -> None:
         metavar="PORT",
         help="also serve the services over HTTP on --host:PORT (Connect JSON and binary, "
         "gRPC-Web), the OpenAPI document at /openapi.json and the memory browser at / "
-        "(default: off)",
+        "(default: off); over TLS with --tls-cert's certificate when given",
     )
     parser.add_argument(
         "--cors-origin",
@@ -228,7 +228,10 @@ def run(args: argparse.Namespace) -> int:
         _log.warning("no --data-dir: memories keep nothing on disk and forget all at exit")
     if server.http_port is not None:
         _log.info(
-            "HTTP (Connect, gRPC-Web, the memory browser) on http://%s:%d/", host, server.http_port
+            "HTTP (Connect, gRPC-Web, the memory browser) on %s://%s:%d/",
+            "http" if tls is None else "https",
+            host,
+            server.http_port,
         )
     _log.info(
         "listening on %s:%d (memory %s, episodes %s, data dir %s, %s)",

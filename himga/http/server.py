@@ -1,11 +1,15 @@
-"""`HttpServer`: the HTTP port, served by hypercorn (HTTP/1.1, and HTTP/2 in cleartext) on a
-thread of its own, from a socket bound before it starts (so port 0 gives a known free port);
-the application answers on a pool of `workers` threads (himga.http.threads)."""
+"""`HttpServer`: the HTTP port, served by hypercorn (HTTP/1.1 and HTTP/2: in cleartext, or over
+TLS with the gRPC port's certificate, negotiated by ALPN) on a thread of its own, from a socket
+bound before it starts (so port 0 gives a known free port); the application answers on a pool
+of `workers` threads (himga.http.threads)."""
 
 import asyncio
 import socket
+import ssl
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
@@ -14,11 +18,23 @@ from himga.http.app import HttpApp
 from himga.http.threads import InThreads
 
 
+@dataclass(frozen=True, slots=True)
+class HttpTls:
+    """The certificate chain and key the port serves TLS with; with `client_ca`, every client
+    must present a certificate that CA signed (mutual TLS), or the handshake fails."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+
 class HttpServer:
     """Serves `app` on `host:port` until `stop()`, `workers` requests at a time (the rest wait
-    their turn, as the gRPC port's do)."""
+    their turn, as the gRPC port's do); over TLS only when `tls` is given."""
 
-    def __init__(self, app: HttpApp, host: str, port: int, *, workers: int = 8) -> None:
+    def __init__(
+        self, app: HttpApp, host: str, port: int, *, workers: int = 8, tls: HttpTls | None = None
+    ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -31,6 +47,13 @@ class HttpServer:
         config.accesslog = None
         config.errorlog = None
         config.graceful_timeout = 1.0
+        if tls is not None:
+            config.certfile = str(tls.cert)
+            config.keyfile = str(tls.key)
+            if tls.client_ca is not None:
+                config.ca_certs = str(tls.client_ca)
+                config.verify_mode = ssl.CERT_REQUIRED
+            config.create_ssl_context()  # an unreadable file fails now, at start-up
         self._config = config
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="himga-http")
         self._app = InThreads(app, self._pool, app.max_body_bytes)

@@ -127,7 +127,8 @@ def create_server(
     its port. It serves MemoryService and EpisodeService. New namespaces get `memory` unless a
     call names another, and keep their episodes in stores of kind `episodes`; durable ones keep
     their files under `data_dir` (None: nothing on disk). With `auth`, every call but health and
-    reflection needs a token of its file; with `tls`, the port speaks TLS only. At most
+    reflection needs a token of its file; with `tls`, the port (and the HTTP port) speaks TLS
+    only. At most
     `max_open_namespaces` durable namespaces stay open. `metrics` sees every call (serving them
     over HTTP is the caller's choice: `Metrics.serve`). With `http_address` (host, port), the
     same services are also served over HTTP (himga.http: Connect and gRPC-Web, the OpenAPI
@@ -173,13 +174,14 @@ def create_server(
     if http_address is not None:
         from himga.http.app import HttpApp
         from himga.http.dispatch import Dispatcher
-        from himga.http.server import HttpServer
+        from himga.http.server import HttpServer, HttpTls
 
         dispatcher = Dispatcher(
             chain, {SERVICE_NAME: servicer, EPISODE_SERVICE_NAME: episode_servicer}
         )
         app = HttpApp(dispatcher, cors_origins=cors_origins, max_message_bytes=max_message_bytes)
-        http = HttpServer(app, *http_address, workers=max_workers)
+        http_tls = HttpTls(tls.cert, tls.key, tls.client_ca) if tls is not None else None
+        http = HttpServer(app, *http_address, workers=max_workers, tls=http_tls)
     server.start()
     if http is not None:
         http.start()
