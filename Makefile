@@ -28,6 +28,7 @@ help:
 setup: $(SETUP) $(NODE)
 	go mod download
 	bash scripts/chromium.sh
+	bash scripts/postgres.sh
 
 # Reinstalled when the package's build changes, the C ranking core included.
 $(SETUP): pyproject.toml setup.py himga/memory/_ranking.c
@@ -64,6 +65,7 @@ typecheck: $(SETUP)
 ## test: every test of the project
 test: $(SETUP) $(NODE)
 	bash scripts/chromium.sh
+	bash scripts/postgres.sh
 	$(BIN)/pytest
 
 ## serve: the memory server on its embedded default store ($(DATA_DIR)/), on $(HOST):$(PORT)
