@@ -56,10 +56,9 @@ from himga.memory.base import (
     hit_of,
 )
 from himga.memory.context import ContextFromHits
-from himga.memory.facets import Facets
+from himga.memory.derived import DerivedIndex
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.paging import check_page_size, decode, encode
-from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
 from himga.memory.registry import namespace_file
 from himga.memory.sqlite_schema import (
@@ -72,7 +71,6 @@ from himga.memory.sqlite_schema import (
 )
 from himga.memory.text import query_terms, terms_of
 from himga.memory.times import from_micros, micros
-from himga.memory.windows import Windows
 from himga.storage.files import create_private
 
 DATABASE_NAME = "memory.sqlite3"
@@ -164,6 +162,7 @@ class SQLiteKeywordMemory(ContextFromHits):
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._version: int | None = None
         self._generation: str | None = None
+        self._index = DerivedIndex()
         # A store of this format and method is opened by reading alone (it opens on a full disk).
         with self._transaction():
             if is_current(db):
@@ -202,19 +201,16 @@ class SQLiteKeywordMemory(ContextFromHits):
             "SELECT value FROM himga_meta WHERE key = 'generation'"
         ).fetchone()
         if generation != self._generation:  # not only appended rows (or the first look): anew
-            self._windows = Windows()
-            self._facets = Facets()
-            self._postings = Postings()
+            self._index.clear()
             self._generation = generation
         self._speakers: dict[str, int] = dict(db.execute("SELECT key, id FROM speakers"))
         self._sessions: dict[str, int] = {}
-        self._read_postings(self._windows.end)
-        cursor = db.execute(_PLACES, (self._windows.end,))
+        self._read_postings(self._index.end)
+        cursor = db.execute(_PLACES, (self._index.end,))
         while rows := cursor.fetchmany(_LOAD_ROWS):
             numbers, sessions, lengths, speakers, roles, times, metadata = zip(*rows, strict=True)
-            self._windows.add(sessions, lengths, speakers, numbers)
             pairs = [json.loads(m) if m else {} for m in metadata]
-            self._facets.add(numbers, roles, times, pairs)
+            self._index.load(numbers, sessions, lengths, speakers, roles, times, pairs)
         self._version = version
 
     @property
@@ -226,12 +222,12 @@ class SQLiteKeywordMemory(ContextFromHits):
         turns_vocab for a memory that holds none, else the new turns' terms."""
         if first == 0:
             for term, numbers in self._db.execute(_ALL_POSTINGS):
-                self._postings.extend(term, numbers)
+                self._index.postings.extend(term, numbers)
         else:
             rows = self._db.execute(_CONTENTS, (first,)).fetchall()
             if rows:
                 numbers, contents = zip(*rows, strict=True)
-                self._postings.add_at(numbers, terms_of(contents))
+                self._index.postings.add_at(numbers, terms_of(contents))
 
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
@@ -255,32 +251,17 @@ class SQLiteKeywordMemory(ContextFromHits):
                 self._refresh()  # the write lock is held: numbers cannot change under us
                 self._ids("speakers", self._speakers, turns.speakers)
                 self._ids("sessions", self._sessions, turns.session_ids)
-                known = self._numbers(turns.turn_ids)
-                numbers = [known.get(id_, -1) for id_ in turns.turn_ids]
-                replaced = [i for i, n in enumerate(numbers) if n >= 0]
+                placing = self._index.placing(turns, self._numbers(turns.turn_ids))
                 old_terms: builtins.list[builtins.list[str]] = []
-                if replaced:
-                    old_terms = self._unindex([numbers[i] for i in replaced])
+                if placing.replaced:
+                    old_terms = self._unindex(placing.replaced_numbers)
                     generation = bump_generation(self._db)
-                first = self._windows.end
-                new = [i for i, n in enumerate(numbers) if n < 0]
-                for offset, i in enumerate(new):
-                    numbers[i] = first + offset
-                self._write(turns, numbers, {numbers[i] for i in replaced})
+                self._write(turns, placing.numbers, set(placing.replaced_numbers))
                 commit.before_commit(self._keep_receipt, turns.item_ids)
             try:
-                if replaced:
+                if placing.replaced:
                     self._generation = generation
-                    replaced_numbers = [numbers[i] for i in replaced]
-                    self._postings.drop(replaced_numbers, old_terms)
-                    for i in replaced:
-                        self._postings.insert(numbers[i], turns.terms[i])
-                    self._windows.replace(*_columns(turns, replaced, numbers))
-                if new:
-                    self._postings.add(first, [turns.terms[i] for i in new])
-                    _, sessions, lengths, speakers = _columns(turns, new, numbers)
-                    self._windows.add(sessions, lengths, speakers)
-                self._facets.add(numbers, turns.roles, turns.times, turns.metadata)
+                self._index.place(turns, placing, old_terms)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
                 raise
@@ -369,8 +350,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             return []
         with self._lock, self._transaction():
             self._refresh()
-            allowed = self._facets.selection(filter, self._windows) if filter else None
-            best = self._windows.best(self._postings.of(wanted), set(wanted), limit, allowed)
+            best = self._index.best(wanted, limit, filter)
             if not best:
                 return []
             stored = self._stored([number for number, _ in best])
@@ -390,13 +370,8 @@ class SQLiteKeywordMemory(ContextFromHits):
         with self._lock:
             with self._transaction("IMMEDIATE"):
                 self._refresh()
-                if wanted:
-                    numbers = sorted(self._numbers(sorted(wanted)).values())
-                else:
-                    numbers = self._candidates(chosen)
-                if chosen:
-                    allowed = self._facets.selector(chosen, self._windows)
-                    numbers = [number for number in numbers if allowed(number)]
+                known = sorted(self._numbers(sorted(wanted)).values()) if wanted else None
+                numbers = self._index.deletable(known, chosen)
                 old_terms: builtins.list[builtins.list[str]] = []
                 if numbers:
                     old_terms = self._unindex(numbers)
@@ -411,18 +386,10 @@ class SQLiteKeywordMemory(ContextFromHits):
                 return 0
             try:
                 self._generation = generation
-                self._postings.drop(numbers, old_terms)
-                return self._windows.remove(numbers)
+                return self._index.drop(numbers, old_terms)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
                 raise
-
-    def _candidates(self, chosen: MessageFilter) -> builtins.list[int]:
-        """The stored turns a filter may select: those of its sessions when it names some."""
-        if chosen.session_ids:
-            sessions = self._windows.session_numbers(chosen.session_ids)
-            return sorted(self._windows.turns_of(sessions))
-        return builtins.list(self._windows.stored())
 
     def list(
         self,
@@ -440,13 +407,7 @@ class SQLiteKeywordMemory(ContextFromHits):
                 numbers = [row[0] for row in rows]
                 page = [_stored(row) for row in rows[:size]]
             else:
-                allowed = self._facets.selector(filter, self._windows)
-                numbers = []
-                for number in self._windows.stored(after + 1):
-                    if allowed(number):
-                        numbers.append(number)
-                        if len(numbers) > size:
-                            break
+                numbers = self._index.listed(filter, after, size)
                 found = self._stored(numbers[:size])
                 page = [found[number] for number in numbers[:size]]
         return Page(page, encode(numbers[size - 1]) if len(numbers) > size else "")
@@ -461,18 +422,6 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._version = None
             with self._transaction():
                 self._refresh()
-
-
-def _columns(
-    turns: Turns, chosen: Sequence[int], numbers: Sequence[int]
-) -> tuple[builtins.list[int], builtins.list[str], builtins.list[int], builtins.list[str]]:
-    """The numbers, session keys, own lengths and speakers of the turns at `chosen`."""
-    return (
-        [numbers[i] for i in chosen],
-        [turns.session_ids[i] for i in chosen],
-        [len(turns.terms[i]) for i in chosen],
-        [turns.speakers[i] for i in chosen],
-    )
 
 
 def _stored(row: Sequence[Any]) -> StoredMessage:
