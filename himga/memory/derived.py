@@ -11,13 +11,17 @@ picks its turns here. Not thread-safe: the memory's lock guards it.
 """
 
 import builtins
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from himga.memory.base import StoredMessage
 from himga.memory.facets import Facets
 from himga.memory.filters import MessageFilter
 from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
+from himga.memory.times import from_micros
 from himga.memory.windows import Windows
 
 
@@ -148,4 +152,22 @@ def _columns(
         [turns.session_ids[i] for i in chosen],
         [len(turns.terms[i]) for i in chosen],
         [turns.speakers[i] for i in chosen],
+    )
+
+
+def stored_of(row: Sequence[Any]) -> StoredMessage:
+    """The StoredMessage of a stored row: (number, turn_id, session_id, role, content,
+    date_str, time, timestamp, session_timestamp, metadata), times in microseconds, metadata
+    as JSON text or NULL (how both durable memories select them)."""
+    _, turn_id, session_id, role, content, date_str, time, timestamp, session_time, pairs = row
+    return StoredMessage(
+        turn_id,
+        session_id,
+        role,
+        content,
+        date_str,
+        None if time is None else from_micros(time),
+        None if timestamp is None else from_micros(timestamp),
+        None if session_time is None else from_micros(session_time),
+        json.loads(pairs) if pairs else {},
     )

@@ -43,7 +43,6 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from himga.data.conversation import Message, Session
 from himga.memory import commit
@@ -56,7 +55,7 @@ from himga.memory.base import (
     hit_of,
 )
 from himga.memory.context import ContextFromHits
-from himga.memory.derived import DerivedIndex
+from himga.memory.derived import DerivedIndex, stored_of
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.paging import check_page_size, decode, encode
 from himga.memory.ranking import Turns
@@ -70,7 +69,7 @@ from himga.memory.sqlite_schema import (
     read_receipt,
 )
 from himga.memory.text import query_terms, terms_of
-from himga.memory.times import from_micros, micros
+from himga.memory.times import micros
 from himga.storage.files import create_private
 
 DATABASE_NAME = "memory.sqlite3"
@@ -363,7 +362,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             rows = self._db.execute(_BY_JSON_IDS, (json.dumps(chosen),))
         else:
             rows = self._db.execute(_BY_IDS.format(",".join("?" * len(chosen))), chosen)
-        return {row[0]: _stored(row) for row in rows}
+        return {row[0]: stored_of(row) for row in rows}
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
         wanted, chosen = deletion(ids, filter)
@@ -405,7 +404,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             if not filter:
                 rows = self._db.execute(_PAGE, (after + 1, size + 1)).fetchall()
                 numbers = [row[0] for row in rows]
-                page = [_stored(row) for row in rows[:size]]
+                page = [stored_of(row) for row in rows[:size]]
             else:
                 numbers = self._index.listed(filter, after, size)
                 found = self._stored(numbers[:size])
@@ -422,22 +421,6 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._version = None
             with self._transaction():
                 self._refresh()
-
-
-def _stored(row: Sequence[Any]) -> StoredMessage:
-    """The StoredMessage of a row of _STORED."""
-    _, turn_id, session_id, role, content, date_str, time, timestamp, session_time, pairs = row
-    return StoredMessage(
-        turn_id,
-        session_id,
-        role,
-        content,
-        date_str,
-        None if time is None else from_micros(time),
-        None if timestamp is None else from_micros(timestamp),
-        None if session_time is None else from_micros(session_time),
-        json.loads(pairs) if pairs else {},
-    )
 
 
 def namespace_path(data_dir: Path, namespace: str) -> Path:
