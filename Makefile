@@ -18,7 +18,7 @@ MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
-        bench-isolation soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
+        bench-isolation bench-postgres soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -95,6 +95,12 @@ bench-async: $(SETUP)
 ## bench-http: Retrieve over HTTP JSON beside Retrieve over gRPC, sequential and concurrent
 bench-http: $(SETUP)
 	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_http
+
+## bench-postgres: 1, 2 and 3 servers over one PostgreSQL beside one SQLite server; latency at 100k
+## (HIMGA_BENCH_MILLION=1: and 1M) messages beside the SQLite memory
+bench-postgres: $(SETUP)
+	bash scripts/postgres.sh
+	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_postgres
 
 ## bench-isolation: small calls to one namespace alone and beside another's 100k-message batches
 bench-isolation: $(SETUP)

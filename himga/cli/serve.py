@@ -25,6 +25,7 @@ MAX_OPEN_NAMESPACES = 256
 """The default bound on open namespaces: about 3 file descriptors each for SQLite."""
 
 if TYPE_CHECKING:
+    from himga.service.database_tokens import DatabaseTokens
     from himga.storage.postgres import Database
 
 _log = logging.getLogger("himga.serve")
@@ -77,6 +78,13 @@ def add_parser(subparsers: Any) -> None:
         metavar="FILE",
         help="require a token from FILE on every call but health and reflection (`himga auth "
         "new-token` makes one); SIGHUP reads FILE again",
+    )
+    parser.add_argument(
+        "--database-tokens",
+        action="store_true",
+        help="with --database: require a token from the database's tokens (`himga auth "
+        "new-token --database URL`) on every call but health and reflection; every server over "
+        "the database sees a change within a few seconds",
     )
     parser.add_argument(
         "--insecure",
@@ -135,10 +143,14 @@ def _problem(args: argparse.Namespace) -> str | None:
         return "--tls-client-ca needs --tls-cert and --tls-key"
     if args.database is not None and args.data_dir is not None:
         return "--database keeps every namespace in PostgreSQL: leave out --data-dir"
-    if args.auth_file is None and not args.insecure and not _loopback(args.host):
+    if args.database_tokens and (args.database is None or args.auth_file is not None):
+        return "--database-tokens needs --database, and takes the place of --auth-file"
+    authenticated = args.auth_file is not None or args.database_tokens
+    if not authenticated and not args.insecure and not _loopback(args.host):
         return (
             f"--host {args.host} is reachable from other machines: pass --auth-file FILE "
-            "(`himga auth new-token` makes one), or --insecure to serve it without auth"
+            "(`himga auth new-token` makes one) or, with --database, --database-tokens; or "
+            "--insecure to serve it without auth"
         )
     return None
 
@@ -171,7 +183,9 @@ def run(args: argparse.Namespace) -> int:
         _log.error("%s", problem)
         return 2
     try:
-        auth = AuthFile(args.auth_file) if args.auth_file is not None else None
+        auth: AuthFile | DatabaseTokens | None = (
+            AuthFile(args.auth_file) if args.auth_file is not None else None
+        )
     except AuthFileError as error:
         _log.error("%s", error)
         return 2
@@ -206,6 +220,11 @@ def run(args: argparse.Namespace) -> int:
     database = _database(args.database) if args.database is not None else None
     if isinstance(database, int):
         return database
+    if args.database_tokens:
+        from himga.service import database_tokens
+
+        assert database is not None
+        auth = database_tokens.DatabaseTokens(database)
     try:
         server, port = create_server(
             f"{host}:{args.port}",
@@ -229,11 +248,13 @@ def run(args: argparse.Namespace) -> int:
         _log.error("cannot listen on %s:%s: %s", host, args.port, error)
         _close(database)
         return 1
-    if auth is not None:
+    if isinstance(auth, AuthFile):
         signal.signal(signal.SIGHUP, lambda signum, frame: auth.reload())
         _log.info(
             "auth: %d tokens from %s (SIGHUP reloads it)", len(auth.tokens.grants), args.auth_file
         )
+    elif auth is not None:
+        _log.info("auth: %d tokens from the database, watched", len(auth.tokens.grants))
     elif _loopback(args.host):
         _log.warning(
             "no --auth-file: every local process may call this server; serving loopback only"
@@ -265,6 +286,8 @@ def run(args: argparse.Namespace) -> int:
     stopped = server.stop(GRACE_SECONDS)
     _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
     stopped.wait()
+    if auth is not None and not isinstance(auth, AuthFile):
+        auth.stop()
     _close(database)
     if metrics is not None:
         metrics.stop()

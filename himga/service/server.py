@@ -15,7 +15,7 @@ from himga_proto.memory.v1 import memory_pb2, memory_pb2_grpc
 from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE
 from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY
 from himga.service import reflection
-from himga.service.auth import AuthFile, AuthInterceptor
+from himga.service.auth import AuthInterceptor, TokenSource
 from himga.service.credentials import ServerTls
 from himga.service.decoding import DecodingInterceptor
 from himga.service.episode_stores import EpisodeStores
@@ -57,7 +57,7 @@ class MemoryServer:
         namespaces: Namespaces,
         calls: Calls | None = None,
         store: StoreHealth | None = None,
-        auth: AuthFile | None = None,
+        auth: TokenSource | None = None,
         episodes: EpisodeStores | None = None,
         http: "HttpServer | None" = None,
     ) -> None:
@@ -124,7 +124,7 @@ def create_server(
     database: "Database | None" = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     max_workers: int = 8,
-    auth: AuthFile | None = None,
+    auth: TokenSource | None = None,
     tls: ServerTls | None = None,
     max_open_namespaces: int | None = None,
     metrics: Metrics | None = None,
