@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
+from himga.service import RemoteMemory
 from tests.server_process import start_listening
 
 
@@ -53,3 +54,15 @@ def several(url: str, count: int, *extra: str) -> Iterator[list[Serving]]:
     """`count` servers over one database, started one after the other."""
     with ExitStack() as stack:
         yield [stack.enter_context(serving(url, *extra)) for _ in range(count)]
+
+
+def listed(memory: RemoteMemory) -> list[str]:
+    """Every id a namespace lists, in order, page after page."""
+    ids: list[str] = []
+    token = ""
+    while True:
+        page = memory.list(page_size=1000, page_token=token)
+        ids += [stored.id for stored in page.messages]
+        token = page.next_page_token
+        if not token:
+            return ids

@@ -50,17 +50,6 @@ def eventually(check: Callable[[], bool], seconds: float = 60.0) -> float:
     raise AssertionError(f"not within {seconds} s")
 
 
-def every_id(memory: RemoteMemory) -> list[str]:
-    ids: list[str] = []
-    token = ""
-    while True:
-        page = memory.list(page_size=1000, page_token=token)
-        ids += [stored.id for stored in page.messages]
-        token = page.next_page_token
-        if not token:
-            return ids
-
-
 def test_an_unreachable_database_is_unavailable_and_recovers_by_itself() -> None:
     with postgres_cluster.primary(fsync=False) as database, serving(database.url) as server:
         memory = RemoteMemory(server.target, "outage", timeout=30)
@@ -141,7 +130,7 @@ def test_failover_under_load_loses_and_duplicates_nothing() -> None:
         )
         assert before > 0 and len(acknowledged) > before
         reader = RemoteMemory(servers[1].target, "failover", timeout=30)
-        stored = every_id(reader)
+        stored = listed(reader)
         reader.close()
         written = [id_ for ids in acknowledged.values() for id_ in ids]
         assert len(stored) == len(set(stored))  # nothing twice

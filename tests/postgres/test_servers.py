@@ -18,7 +18,7 @@ from himga.records import EpisodeTrace, TaskContext
 from himga.service import RemoteEpisodes, RemoteMemory
 from himga.storage.postgres import Database, migrate_schema
 from himga.storage.postgres_schema import VERSION
-from tests.postgres.servers import Serving, several
+from tests.postgres.servers import Serving, listed, several
 from tests.postgres_cluster import Postgres
 
 
@@ -38,18 +38,6 @@ def new_namespace() -> str:
 
 def said(turn_id: str, text: str, session_id: str = "s1") -> tuple[Message, Session]:
     return Message(role="Ada", content=text, turn_id=turn_id), Session(session_id=session_id)
-
-
-def listed(memory: RemoteMemory) -> list[str]:
-    """Every id the namespace lists, in order, page after page."""
-    ids: list[str] = []
-    token = ""
-    while True:
-        page = memory.list(page_size=1000, page_token=token)
-        ids += [stored.id for stored in page.messages]
-        token = page.next_page_token
-        if not token:
-            return ids
 
 
 def test_a_write_on_one_server_is_read_on_every_other_right_after(
