@@ -16,7 +16,7 @@ from himga.data import Message, Session
 from himga.service import RemoteMemory
 from himga.service.errors import StoreUnavailable
 from tests import postgres_cluster
-from tests.postgres.servers import serving, several
+from tests.postgres.servers import listed, serving, several
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
