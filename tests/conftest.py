@@ -3,6 +3,12 @@ over a PostgreSQL server of the tests' own (tests/postgres_cluster.py), and a st
 LLM providers' APIs."""
 
 import os
+
+# The PostgreSQL tests start PostgreSQL's programs while gRPC's threads run; gRPC's fork
+# handlers then warn, and once crashed the child between fork and exec. No test forks a
+# process that goes on using gRPC, so they are turned off (before gRPC is loaded).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
