@@ -5,7 +5,9 @@ the servers): unary `Ingest` (one message a call, into 4 namespaces) and `Retrie
 dev questions, over a namespace of 20k natural messages). Each configuration gets a fresh
 database (or data directory) and fresh servers, in every run; ratios to one SQLite server are
 taken within each run. The CPU seconds the himga servers and PostgreSQL spent (read from
-/proc) are printed per 1,000 calls: where the time goes, and so where the ceiling is.
+/proc) are printed per 1,000 calls, and the mean number of PostgreSQL backends waiting on a
+lock meanwhile (pg_stat_activity, sampled every 20 ms): where the time goes, and so where the
+ceiling is.
 
 Part 2, retrieve latency at 100k messages (1M with HIMGA_BENCH_MILLION=1): the PostgreSQL
 memory and the SQLite memory held in this process, the same natural corpus
@@ -92,6 +94,32 @@ def _postgres_servers(url: str, count: int) -> Iterator[tuple[list[str], list[in
         yield [s.target for s in started], [s.process.pid for s in started]
 
 
+@contextmanager
+def _lock_waits(url: str) -> Iterator[Callable[[], float]]:
+    """While the block runs, how many of PostgreSQL's backends wait on a lock (a row's, such as
+    a namespace's FOR UPDATE), sampled every 20 ms; the mean, once the block ended."""
+    import psycopg
+
+    samples: list[int] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        with psycopg.connect(url, autocommit=True) as connection:
+            while not done.wait(0.02):
+                row = connection.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                ).fetchone()
+                samples.append(int(row[0]) if row else 0)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield lambda: statistics.mean(samples) if samples else 0.0
+    finally:
+        done.set()
+        sampler.join()
+
+
 def _fresh(postgres: postgres_cluster.Postgres) -> str:
     name = f"bench_{uuid.uuid4().hex[:12]}"
     postgres.sql(f"CREATE DATABASE {name}")
@@ -161,8 +189,10 @@ def throughput(postgres: postgres_cluster.Postgres, locomo: str, runs: int, call
                 ):
                     servers_cpu = _cpu(pids)
                     database_cpu = _cpu(_group(pg_group))
-                    rate = _at_concurrency(targets, calls, call, spread)
+                    with _lock_waits(postgres.url) as waits:
+                        rate = _at_concurrency(targets, calls, call, spread)
                     figures.setdefault(phase, []).append(rate)
+                    figures.setdefault(f"{phase} lock waits", []).append(waits())
                     per = 1000 / calls
                     figures.setdefault(f"{phase} server cpu", []).append(
                         (_cpu(pids) - servers_cpu) * per
@@ -186,7 +216,8 @@ def throughput(postgres: postgres_cluster.Postgres, locomo: str, runs: int, call
                 f"  {config:<12} {_spread(rates, '{:.0f}')}/s  ratio to sqlite x1 "
                 f"{_spread(ratios, '{:.2f}')}  CPU s per 1000 calls: servers "
                 f"{_spread(found[config][f'{phase} server cpu'], '{:.2f}')}, PostgreSQL "
-                f"{_spread(found[config][f'{phase} database cpu'], '{:.2f}')}"
+                f"{_spread(found[config][f'{phase} database cpu'], '{:.2f}')}; backends waiting "
+                f"on a lock {_spread(found[config][f'{phase} lock waits'], '{:.2f}')}"
             )
 
 
