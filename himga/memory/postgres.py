@@ -24,9 +24,9 @@ import builtins
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -46,6 +46,7 @@ from himga.memory.times import micros
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
 
+T = TypeVar("T")
 _LOAD_ROWS = 10_000
 _PLACES = """
     SELECT number, session_id, length, speaker, role, time, metadata, terms
@@ -209,7 +210,7 @@ class PostgresKeywordMemory(ContextFromHits):
             )
         return turns.item_ids
 
-    def _placed(self, version: int, generation: int, change: Any) -> Any:
+    def _placed(self, version: int, generation: int, change: Callable[[], T]) -> T:
         """After a commit: the counters it left, and `change` made to what is held."""
         try:
             result = change()
@@ -274,7 +275,8 @@ class PostgresKeywordMemory(ContextFromHits):
             if updates:
                 cursor.executemany(_UPDATE, updates)
 
-    def _keeper(self, connection: psycopg.Connection[Any]) -> Any:
+    def _keeper(self, connection: psycopg.Connection[Any]) -> Callable[[commit.Receipt], None]:
+        """What writes a receipt in the transaction of `connection`."""
         return lambda receipt: keep_receipt(connection, self._id, MESSAGES, receipt)
 
     def receipt(self, request_id: str) -> commit.Receipt | None:
@@ -330,10 +332,9 @@ class PostgresKeywordMemory(ContextFromHits):
                 commit.before_commit(self._keeper(connection), len(numbers))
             if not numbers:
                 return 0
-            deleted: int = self._placed(
+            return self._placed(
                 version + 1, generation, lambda: self._index.drop(numbers, old_terms)
             )
-            return deleted
 
     def list(
         self,

@@ -11,9 +11,10 @@ One database per memory (its tables, format version and migrations: himga.memory
   records the method, so they are the same).
 
 Where each turn sits in its session (himga.memory.windows), what filters read of it
-(himga.memory.facets) and the postings (himga.memory.postings, 4 bytes a stored term) are
-derived from the database when the memory opens (the postings read from `turns_vocab` in one
-pass) and kept in process memory, so a search reads nothing from the database but its hits,
+(himga.memory.facets) and the postings (himga.memory.postings, 4 bytes a stored term), kept
+together by himga.memory.derived (which the PostgreSQL memory shares), are derived from the
+database when the memory opens (the postings read from `turns_vocab` in one pass) and kept in
+process memory, so a search reads nothing from the database but its hits,
 and a filter costs no query. Appended rows are read in incrementally (their terms from their
 content); anything else (a reset, a delete, a replacement) bumps a `generation` in
 `himga_meta`, and another connection that sees it reads everything again before its next call
