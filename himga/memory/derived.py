@@ -12,13 +12,14 @@ picks its turns here. Not thread-safe: the memory's lock guards it.
 
 import builtins
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from himga.memory.base import StoredMessage
+from himga.memory.base import Page, StoredMessage
 from himga.memory.facets import Facets
 from himga.memory.filters import MessageFilter
+from himga.memory.paging import check_page_size, decode, encode
 from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
 from himga.memory.times import from_micros
@@ -129,6 +130,29 @@ class DerivedIndex:
             allowed = self.facets.selector(chosen, self.windows)
             numbers = [number for number in numbers if allowed(number)]
         return builtins.list(numbers)
+
+    def page(
+        self,
+        chosen: MessageFilter | None,
+        page_size: int,
+        page_token: str,
+        rows_after: Callable[[int, int], Sequence[Sequence[Any]]],
+        stored: Callable[[Sequence[int]], Mapping[int, StoredMessage]],
+    ) -> Page:
+        """A page of a listing. Unfiltered, the store's rows (as `stored_of` reads them) from
+        `rows_after(after, count)`: up to `count` numbered after `after`, in order; filtered,
+        the turns the index selects, read by number with `stored`."""
+        size = check_page_size(page_size)
+        after = decode(page_token)
+        if not chosen:
+            rows = rows_after(after, size + 1)
+            numbers = [row[0] for row in rows]
+            messages = [stored_of(row) for row in rows[:size]]
+        else:
+            numbers = self.listed(chosen, after, size)
+            found = stored(numbers[:size])
+            messages = [found[number] for number in numbers[:size]]
+        return Page(messages, encode(numbers[size - 1]) if len(numbers) > size else "")
 
     def listed(self, chosen: MessageFilter, after: int, size: int) -> builtins.list[int]:
         """Up to `size` + 1 stored turns `chosen` selects, numbered after `after`, rising (one

@@ -21,6 +21,7 @@ answered from its receipt on whichever server it reaches.
 """
 
 import builtins
+import functools
 import json
 import threading
 import time
@@ -37,7 +38,6 @@ from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, Hit, Page, Store
 from himga.memory.context import ContextFromHits
 from himga.memory.derived import DerivedIndex, stored_of
 from himga.memory.filters import MessageFilter, deletion
-from himga.memory.paging import check_page_size, decode, encode
 from himga.memory.ranking import METHOD, Turns, speaker_key
 from himga.memory.registry import place_problem
 from himga.memory.sqlite_schema import metadata_json
@@ -343,21 +343,17 @@ class PostgresKeywordMemory(ContextFromHits):
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str = "",
     ) -> Page:
-        size = check_page_size(page_size)
-        after = decode(page_token)
         with self._lock, self._using(write=False) as (connection, _, _):
-            if not filter:
-                rows = connection.execute(
+            return self._index.page(
+                filter,
+                page_size,
+                page_token,
+                lambda after, count: connection.execute(
                     f"{_STORED} WHERE namespace = %s AND number > %s ORDER BY number LIMIT %s",
-                    (self._id, after, size + 1),
-                ).fetchall()
-                numbers = [row[0] for row in rows]
-                page = [stored_of(row) for row in rows[:size]]
-            else:
-                numbers = self._index.listed(filter, after, size)
-                found = self._stored(connection, numbers[:size])
-                page = [found[number] for number in numbers[:size]]
-        return Page(page, encode(numbers[size - 1]) if len(numbers) > size else "")
+                    (self._id, after, count),
+                ).fetchall(),
+                functools.partial(self._stored, connection),
+            )
 
     def reset(self) -> None:
         with self._lock:

@@ -58,7 +58,6 @@ from himga.memory.base import (
 from himga.memory.context import ContextFromHits
 from himga.memory.derived import DerivedIndex, stored_of
 from himga.memory.filters import MessageFilter, deletion
-from himga.memory.paging import check_page_size, decode, encode
 from himga.memory.ranking import Turns
 from himga.memory.registry import namespace_file
 from himga.memory.sqlite_schema import (
@@ -398,19 +397,15 @@ class SQLiteKeywordMemory(ContextFromHits):
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str = "",
     ) -> Page:
-        size = check_page_size(page_size)
-        after = decode(page_token)
         with self._lock, self._transaction():
             self._refresh()
-            if not filter:
-                rows = self._db.execute(_PAGE, (after + 1, size + 1)).fetchall()
-                numbers = [row[0] for row in rows]
-                page = [stored_of(row) for row in rows[:size]]
-            else:
-                numbers = self._index.listed(filter, after, size)
-                found = self._stored(numbers[:size])
-                page = [found[number] for number in numbers[:size]]
-        return Page(page, encode(numbers[size - 1]) if len(numbers) > size else "")
+            return self._index.page(
+                filter,
+                page_size,
+                page_token,
+                lambda after, count: self._db.execute(_PAGE, (after + 1, count)).fetchall(),
+                self._stored,
+            )
 
     def reset(self) -> None:
         with self._lock:
