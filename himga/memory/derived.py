@@ -22,7 +22,7 @@ from himga.memory.filters import MessageFilter
 from himga.memory.paging import check_page_size, decode, encode
 from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
-from himga.memory.times import from_micros
+from himga.memory.times import from_micros, micros
 from himga.memory.windows import Windows
 
 
@@ -177,6 +177,27 @@ def _columns(
         [len(turns.terms[i]) for i in chosen],
         [turns.speakers[i] for i in chosen],
     )
+
+
+def said_columns(turns: Turns) -> tuple[Sequence[Any], ...]:
+    """What both durable memories store of each turn besides its number, session, speaker and
+    length, column by column, in their tables' order: turn_id, role, content, date_str,
+    timestamp, session_timestamp and time (microseconds, or None), metadata (JSON or None)."""
+    return (
+        turns.turn_ids,
+        turns.roles,
+        turns.contents,
+        turns.date_strs,
+        [None if t is None else micros(t) for t in turns.timestamps],
+        [None if t is None else micros(t) for t in turns.session_timestamps],
+        turns.times,
+        [metadata_json(pairs) for pairs in turns.metadata],
+    )
+
+
+def metadata_json(pairs: Mapping[str, str]) -> str | None:
+    """How a message's metadata is stored: a JSON object with sorted keys, or NULL for none."""
+    return json.dumps(dict(pairs), ensure_ascii=False, sort_keys=True) if pairs else None
 
 
 def stored_of(row: Sequence[Any]) -> StoredMessage:

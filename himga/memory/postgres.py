@@ -36,13 +36,11 @@ from himga.errors import InvalidArgument
 from himga.memory import commit
 from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, Hit, Page, StoredMessage, hit_of
 from himga.memory.context import ContextFromHits
-from himga.memory.derived import DerivedIndex, stored_of
+from himga.memory.derived import DerivedIndex, said_columns, stored_of
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.ranking import METHOD, Turns, speaker_key
 from himga.memory.registry import place_problem
-from himga.memory.sqlite_schema import metadata_json
 from himga.memory.text import query_terms, terms_of
-from himga.memory.times import micros
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
 
@@ -56,11 +54,11 @@ _STORED = """
         session_timestamp, metadata
     FROM himga_messages"""
 _COLUMNS = (
-    "namespace, number, turn_id, session_id, speaker, length, role, content, date_str, "
+    "namespace, number, session_id, speaker, length, turn_id, role, content, date_str, "
     "timestamp, session_timestamp, time, metadata, terms"
 )
 _UPDATE = """
-    UPDATE himga_messages SET turn_id = %s, session_id = %s, speaker = %s, length = %s,
+    UPDATE himga_messages SET session_id = %s, speaker = %s, length = %s, turn_id = %s,
         role = %s, content = %s, date_str = %s, timestamp = %s, session_timestamp = %s,
         time = %s, metadata = %s, terms = %s
     WHERE namespace = %s AND number = %s"""
@@ -250,17 +248,10 @@ class PostgresKeywordMemory(ContextFromHits):
         the others copied in."""
         rows = zip(
             numbers,
-            turns.turn_ids,
             turns.session_ids,
             turns.speakers,
             map(len, turns.terms),
-            turns.roles,
-            turns.contents,
-            turns.date_strs,
-            [None if t is None else micros(t) for t in turns.timestamps],
-            [None if t is None else micros(t) for t in turns.session_timestamps],
-            turns.times,
-            map(metadata_json, turns.metadata),
+            *said_columns(turns),
             [" ".join(own) for own in turns.terms],
             strict=True,
         )

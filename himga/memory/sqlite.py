@@ -56,7 +56,7 @@ from himga.memory.base import (
     hit_of,
 )
 from himga.memory.context import ContextFromHits
-from himga.memory.derived import DerivedIndex, stored_of
+from himga.memory.derived import DerivedIndex, said_columns, stored_of
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.ranking import Turns
 from himga.memory.registry import namespace_file
@@ -64,12 +64,10 @@ from himga.memory.sqlite_schema import (
     bump_generation,
     is_current,
     keep_receipt,
-    metadata_json,
     open_store,
     read_receipt,
 )
 from himga.memory.text import query_terms, terms_of
-from himga.memory.times import micros
 from himga.storage.files import create_private
 
 DATABASE_NAME = "memory.sqlite3"
@@ -303,14 +301,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             map(self._sessions.__getitem__, turns.session_ids),
             map(self._speakers.__getitem__, turns.speakers),
             map(len, turns.terms),
-            turns.turn_ids,
-            turns.roles,
-            turns.contents,
-            turns.date_strs,
-            [None if t is None else micros(t) for t in turns.timestamps],
-            [None if t is None else micros(t) for t in turns.session_timestamps],
-            turns.times,
-            map(metadata_json, turns.metadata),
+            *said_columns(turns),
             strict=True,
         )
         inserts, updates = [], []
