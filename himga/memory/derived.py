@@ -117,19 +117,8 @@ class DerivedIndex:
     def deletable(
         self, numbers: Sequence[int] | None, chosen: MessageFilter | None
     ) -> builtins.list[int]:
-        """The stored turns a delete takes: `numbers` (those of its ids; None for a delete by
-        filter alone), those `chosen` selects among them."""
-        if numbers is None:
-            assert chosen is not None  # himga.memory.filters.deletion saw to it
-            if chosen.session_ids:
-                sessions = self.windows.session_numbers(chosen.session_ids)
-                numbers = sorted(self.windows.turns_of(sessions))
-            else:
-                numbers = builtins.list(self.windows.stored())
-        if chosen:
-            allowed = self.facets.selector(chosen, self.windows)
-            numbers = [number for number in numbers if allowed(number)]
-        return builtins.list(numbers)
+        """The stored turns a delete takes: see `deletable`."""
+        return deletable(self.windows, self.facets, numbers, chosen)
 
     def page(
         self,
@@ -177,6 +166,26 @@ def _columns(
         [len(turns.terms[i]) for i in chosen],
         [turns.speakers[i] for i in chosen],
     )
+
+
+def deletable(
+    windows: Windows,
+    facets: Facets,
+    numbers: Iterable[int] | None,
+    chosen: MessageFilter | None,
+) -> builtins.list[int]:
+    """The stored turns a delete takes, of those `windows` and `facets` describe: `numbers`
+    (those of its ids; None for a delete by filter alone), those `chosen` selects among them."""
+    if numbers is None:
+        assert chosen is not None  # himga.memory.filters.deletion saw to it
+        if chosen.session_ids:
+            numbers = sorted(windows.turns_of(windows.session_numbers(chosen.session_ids)))
+        else:
+            numbers = windows.stored()
+    if chosen:
+        allowed = facets.selector(chosen, windows)
+        return [number for number in numbers if allowed(number)]
+    return builtins.list(numbers)
 
 
 def said_columns(turns: Turns) -> tuple[Sequence[Any], ...]:
