@@ -53,6 +53,9 @@ _STORED = """
     SELECT number, turn_id, session_id, role, content, date_str, time, timestamp,
         session_timestamp, metadata
     FROM himga_messages"""
+HITS = f"{_STORED} WHERE namespace = %s AND number = ANY(%s)"
+"""What a search reads of the database (after its namespace's counters): its hits, by primary
+key (tests/postgres/test_plans.py holds it to that)."""
 _COLUMNS = (
     "namespace, number, session_id, speaker, length, turn_id, role, content, date_str, "
     "timestamp, session_timestamp, time, metadata, terms"
@@ -92,6 +95,11 @@ class PostgresKeywordMemory(ContextFromHits):
     @property
     def durable(self) -> bool:
         return True
+
+    @property
+    def namespace_id(self) -> int:
+        """The id of the namespace's row, which keys its rows in every table."""
+        return self._id
 
     def close(self) -> None:
         """Forget what is held in process (the database's pool is the server's)."""
@@ -292,10 +300,7 @@ class PostgresKeywordMemory(ContextFromHits):
         self, connection: psycopg.Connection[Any], numbers: Sequence[int]
     ) -> dict[int, StoredMessage]:
         """The stored messages of these turn numbers (read by primary key), by number."""
-        rows = connection.execute(
-            f"{_STORED} WHERE namespace = %s AND number = ANY(%s)",
-            (self._id, builtins.list(numbers)),
-        )
+        rows = connection.execute(HITS, (self._id, builtins.list(numbers)))
         return {row[0]: stored_of(row) for row in rows}
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
