@@ -18,7 +18,7 @@ MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
-        bench-isolation screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
+        bench-isolation bench-postgres screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -28,6 +28,7 @@ help:
 setup: $(SETUP) $(NODE)
 	go mod download
 	bash scripts/chromium.sh
+	bash scripts/postgres.sh
 
 # Reinstalled when the package's build changes, the C ranking core included.
 $(SETUP): pyproject.toml setup.py himga/memory/_ranking.c
@@ -64,6 +65,7 @@ typecheck: $(SETUP)
 ## test: every test of the project
 test: $(SETUP) $(NODE)
 	bash scripts/chromium.sh
+	bash scripts/postgres.sh
 	$(BIN)/pytest
 
 ## serve: the memory server on its embedded default store ($(DATA_DIR)/), on $(HOST):$(PORT)
@@ -98,6 +100,12 @@ bench-http: $(SETUP)
 screenshot-browser: $(SETUP) $(NODE)
 	bash scripts/chromium.sh
 	$(PY) -m tests.http.screenshot $(or $(PNG),memory-browser.png)
+
+## bench-postgres: 1, 2 and 3 servers over one PostgreSQL beside one SQLite server; latency at 100k
+## (HIMGA_BENCH_MILLION=1: and 1M) messages beside the SQLite memory
+bench-postgres: $(SETUP)
+	bash scripts/postgres.sh
+	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_postgres
 
 ## bench-isolation: small calls to one namespace alone and beside another's 100k-message batches
 bench-isolation: $(SETUP)

@@ -64,3 +64,9 @@ class InvalidArgument(HimgaError, ValueError):
 class Unsupported(HimgaError, RuntimeError):
     """A memory cannot do what a call asks (filter, delete, list) and refuses it, rather than
     ignore part of the request; the message says what it cannot do."""
+
+
+class DatabaseUnavailable(HimgaError, ConnectionError):
+    """The database cannot be reached now (down, failing over, or the connection was lost). A
+    write that raised it may or may not have committed: send it again with the same request id
+    to learn which, without storing it twice."""

@@ -1,15 +1,25 @@
-"""Fixtures shared by the whole suite: a real memory server on 127.0.0.1, on a free port, and a
-stand-in for the LLM providers' APIs."""
+"""Fixtures shared by the whole suite: a real memory server on 127.0.0.1, on a free port, one
+over a PostgreSQL server of the tests' own (tests/postgres_cluster.py), and a stand-in for the
+LLM providers' APIs."""
 
 import os
-from collections.abc import Iterator
+
+# The PostgreSQL tests start PostgreSQL's programs while gRPC's threads run; gRPC's fork
+# handlers then warn, and once crashed the child between fork and exec. No test forks a
+# process that goes on using gRPC, so they are turned off (before gRPC is loaded).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from himga.memory.registry import DEFAULT_MEMORY
+from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY
 from himga.service import create_server
+from himga.storage.place import Place
+from himga.storage.postgres import Database
+from tests import postgres_cluster
 from tests.llm.fake_server import FakeLLMServer, running
 
 # On CI, hypothesis draws the same examples every run, so a red build can be replayed and a
@@ -34,6 +44,53 @@ def memory_server(server_data_dir: Path) -> Iterator[str]:
         yield f"127.0.0.1:{port}"
     finally:
         server.stop(None)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[postgres_cluster.Postgres]:
+    """A PostgreSQL server of the session's own (no fsync: nothing here survives a crash)."""
+    with postgres_cluster.primary(fsync=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def database(postgres: postgres_cluster.Postgres) -> Iterator[Database]:
+    """A pool on the session's PostgreSQL, its schema migrated; tests keep apart by namespace."""
+    with Database(postgres.url) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="session")
+def postgres_memory_server(database: Database) -> Iterator[str]:
+    """The target of a memory server over the session's database (memory and episodes in
+    PostgreSQL), shared by the session."""
+    server, port = create_server("127.0.0.1:0", database=database)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(None).wait()
+
+
+@pytest.fixture
+def place_of(request: pytest.FixtureRequest, tmp_path: Path) -> "Callable[[str], Place]":
+    """Where a memory or episode store of a kind keeps a namespace in these tests: the
+    session's database for the PostgreSQL ones, else a fresh data directory."""
+
+    def place(kind: str) -> Place:
+        if kind == DATABASE_MEMORY:
+            database: Database = request.getfixturevalue("database")
+            return database
+        return tmp_path
+
+    return place
+
+
+@pytest.fixture
+def server_of(request: pytest.FixtureRequest) -> "Callable[[str], str]":
+    """The session's server that offers a memory or episode store of a kind."""
+    return lambda kind: request.getfixturevalue(
+        "postgres_memory_server" if kind == DATABASE_MEMORY else "memory_server"
+    )
 
 
 @pytest.fixture

@@ -12,15 +12,21 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from himga.episodes.registry import DEFAULT_STORE, store_names
-from himga.memory.registry import DEFAULT_MEMORY, memory_names
+from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE, store_names
+from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY, memory_names
 
 GRACE_SECONDS = 5.0
 """How long in-flight calls may run on after a stop signal."""
+WORKERS = 8
+"""The server's threads for calls, and so its connections to a database (two spare)."""
 MAX_OPEN_NAMESPACES = 256
 """The default bound on open namespaces: about 3 file descriptors each for SQLite."""
+
+if TYPE_CHECKING:
+    from himga.service.database_tokens import DatabaseTokens
+    from himga.storage.postgres import Database
 
 _log = logging.getLogger("himga.serve")
 
@@ -43,15 +49,22 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--memory",
-        default=DEFAULT_MEMORY,
         choices=memory_names(),
-        help="memory of namespaces whose calls name none (default: %(default)s)",
+        help=f"memory of namespaces whose calls name none (default: {DEFAULT_MEMORY}; "
+        f"{DATABASE_MEMORY} with --database)",
     )
     parser.add_argument(
         "--episodes",
-        default=DEFAULT_STORE,
         choices=store_names(),
-        help="where namespaces keep their episodes (default: %(default)s)",
+        help=f"where namespaces keep their episodes (default: {DEFAULT_STORE}; "
+        f"{DATABASE_STORE} with --database)",
+    )
+    parser.add_argument(
+        "--database",
+        metavar="URL",
+        help="keep every namespace in this PostgreSQL database (postgresql://USER@HOST/DB; "
+        "several hosts, with target_session_attrs=read-write, for failover), shared with every "
+        "other server given it: they serve as one (needs `pip install 'himga[postgres]'`)",
     )
     parser.add_argument(
         "--data-dir",
@@ -65,6 +78,13 @@ def add_parser(subparsers: Any) -> None:
         metavar="FILE",
         help="require a token from FILE on every call but health and reflection (`himga auth "
         "new-token` makes one); SIGHUP reads FILE again",
+    )
+    parser.add_argument(
+        "--database-tokens",
+        action="store_true",
+        help="with --database: require a token from the database's tokens (`himga auth "
+        "new-token --database URL`) on every call but health and reflection; every server over "
+        "the database sees a change within a few seconds",
     )
     parser.add_argument(
         "--insecure",
@@ -121,10 +141,16 @@ def _problem(args: argparse.Namespace) -> str | None:
         return "--tls-cert and --tls-key go together"
     if args.tls_client_ca is not None and args.tls_cert is None:
         return "--tls-client-ca needs --tls-cert and --tls-key"
-    if args.auth_file is None and not args.insecure and not _loopback(args.host):
+    if args.database is not None and args.data_dir is not None:
+        return "--database keeps every namespace in PostgreSQL: leave out --data-dir"
+    if args.database_tokens and (args.database is None or args.auth_file is not None):
+        return "--database-tokens needs --database, and takes the place of --auth-file"
+    authenticated = args.auth_file is not None or args.database_tokens
+    if not authenticated and not args.insecure and not _loopback(args.host):
         return (
             f"--host {args.host} is reachable from other machines: pass --auth-file FILE "
-            "(`himga auth new-token` makes one), or --insecure to serve it without auth"
+            "(`himga auth new-token` makes one) or, with --database, --database-tokens; or "
+            "--insecure to serve it without auth"
         )
     return None
 
@@ -157,7 +183,9 @@ def run(args: argparse.Namespace) -> int:
         _log.error("%s", problem)
         return 2
     try:
-        auth = AuthFile(args.auth_file) if args.auth_file is not None else None
+        auth: AuthFile | DatabaseTokens | None = (
+            AuthFile(args.auth_file) if args.auth_file is not None else None
+        )
     except AuthFileError as error:
         _log.error("%s", error)
         return 2
@@ -189,12 +217,22 @@ def run(args: argparse.Namespace) -> int:
             )
     host = f"[{args.host}]" if ":" in args.host else args.host
     metrics = Metrics() if args.metrics_port is not None else None
+    database = _database(args.database) if args.database is not None else None
+    if isinstance(database, int):
+        return database
+    if args.database_tokens:
+        from himga.service import database_tokens
+
+        assert database is not None
+        auth = database_tokens.DatabaseTokens(database)
     try:
         server, port = create_server(
             f"{host}:{args.port}",
             memory=args.memory,
             episodes=args.episodes,
             data_dir=data_dir,
+            database=database,
+            max_workers=WORKERS,
             auth=auth,
             tls=tls,
             max_open_namespaces=args.max_open_namespaces,
@@ -202,17 +240,21 @@ def run(args: argparse.Namespace) -> int:
             http_address=(args.host, args.http_port) if args.http_port is not None else None,
             cors_origins=args.cors_origin,
         )
-    except ValueError as error:  # an unreadable TLS file
+    except ValueError as error:  # an unreadable TLS file, a memory the place cannot keep
         _log.error("%s", error)
+        _close(database)
         return 2
     except RuntimeError as error:  # grpc cannot bind the address
         _log.error("cannot listen on %s:%s: %s", host, args.port, error)
+        _close(database)
         return 1
-    if auth is not None:
+    if isinstance(auth, AuthFile):
         signal.signal(signal.SIGHUP, lambda signum, frame: auth.reload())
         _log.info(
             "auth: %d tokens from %s (SIGHUP reloads it)", len(auth.tokens.grants), args.auth_file
         )
+    elif auth is not None:
+        _log.info("auth: %d tokens from the database, watched", len(auth.tokens.grants))
     elif _loopback(args.host):
         _log.warning(
             "no --auth-file: every local process may call this server; serving loopback only"
@@ -224,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
     if metrics is not None:
         metrics_port = metrics.serve(args.metrics_host, args.metrics_port)
         _log.info("metrics on http://%s:%d/metrics", args.metrics_host, metrics_port)
-    if data_dir is None:
+    if data_dir is None and database is None:
         _log.warning("no --data-dir: memories keep nothing on disk and forget all at exit")
     if server.http_port is not None:
         _log.info(
@@ -234,12 +276,12 @@ def run(args: argparse.Namespace) -> int:
             server.http_port,
         )
     _log.info(
-        "listening on %s:%d (memory %s, episodes %s, data dir %s, %s)",
+        "listening on %s:%d (memory %s, episodes %s, %s, %s)",
         host,
         port,
-        args.memory,
-        args.episodes,
-        data_dir or "none",
+        server.namespaces.default_memory,
+        server.episodes_kind,
+        f"database {database.name}" if database else f"data dir {data_dir or 'none'}",
         "TLS" if tls is not None else "plaintext",
     )
     while not stop.wait(0.5):
@@ -247,10 +289,34 @@ def run(args: argparse.Namespace) -> int:
     stopped = server.stop(GRACE_SECONDS)
     _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
     stopped.wait()
+    if auth is not None and not isinstance(auth, AuthFile):
+        auth.stop()
+    _close(database)
     if metrics is not None:
         metrics.stop()
     _log.info("stopped")
     return 0
+
+
+def _database(url: str) -> "Database | int":
+    """The database at `url`, its schema migrated; or the exit code after saying why not."""
+    try:
+        from himga.storage.postgres import Database
+    except ImportError:
+        _log.error("--database needs PostgreSQL's driver: pip install 'himga[postgres]'")
+        return 2
+    from himga.errors import DatabaseUnavailable, IncompatibleStoreError
+
+    try:
+        return Database(url, min_size=WORKERS, max_size=WORKERS + 2)
+    except (DatabaseUnavailable, IncompatibleStoreError) as error:
+        _log.error("%s", error)
+        return 1
+
+
+def _close(database: "Database | None") -> None:
+    if database is not None:
+        database.close()
 
 
 def _positive(text: str) -> int:

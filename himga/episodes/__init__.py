@@ -1,11 +1,12 @@
-"""himga.episodes: the episode stores (in-process, SQLite) behind one interface, and the
-ranking that finds the episodes that matter for a task.
+"""himga.episodes: the episode stores (in-process, SQLite, PostgreSQL) behind one interface,
+and the ranking that finds the episodes that matter for a task.
 
 `base` is the interface (EpisodeStore) and what it returns; `indexed` what the local stores
-share; `inprocess` and `sqlite` the stores; `features`, `index` and `ranking` how episodes are
-ranked; `context` the context string; `paging` ListEpisodes' order and tokens; `registry` the
-stores by name. The gRPC client (himga.service.RemoteEpisodes) is the same interface over the
-wire. The stores are loaded on first use, so naming one (`himga serve --help`) loads no store.
+share; `inprocess`, `sqlite` and `postgres` the stores; `features`, `index` and `ranking` how
+episodes are ranked; `context` the context string; `paging` ListEpisodes' order and tokens;
+`registry` the stores by name. The gRPC client (himga.service.RemoteEpisodes) is the same
+interface over the wire. The stores are loaded on first use, so naming one (`himga serve
+--help`) loads no store.
 """
 
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from himga.lazy import lazy_classes
 
 if TYPE_CHECKING:
     from himga.episodes.inprocess import InProcessEpisodes
+    from himga.episodes.postgres import PostgresEpisodes
     from himga.episodes.sqlite import SQLiteEpisodes
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "EpisodeSearch",
     "EpisodeStore",
     "InProcessEpisodes",
+    "PostgresEpisodes",
     "SQLiteEpisodes",
 ]
 

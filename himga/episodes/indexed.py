@@ -76,8 +76,9 @@ class IndexedStore(EpisodeStore):
         """At most `count` rows passing `filters`, newest first, after `start` if given."""
 
     @contextmanager
-    def _call(self) -> Iterator[None]:
-        """One call of the store: holds the lock (a kind may also read in others' writes)."""
+    def _call(self, *, write: bool = False) -> Iterator[None]:
+        """One call of the store (`write`: one that records or deletes): holds the lock (a kind
+        may also read in others' writes, and hold its store's own lock for a write)."""
         with self._lock:
             yield
 
@@ -97,7 +98,7 @@ class IndexedStore(EpisodeStore):
         rows = {row["id"]: (row, features(row)) for row in documents}
         if not rows:
             return 0
-        with self._call():
+        with self._call(write=True):
             self._write(builtins.list(rows.values()), len(documents))
             for _, found in rows.values():
                 self._index.add(found)
@@ -154,7 +155,7 @@ class IndexedStore(EpisodeStore):
         return EpisodeTrace.from_dict(self.get_document(episode_id))
 
     def delete(self, episode_id: str) -> bool:
-        with self._call():
+        with self._call(write=True):
             erased = self._erase(episode_id)
             self._index.remove(episode_id)
             return erased

@@ -140,7 +140,7 @@ class SQLiteEpisodes(IndexedStore):
         self._db.execute("COMMIT")
 
     @contextmanager
-    def _call(self) -> Iterator[None]:
+    def _call(self, *, write: bool = False) -> Iterator[None]:
         with self._lock:
             (version,) = self._db.execute("PRAGMA data_version").fetchone()
             if version != self._version:
@@ -152,7 +152,7 @@ class SQLiteEpisodes(IndexedStore):
         """The index of every stored episode, read from the `features` column."""
         index = EpisodeIndex()
         for (text,) in self._db.execute("SELECT features FROM episodes ORDER BY rowid"):
-            index.add(_features(json.loads(text)))
+            index.add(features_of(json.loads(text)))
         self._index = index
 
     def receipt(self, request_id: str) -> commit.Receipt | None:
@@ -168,7 +168,7 @@ class SQLiteEpisodes(IndexedStore):
         with self._transaction():
             ids = [(row["id"],) for row, _ in rows]
             db.executemany("DELETE FROM episode_files WHERE id = ?", ids)
-            db.executemany(_INSERT, [_values(row, found) for row, found in rows])
+            db.executemany(_INSERT, [row_values(row, found) for row, found in rows])
             db.executemany(
                 "INSERT OR IGNORE INTO episode_files VALUES (?, ?)",
                 [(path, row["id"]) for row, _ in rows for path in listed_files(row)],
@@ -180,7 +180,7 @@ class SQLiteEpisodes(IndexedStore):
             f"SELECT {_COLUMNS} FROM episodes WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(ids),),
         )
-        return {row[0]: _row(*row[1:]) for row in rows}
+        return {row[0]: row_of(*row[1:]) for row in rows}
 
     def _erase(self, episode_id: str) -> bool:
         with self._transaction():
@@ -202,34 +202,46 @@ class SQLiteEpisodes(IndexedStore):
             self._db.execute("PRAGMA synchronous=FULL")
 
     def _listed(self, filters: EpisodeFilter, start: Position | None, count: int) -> list[Row]:
-        where: list[str] = []
-        values: list[Any] = []
-        for column in ("task_id", "agent", "phase", "outcome"):
-            wanted = getattr(filters, column)
-            if wanted:
-                where.append(f"{column} = ?")
-                values.append(wanted)
-        if filters.since is not None:
-            where.append("micros >= ?")
-            values.append(micros(filters.since))
-        if filters.until is not None:
-            where.append("micros < ?")
-            values.append(micros(filters.until))
-        if filters.file:
-            where.append("id IN (SELECT id FROM episode_files WHERE path = ?)")
-            values.append(normal_path(filters.file))
-        if start is not None:
-            where.append("(micros, id) < (?, ?)")
-            values.extend(start)
-        condition = f"WHERE {' AND '.join(where)}" if where else ""
+        condition, values = where_of(filters, start)
         rows = self._db.execute(
             f"SELECT {_COLUMNS} FROM episodes {condition} ORDER BY micros DESC, id DESC LIMIT ?",
             (*values, count),
         )
-        return [_row(*row[1:]) for row in rows]
+        return [row_of(*row[1:]) for row in rows]
 
 
-def _values(row: Row, found: Features) -> tuple[Any, ...]:
+def where_of(
+    filters: EpisodeFilter,
+    start: Position | None,
+    mark: str = "?",
+    files: str = "SELECT id FROM episode_files WHERE",
+) -> tuple[str, list[Any]]:
+    """The WHERE clause (with `mark` for each value) of a listing of the episodes `filters`
+    pass, after `start` if given, and its values: for SQLite and PostgreSQL alike. `files`
+    begins the query of the ids of the episodes that touched a path."""
+    where: list[str] = []
+    values: list[Any] = []
+    for column in ("task_id", "agent", "phase", "outcome"):
+        wanted = getattr(filters, column)
+        if wanted:
+            where.append(f"{column} = {mark}")
+            values.append(wanted)
+    if filters.since is not None:
+        where.append(f"micros >= {mark}")
+        values.append(micros(filters.since))
+    if filters.until is not None:
+        where.append(f"micros < {mark}")
+        values.append(micros(filters.until))
+    if filters.file:
+        where.append(f"id IN ({files} path = {mark})")
+        values.append(normal_path(filters.file))
+    if start is not None:
+        where.append(f"(micros, id) < ({mark}, {mark})")
+        values.extend(start)
+    return (f"WHERE {' AND '.join(where)}" if where else ""), values
+
+
+def row_values(row: Row, found: Features) -> tuple[Any, ...]:
     """The `episodes` row of an episode."""
     features = {
         "id": found.id,
@@ -263,7 +275,7 @@ def micros_of(row: Row) -> int:
     return micros(parse_utc_datetime(row["timestamp"]))
 
 
-def _features(data: dict[str, Any]) -> Features:
+def features_of(data: dict[str, Any]) -> Features:
     return Features(
         id=data["id"],
         timestamp=data["t"],
@@ -278,7 +290,7 @@ def _features(data: dict[str, Any]) -> Features:
     )
 
 
-def _row(document: str, access_count: int, last_accessed: str | None) -> Row:
+def row_of(document: str, access_count: int, last_accessed: str | None) -> Row:
     """An episode's wire form with its current access statistics."""
     row: Row = json.loads(document)
     row["access_count"] = access_count

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from himga.memory.keyword import KeywordMemory
     from himga.memory.naive import SimpleKeywordMemory
     from himga.memory.null import NullMemory
+    from himga.memory.postgres import PostgresKeywordMemory
     from himga.memory.sqlite import SQLiteKeywordMemory
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "MessageFilter",
     "NullMemory",
     "Page",
+    "PostgresKeywordMemory",
     "SQLiteKeywordMemory",
     "SimpleKeywordMemory",
     "StoredMessage",

@@ -27,6 +27,7 @@ from himga.memory.base import (
     hit_of,
 )
 from himga.memory.context import ContextFromHits
+from himga.memory.derived import deletable
 from himga.memory.facets import Facets
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.paging import check_page_size, decode, encode
@@ -173,14 +174,8 @@ class KeywordMemory(ContextFromHits):
         wanted, chosen = deletion(ids, filter)
         with self._lock:
             index = self._index
-            if wanted:
-                numbers = [index.numbers[i] for i in wanted if i in index.numbers]
-            else:
-                numbers = list(index.windows.stored())
-            if chosen:
-                allowed = index.facets.selector(chosen, index.windows)
-                numbers = [number for number in numbers if allowed(number)]
-            return index.remove(numbers)
+            known = [index.numbers[i] for i in wanted if i in index.numbers] if wanted else None
+            return index.remove(deletable(index.windows, index.facets, known, chosen))
 
     def list(
         self,

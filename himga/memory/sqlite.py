@@ -11,9 +11,10 @@ One database per memory (its tables, format version and migrations: himga.memory
   records the method, so they are the same).
 
 Where each turn sits in its session (himga.memory.windows), what filters read of it
-(himga.memory.facets) and the postings (himga.memory.postings, 4 bytes a stored term) are
-derived from the database when the memory opens (the postings read from `turns_vocab` in one
-pass) and kept in process memory, so a search reads nothing from the database but its hits,
+(himga.memory.facets) and the postings (himga.memory.postings, 4 bytes a stored term), kept
+together by himga.memory.derived (which the PostgreSQL memory shares), are derived from the
+database when the memory opens (the postings read from `turns_vocab` in one pass) and kept in
+process memory, so a search reads nothing from the database but its hits,
 and a filter costs no query. Appended rows are read in incrementally (their terms from their
 content); anything else (a reset, a delete, a replacement) bumps a `generation` in
 `himga_meta`, and another connection that sees it reads everything again before its next call
@@ -43,7 +44,6 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from himga.data.conversation import Message, Session
 from himga.memory import commit
@@ -56,23 +56,18 @@ from himga.memory.base import (
     hit_of,
 )
 from himga.memory.context import ContextFromHits
-from himga.memory.facets import Facets
+from himga.memory.derived import DerivedIndex, said_columns, stored_of
 from himga.memory.filters import MessageFilter, deletion
-from himga.memory.paging import check_page_size, decode, encode
-from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
 from himga.memory.registry import namespace_file
 from himga.memory.sqlite_schema import (
     bump_generation,
     is_current,
     keep_receipt,
-    metadata_json,
     open_store,
     read_receipt,
 )
 from himga.memory.text import query_terms, terms_of
-from himga.memory.times import from_micros, micros
-from himga.memory.windows import Windows
 from himga.storage.files import create_private
 
 DATABASE_NAME = "memory.sqlite3"
@@ -164,6 +159,7 @@ class SQLiteKeywordMemory(ContextFromHits):
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self._version: int | None = None
         self._generation: str | None = None
+        self._index = DerivedIndex()
         # A store of this format and method is opened by reading alone (it opens on a full disk).
         with self._transaction():
             if is_current(db):
@@ -202,19 +198,16 @@ class SQLiteKeywordMemory(ContextFromHits):
             "SELECT value FROM himga_meta WHERE key = 'generation'"
         ).fetchone()
         if generation != self._generation:  # not only appended rows (or the first look): anew
-            self._windows = Windows()
-            self._facets = Facets()
-            self._postings = Postings()
+            self._index.clear()
             self._generation = generation
         self._speakers: dict[str, int] = dict(db.execute("SELECT key, id FROM speakers"))
         self._sessions: dict[str, int] = {}
-        self._read_postings(self._windows.end)
-        cursor = db.execute(_PLACES, (self._windows.end,))
+        self._read_postings(self._index.end)
+        cursor = db.execute(_PLACES, (self._index.end,))
         while rows := cursor.fetchmany(_LOAD_ROWS):
             numbers, sessions, lengths, speakers, roles, times, metadata = zip(*rows, strict=True)
-            self._windows.add(sessions, lengths, speakers, numbers)
             pairs = [json.loads(m) if m else {} for m in metadata]
-            self._facets.add(numbers, roles, times, pairs)
+            self._index.load(numbers, sessions, lengths, speakers, roles, times, pairs)
         self._version = version
 
     @property
@@ -226,12 +219,12 @@ class SQLiteKeywordMemory(ContextFromHits):
         turns_vocab for a memory that holds none, else the new turns' terms."""
         if first == 0:
             for term, numbers in self._db.execute(_ALL_POSTINGS):
-                self._postings.extend(term, numbers)
+                self._index.postings.extend(term, numbers)
         else:
             rows = self._db.execute(_CONTENTS, (first,)).fetchall()
             if rows:
                 numbers, contents = zip(*rows, strict=True)
-                self._postings.add_at(numbers, terms_of(contents))
+                self._index.postings.add_at(numbers, terms_of(contents))
 
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
@@ -255,32 +248,17 @@ class SQLiteKeywordMemory(ContextFromHits):
                 self._refresh()  # the write lock is held: numbers cannot change under us
                 self._ids("speakers", self._speakers, turns.speakers)
                 self._ids("sessions", self._sessions, turns.session_ids)
-                known = self._numbers(turns.turn_ids)
-                numbers = [known.get(id_, -1) for id_ in turns.turn_ids]
-                replaced = [i for i, n in enumerate(numbers) if n >= 0]
+                placing = self._index.placing(turns, self._numbers(turns.turn_ids))
                 old_terms: builtins.list[builtins.list[str]] = []
-                if replaced:
-                    old_terms = self._unindex([numbers[i] for i in replaced])
+                if placing.replaced:
+                    old_terms = self._unindex(placing.replaced_numbers)
                     generation = bump_generation(self._db)
-                first = self._windows.end
-                new = [i for i, n in enumerate(numbers) if n < 0]
-                for offset, i in enumerate(new):
-                    numbers[i] = first + offset
-                self._write(turns, numbers, {numbers[i] for i in replaced})
+                self._write(turns, placing.numbers, set(placing.replaced_numbers))
                 commit.before_commit(self._keep_receipt, turns.item_ids)
             try:
-                if replaced:
+                if placing.replaced:
                     self._generation = generation
-                    replaced_numbers = [numbers[i] for i in replaced]
-                    self._postings.drop(replaced_numbers, old_terms)
-                    for i in replaced:
-                        self._postings.insert(numbers[i], turns.terms[i])
-                    self._windows.replace(*_columns(turns, replaced, numbers))
-                if new:
-                    self._postings.add(first, [turns.terms[i] for i in new])
-                    _, sessions, lengths, speakers = _columns(turns, new, numbers)
-                    self._windows.add(sessions, lengths, speakers)
-                self._facets.add(numbers, turns.roles, turns.times, turns.metadata)
+                self._index.place(turns, placing, old_terms)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
                 raise
@@ -323,14 +301,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             map(self._sessions.__getitem__, turns.session_ids),
             map(self._speakers.__getitem__, turns.speakers),
             map(len, turns.terms),
-            turns.turn_ids,
-            turns.roles,
-            turns.contents,
-            turns.date_strs,
-            [None if t is None else micros(t) for t in turns.timestamps],
-            [None if t is None else micros(t) for t in turns.session_timestamps],
-            turns.times,
-            map(metadata_json, turns.metadata),
+            *said_columns(turns),
             strict=True,
         )
         inserts, updates = [], []
@@ -369,8 +340,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             return []
         with self._lock, self._transaction():
             self._refresh()
-            allowed = self._facets.selection(filter, self._windows) if filter else None
-            best = self._windows.best(self._postings.of(wanted), set(wanted), limit, allowed)
+            best = self._index.best(wanted, limit, filter)
             if not best:
                 return []
             stored = self._stored([number for number, _ in best])
@@ -383,20 +353,15 @@ class SQLiteKeywordMemory(ContextFromHits):
             rows = self._db.execute(_BY_JSON_IDS, (json.dumps(chosen),))
         else:
             rows = self._db.execute(_BY_IDS.format(",".join("?" * len(chosen))), chosen)
-        return {row[0]: _stored(row) for row in rows}
+        return {row[0]: stored_of(row) for row in rows}
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
         wanted, chosen = deletion(ids, filter)
         with self._lock:
             with self._transaction("IMMEDIATE"):
                 self._refresh()
-                if wanted:
-                    numbers = sorted(self._numbers(sorted(wanted)).values())
-                else:
-                    numbers = self._candidates(chosen)
-                if chosen:
-                    allowed = self._facets.selector(chosen, self._windows)
-                    numbers = [number for number in numbers if allowed(number)]
+                known = sorted(self._numbers(sorted(wanted)).values()) if wanted else None
+                numbers = self._index.deletable(known, chosen)
                 old_terms: builtins.list[builtins.list[str]] = []
                 if numbers:
                     old_terms = self._unindex(numbers)
@@ -411,18 +376,10 @@ class SQLiteKeywordMemory(ContextFromHits):
                 return 0
             try:
                 self._generation = generation
-                self._postings.drop(numbers, old_terms)
-                return self._windows.remove(numbers)
+                return self._index.drop(numbers, old_terms)
             except BaseException:  # committed but not placed: read it all again next time
                 self._version = self._generation = None
                 raise
-
-    def _candidates(self, chosen: MessageFilter) -> builtins.list[int]:
-        """The stored turns a filter may select: those of its sessions when it names some."""
-        if chosen.session_ids:
-            sessions = self._windows.session_numbers(chosen.session_ids)
-            return sorted(self._windows.turns_of(sessions))
-        return builtins.list(self._windows.stored())
 
     def list(
         self,
@@ -431,25 +388,15 @@ class SQLiteKeywordMemory(ContextFromHits):
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str = "",
     ) -> Page:
-        size = check_page_size(page_size)
-        after = decode(page_token)
         with self._lock, self._transaction():
             self._refresh()
-            if not filter:
-                rows = self._db.execute(_PAGE, (after + 1, size + 1)).fetchall()
-                numbers = [row[0] for row in rows]
-                page = [_stored(row) for row in rows[:size]]
-            else:
-                allowed = self._facets.selector(filter, self._windows)
-                numbers = []
-                for number in self._windows.stored(after + 1):
-                    if allowed(number):
-                        numbers.append(number)
-                        if len(numbers) > size:
-                            break
-                found = self._stored(numbers[:size])
-                page = [found[number] for number in numbers[:size]]
-        return Page(page, encode(numbers[size - 1]) if len(numbers) > size else "")
+            return self._index.page(
+                filter,
+                page_size,
+                page_token,
+                lambda after, count: self._db.execute(_PAGE, (after + 1, count)).fetchall(),
+                self._stored,
+            )
 
     def reset(self) -> None:
         with self._lock:
@@ -461,34 +408,6 @@ class SQLiteKeywordMemory(ContextFromHits):
             self._version = None
             with self._transaction():
                 self._refresh()
-
-
-def _columns(
-    turns: Turns, chosen: Sequence[int], numbers: Sequence[int]
-) -> tuple[builtins.list[int], builtins.list[str], builtins.list[int], builtins.list[str]]:
-    """The numbers, session keys, own lengths and speakers of the turns at `chosen`."""
-    return (
-        [numbers[i] for i in chosen],
-        [turns.session_ids[i] for i in chosen],
-        [len(turns.terms[i]) for i in chosen],
-        [turns.speakers[i] for i in chosen],
-    )
-
-
-def _stored(row: Sequence[Any]) -> StoredMessage:
-    """The StoredMessage of a row of _STORED."""
-    _, turn_id, session_id, role, content, date_str, time, timestamp, session_time, pairs = row
-    return StoredMessage(
-        turn_id,
-        session_id,
-        role,
-        content,
-        date_str,
-        None if time is None else from_micros(time),
-        None if timestamp is None else from_micros(timestamp),
-        None if session_time is None else from_micros(session_time),
-        json.loads(pairs) if pairs else {},
-    )
 
 
 def namespace_path(data_dir: Path, namespace: str) -> Path:

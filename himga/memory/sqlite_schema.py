@@ -16,7 +16,7 @@ one indexed by another retrieval method is indexed again from the text it stores
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from itertools import count
 
 from himga.errors import IncompatibleStoreError
@@ -221,8 +221,3 @@ def _batches(db: sqlite3.Connection, select: str) -> Iterator[list[tuple[int, st
     ).fetchall():
         yield rows
         last = rows[-1][0]
-
-
-def metadata_json(pairs: Mapping[str, str]) -> str | None:
-    """How a message's metadata is stored: a JSON object with sorted keys, or NULL for none."""
-    return json.dumps(dict(pairs), ensure_ascii=False, sort_keys=True) if pairs else None

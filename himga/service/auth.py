@@ -16,7 +16,7 @@ Rights are separate: `read` does not imply `write`, nor `admin` the others.
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
@@ -61,6 +61,14 @@ METHOD_RIGHTS: dict[str, Right | None] = {
 _BEARER = "bearer "
 
 
+class TokenSource(Protocol):
+    """Where a server's tokens come from: an AuthFile, or the database's table
+    (himga.service.database_tokens.DatabaseTokens)."""
+
+    @property
+    def tokens(self) -> Tokens: ...
+
+
 class AuthFile:
     """The tokens of an auth file, read at start and again on `reload` (SIGHUP): calls in
     flight keep the tokens they were checked with; a file that no longer reads keeps the
@@ -90,7 +98,7 @@ class AuthFile:
 class AuthInterceptor(grpc.ServerInterceptor):
     """Refuses calls whose token is missing, unknown, or short of the method's right."""
 
-    def __init__(self, auth: AuthFile, on_failure: Any = None) -> None:
+    def __init__(self, auth: TokenSource, on_failure: Any = None) -> None:
         self._auth = auth
         self._on_failure = on_failure  # called with the failure's reason, as metrics count them
 

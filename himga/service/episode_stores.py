@@ -3,19 +3,22 @@ call, with the namespace rule MemoryService uses (himga.service.namespaces). Sto
 thread-safe, so calls to one namespace need no lock of the server's."""
 
 import threading
-from pathlib import Path
 
 from himga.episodes.base import EpisodeStore
-from himga.episodes.registry import store_factory
+from himga.episodes.registry import place_problem, store_factory
+from himga.storage.place import Place
 
 
 class EpisodeStores:
     """Opens each namespace's store once, with the server's store kind, and keeps it open."""
 
-    def __init__(self, kind: str, data_dir: Path | None) -> None:
+    def __init__(self, kind: str, place: Place) -> None:
         self.kind = kind
         self._factory = store_factory(kind)  # fail now, at start-up, on an unknown kind
-        self.data_dir = data_dir
+        problem = place_problem(kind, place)
+        if problem is not None:
+            raise ValueError(problem)
+        self.place = place
         self._open: dict[str, EpisodeStore] = {}
         self._opening = threading.Lock()
 
@@ -26,7 +29,7 @@ class EpisodeStores:
             with self._opening:
                 store = self._open.get(namespace)
                 if store is None:
-                    store = self._open[namespace] = self._factory(namespace, self.data_dir)
+                    store = self._open[namespace] = self._factory(namespace, self.place)
         return store
 
     def close(self) -> None:

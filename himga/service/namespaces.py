@@ -5,11 +5,13 @@ each namespace has its own lock, so calls to one namespace run one at a time and
 different namespaces run side by side.
 
 A server with a data directory records the memory each namespace was opened with, in
-`<data_dir>/namespaces/<namespace>-<hash>.memory` (written once, atomically), so a namespace keeps
-its memory across restarts too: a durable memory's data is never shadowed by another memory of
-the same name after a restart. That record is also what makes a namespace exist: a call that
-only reads or resets (`using(..., create=False)`) opens nothing and creates nothing for a
-namespace that does not exist.
+`<data_dir>/namespaces/<namespace>-<hash>.memory` (written once, atomically); a server over a
+database records it in the namespace's row (himga.storage.postgres.recorded_memory), where
+every server over the database reads it. So a namespace keeps its memory across restarts too:
+a durable memory's data is never shadowed by another memory of the same name after a restart.
+That record is also what makes a namespace exist: a call that only reads or resets
+(`using(..., create=False)`) opens nothing and creates nothing for a namespace that does not
+exist.
 
 With `max_open`, at most that many namespaces stay open: when another is opened, the least
 recently used idle namespace whose memory is durable is closed (its files released), and opened
@@ -26,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from himga.memory.base import BaseMemory
-from himga.memory.registry import MemoryFactory, memory_factory, namespace_file
+from himga.memory.registry import MemoryFactory, memory_factory, namespace_file, place_problem
 from himga.service import resources
 from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch, ResourceExhausted
 from himga.storage.files import write_private
+from himga.storage.place import Place
 
 NAMESPACE_RULE = "1 to 128 characters of letters, digits, '.', '_', '-' and ':'"
 _NAMESPACE = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
@@ -57,16 +60,19 @@ class OpenNamespace:
 
 class Namespaces:
     """Opens each namespace on demand, with the memory its first call names, and keeps at most
-    `max_open` open (None: all)."""
+    `max_open` open (None: all), kept in `place` (himga.storage.place)."""
 
-    def __init__(
-        self, default_memory: str, data_dir: Path | None, max_open: int | None = None
-    ) -> None:
+    def __init__(self, default_memory: str, place: Place, max_open: int | None = None) -> None:
         self._factories: dict[str, MemoryFactory] = {}
         self.default_memory = default_memory
-        self.data_dir = data_dir
+        self.place = place
+        self.data_dir = place if isinstance(place, Path) else None
+        self.database = None if place is None or isinstance(place, Path) else place
         self.max_open = max_open
         self._factory(default_memory)  # fail now, at start-up, on an unknown default
+        problem = place_problem(default_memory, place)
+        if problem is not None:
+            raise ValueError(problem)
         self._open: OrderedDict[str, OpenNamespace] = OrderedDict()
         self._opening = threading.Lock()
 
@@ -81,6 +87,9 @@ class Namespaces:
                 self._factory(memory)
             except InvalidRequest as error:
                 return error.violations
+            problem = place_problem(memory, self.place)
+            if problem is not None:
+                return [FieldViolation("memory", problem)]
         return []
 
     def open(self, namespace: str, memory: str) -> OpenNamespace:
@@ -127,15 +136,19 @@ class Namespaces:
         durable namespace is closed and it is tried once more (called under the lock)."""
         factory = self._factory(memory)
         try:
-            return factory(namespace, self.data_dir)
+            return factory(namespace, self.place)
         except Exception as error:
             if not isinstance(resources.classify(error), ResourceExhausted):
                 raise
             self._close_idle(keep=0)
-        return factory(namespace, self.data_dir)
+        return factory(namespace, self.place)
 
     def _exists(self, namespace: str) -> bool:
-        """Whether a namespace that is not open was ever made (its record is on disk)."""
+        """Whether a namespace that is not open was ever made (it has a record)."""
+        if self.database is not None:
+            from himga.storage.postgres import recorded_memory
+
+            return recorded_memory(self.database, namespace, None) is not None
         if self.data_dir is None:
             return False
         return namespace_file(self.data_dir, "namespaces", namespace, ".memory").exists()
@@ -159,6 +172,12 @@ class Namespaces:
     def _recorded(self, namespace: str, memory: str) -> str:
         """The memory the data directory records for `namespace`; `memory`, recorded now, if it
         records none (or there is no data directory)."""
+        if self.database is not None:
+            from himga.storage.postgres import recorded_memory
+
+            found = recorded_memory(self.database, namespace, memory)
+            assert found is not None
+            return found
         if self.data_dir is None:
             return memory
         record = namespace_file(self.data_dir, "namespaces", namespace, ".memory")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from himga_proto.memory.v1 import memory_pb2 as pb
 
-from himga.errors import HimgaError
+from himga.errors import DatabaseUnavailable, HimgaError
 from himga.service.errors import ResourceExhausted, StoreUnavailable
 
 _log = logging.getLogger(__name__)
@@ -45,7 +45,11 @@ _STORE = "the store cannot write ({}); nothing of this call was stored, call aga
 
 def classify(error: Exception, store: "StoreHealth | None" = None) -> Exception:
     """The error a call answers for `error`: a himga kind for what ran out, else `error`.
-    A store that cannot write is reported to `store`."""
+    A store that cannot write (a database that cannot be reached) is reported to `store`."""
+    if isinstance(error, DatabaseUnavailable):
+        if store is not None:
+            store.failed(str(error))
+        return StoreUnavailable(str(error))
     if isinstance(error, HimgaError):
         return error
     found = _classify(error)
@@ -83,10 +87,12 @@ def _out_of_descriptors() -> bool:
 
 class StoreHealth:
     """Whether the store can write. `failed` (a call found it cannot) tells the listener
-    False and probes until a write succeeds, then tells it True."""
+    False and probes until a write succeeds, then tells it True. The probe is a write in
+    `data_dir`, or `probe` (a server over a database: whether the database takes writes)."""
 
-    def __init__(self, data_dir: Path | None) -> None:
+    def __init__(self, data_dir: Path | None, probe: Callable[[], bool] | None = None) -> None:
         self.data_dir = data_dir
+        self._probe = probe if probe is not None else (self.can_write if data_dir else None)
         self.writable = True
         self.listener: Callable[[bool], None] | None = None
         self._lock = threading.Lock()
@@ -94,7 +100,7 @@ class StoreHealth:
 
     def failed(self, why: str) -> None:
         with self._lock:
-            if not self.writable or self.data_dir is None:
+            if not self.writable or self._probe is None:
                 return
             self.writable = False
         _log.error("the store cannot write (%s): health NOT_SERVING until it can", why)
@@ -105,8 +111,9 @@ class StoreHealth:
         self._stopped.set()
 
     def _probe_until_writable(self) -> None:
+        assert self._probe is not None
         while not self._stopped.wait(PROBE_SECONDS):
-            if self.can_write():
+            if self._probe():
                 with self._lock:
                     self.writable = True
                 _log.info("the store can write again: health SERVING")

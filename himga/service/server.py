@@ -12,10 +12,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from himga_proto.memory.v1 import memory_pb2, memory_pb2_grpc
 
-from himga.episodes.registry import DEFAULT_STORE
-from himga.memory.registry import DEFAULT_MEMORY
+from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE
+from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY
 from himga.service import reflection
-from himga.service.auth import AuthFile, AuthInterceptor
+from himga.service.auth import AuthInterceptor, TokenSource
 from himga.service.credentials import ServerTls
 from himga.service.decoding import DecodingInterceptor
 from himga.service.episode_stores import EpisodeStores
@@ -25,6 +25,7 @@ from himga.service.metrics import Metrics
 from himga.service.namespaces import Namespaces
 from himga.service.resources import StoreHealth
 from himga.service.servicer import MemoryServicer
+from himga.storage.place import Place
 
 SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
 EPISODE_SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["EpisodeService"].full_name
@@ -40,6 +41,7 @@ _log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from himga.http.server import HttpServer
+    from himga.storage.postgres import Database
 
 
 class MemoryServer:
@@ -55,7 +57,7 @@ class MemoryServer:
         namespaces: Namespaces,
         calls: Calls | None = None,
         store: StoreHealth | None = None,
-        auth: AuthFile | None = None,
+        auth: TokenSource | None = None,
         episodes: EpisodeStores | None = None,
         http: "HttpServer | None" = None,
     ) -> None:
@@ -76,6 +78,11 @@ class MemoryServer:
     @property
     def namespaces(self) -> Namespaces:
         return self._namespaces
+
+    @property
+    def episodes_kind(self) -> str:
+        """The kind of store the namespaces keep their episodes in."""
+        return self._episodes.kind if self._episodes is not None else ""
 
     def stop(self, grace: float | None) -> threading.Event:
         """Refuse new calls, let in-flight calls finish for up to `grace` seconds (None: none),
@@ -111,12 +118,13 @@ class MemoryServer:
 def create_server(
     address: str,
     *,
-    memory: str = DEFAULT_MEMORY,
-    episodes: str = DEFAULT_STORE,
+    memory: str | None = None,
+    episodes: str | None = None,
     data_dir: Path | str | None = None,
+    database: "Database | None" = None,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     max_workers: int = 8,
-    auth: AuthFile | None = None,
+    auth: TokenSource | None = None,
     tls: ServerTls | None = None,
     max_open_namespaces: int | None = None,
     metrics: Metrics | None = None,
@@ -126,19 +134,23 @@ def create_server(
     """Start a memory server on `address` ("127.0.0.1:0" picks a free port) and return it with
     its port. It serves MemoryService and EpisodeService. New namespaces get `memory` unless a
     call names another, and keep their episodes in stores of kind `episodes`; durable ones keep
-    their files under `data_dir` (None: nothing on disk). With `auth`, every call but health and
-    reflection needs a token of its file; with `tls`, the port (and the HTTP port) speaks TLS
-    only. At most
-    `max_open_namespaces` durable namespaces stay open. `metrics` sees every call (serving them
-    over HTTP is the caller's choice: `Metrics.serve`). With `http_address` (host, port), the
-    same services are also served over HTTP (himga.http: Connect and gRPC-Web, the OpenAPI
-    document, the memory browser), through the same interceptors and servicers, on a pool of
-    `max_workers` threads of its own, with CORS for `cors_origins`; `MemoryServer.http_port` is
-    its port. ValueError on an unknown memory or
+    their files under `data_dir` (None: nothing on disk), or every namespace in `database`
+    (himga.storage.postgres: shared with every other server over it; `memory` and `episodes`
+    then default to the PostgreSQL ones, and only memories shared so are offered). With `auth`,
+    every call but health and reflection needs a token of its file; with `tls`, the port (and
+    the HTTP port) speaks TLS only. At most `max_open_namespaces` durable namespaces stay open.
+    `metrics` sees every call (serving them over HTTP is the caller's choice: `Metrics.serve`).
+    With `http_address` (host, port), the same services are also served over HTTP (himga.http:
+    Connect and gRPC-Web, the OpenAPI document, the memory browser), through the same
+    interceptors and servicers, on a pool of `max_workers` threads of its own, with CORS for
+    `cors_origins`; `MemoryServer.http_port` is its port. ValueError on an unknown memory or
     episode store, or an unreadable TLS file."""
     directory = Path(data_dir) if data_dir is not None else None
-    namespaces = Namespaces(memory, directory, max_open_namespaces)
-    episode_stores = EpisodeStores(episodes, directory)
+    place: Place = database if database is not None else directory
+    memory = memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
+    episodes = episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
+    namespaces = Namespaces(memory, place, max_open_namespaces)
+    episode_stores = EpisodeStores(episodes, place)
     credentials = tls.credentials() if tls is not None else None
     calls = Calls()
     chain: list[grpc.ServerInterceptor] = [calls]
@@ -158,7 +170,7 @@ def create_server(
             ("grpc.so_reuseport", 0),
         ],
     )
-    store = StoreHealth(directory)
+    store = StoreHealth(directory, database.reachable if database is not None else None)
     servicer = MemoryServicer(namespaces, calls, max_message_bytes, store)
     episode_servicer = EpisodeServicer(episode_stores, calls)
     memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)

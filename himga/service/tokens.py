@@ -163,14 +163,20 @@ def load(path: Path) -> Tokens:
         raise AuthFileError(f"{path}: cannot read: {error.strerror or error}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise AuthFileError(f"{path}: not JSON: {error}") from None
+    return from_json(data, str(path))
+
+
+def from_json(data: Any, name: str) -> Tokens:
+    """The tokens of an auth file's JSON (or of rows shaped so); AuthFileError saying what is
+    wrong, starting with `name`."""
     if not isinstance(data, dict) or data.get("himga_auth") != FORMAT:
-        raise AuthFileError(f'{path}: not a himga auth file (want {{"himga_auth": {FORMAT}, ...}})')
+        raise AuthFileError(f'{name}: not a himga auth file (want {{"himga_auth": {FORMAT}, ...}})')
     grants = []
     for number, entry in enumerate(data.get("tokens", [])):
         try:
             grants.append(_grant(entry))
         except (KeyError, TypeError, ValueError) as error:
-            raise AuthFileError(f"{path}: tokens[{number}]: {error}") from None
+            raise AuthFileError(f"{name}: tokens[{number}]: {error}") from None
     return Tokens(grants)
 
 

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from himga.data.conversation import Message, Session
 from himga.memory import KeywordMemory
 from himga.memory.base import BaseMemory, Hit
 from himga.memory.filters import MessageFilter
-from himga.memory.registry import memory_names, register, unregister
+from himga.memory.registry import DATABASE_MEMORY, memory_names, register, unregister
 from himga.service.server import create_server
 from tests.server_process import start_listening
 
@@ -88,9 +88,15 @@ def test_every_check_has_a_kind_and_a_unique_name() -> None:
 
 
 @pytest.mark.parametrize("memory", [m for m in memory_names() if m != "null"])
-def test_storing_memories_pass_every_check(memory: str, tmp_path: Path) -> None:
-    with python_server(memory, tmp_path) as target:
+def test_storing_memories_pass_every_check(
+    memory: str, tmp_path: Path, server_of: Callable[[str], str]
+) -> None:
+    if memory == DATABASE_MEMORY:  # the session's server over PostgreSQL (memory and episodes)
+        target = server_of(memory)
         results = run_checks(target)
+    else:
+        with python_server(memory, tmp_path) as target:
+            results = run_checks(target)
     assert outcome(results)[1] == set(), render(target, results)
 
 

@@ -1,14 +1,15 @@
-"""Every episode store under one fixture: in-process, SQLite, and remote (over a real server)."""
+"""Every episode store under one fixture: in-process, SQLite, PostgreSQL, and remote (over a
+real server)."""
 
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from himga.episodes.base import EpisodeStore
 from himga.episodes.registry import store_factory, store_names
 from himga.service import RemoteEpisodes
+from himga.storage.place import Place
 
 STORES = [*store_names(), "remote"]
 
@@ -17,7 +18,7 @@ NewStore = Callable[[], EpisodeStore]
 
 @pytest.fixture(params=STORES)
 def new_store(
-    request: pytest.FixtureRequest, tmp_path: Path, memory_server: str
+    request: pytest.FixtureRequest, place_of: Callable[[str], Place], memory_server: str
 ) -> Iterator[NewStore]:
     """Makes stores of one kind, each in a namespace of its own (as a server's are)."""
     made: list[EpisodeStore] = []
@@ -27,7 +28,7 @@ def new_store(
         if request.param == "remote":
             store: EpisodeStore = RemoteEpisodes(memory_server, namespace)
         else:
-            store = store_factory(request.param)(namespace, tmp_path)
+            store = store_factory(request.param)(namespace, place_of(request.param))
         made.append(store)
         return store
 

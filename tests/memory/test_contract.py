@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -26,6 +25,7 @@ from himga.memory.filters import MessageFilter
 from himga.memory.registry import memory_factory, memory_names
 from himga.memory.times import message_time, micros
 from himga.service import RemoteMemory
+from himga.storage.place import Place
 from tests.memory.sync_over_async import SyncOverAsync
 
 # Memories that keep nothing by design; every other memory must find what it stored. New
@@ -50,17 +50,22 @@ class Kind:
 
 
 @pytest.fixture(params=MEMORIES)
-def kind(request: pytest.FixtureRequest, tmp_path: Path, memory_server: str) -> Iterator[Kind]:
-    """Memories of one kind; in-process ones share one data directory, as a server's do."""
+def kind(
+    request: pytest.FixtureRequest,
+    place_of: Callable[[str], Place],
+    server_of: Callable[[str], str],
+) -> Iterator[Kind]:
+    """Memories of one kind; in-process ones share one place (a data directory, or the
+    session's database), as a server's do."""
     name, way = request.param
     made: list[BaseMemory] = []
 
     def new() -> BaseMemory:
         namespace = f"contract-{uuid.uuid4().hex}"
         if way == "local":
-            return memory_factory(name)(namespace, tmp_path)
+            return memory_factory(name)(namespace, place_of(name))
         client = RemoteMemory if way == "remote" else SyncOverAsync
-        memory = client(memory_server, namespace, memory=name)
+        memory = client(server_of(name), namespace, memory=name)
         made.append(memory)
         return memory
 

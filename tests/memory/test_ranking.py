@@ -1,14 +1,18 @@
 """The shared keyword method against its definition (himga.memory.ranking's text), on random
-conversations, and the two keyword memories against each other."""
+conversations, and the in-process keyword memory against each durable one (SQLite, PostgreSQL):
+the same hits with the same scores."""
 
+import uuid
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from himga.data import Message, Session
-from himga.memory import KeywordMemory, SQLiteKeywordMemory
+from himga.memory import KeywordMemory, PostgresKeywordMemory, SQLiteKeywordMemory
+from himga.memory.base import BaseMemory
 from himga.memory.filters import MessageFilter
 from himga.memory.ranking import DEFAULT_METHOD, Method, idf, speaker_key
 from himga.memory.text import query_terms, terms
@@ -58,30 +62,48 @@ def reference(
     return scores
 
 
-@settings(max_examples=60, deadline=None)
+Durable = Callable[[], BaseMemory]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable(request: pytest.FixtureRequest) -> Durable:
+    """Makes an empty durable keyword memory of one kind (each example gets its own)."""
+    if request.param == "sqlite":
+        return SQLiteKeywordMemory
+    database = request.getfixturevalue("database")
+    return lambda: PostgresKeywordMemory(database, f"ranking-{uuid.uuid4().hex}")
+
+
+# Each example makes its own memories with the fixture's factory.
+_EXAMPLES = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@_EXAMPLES
 @given(st.lists(TURN, min_size=1, max_size=25), st.lists(QUERY, min_size=1, max_size=3), st.data())
 def test_both_memories_score_every_turn_as_the_definition_does(
-    turns: list[tuple[int, str, str]], queries: list[str], data: st.DataObject
+    durable: Durable, turns: list[tuple[int, str, str]], queries: list[str], data: st.DataObject
 ) -> None:
     items = [
         (Message(role=speaker, content=text, turn_id=f"T{n}"), Session(session_id=f"s{session}"))
         for n, (session, speaker, text) in enumerate(turns)
     ]
     cuts = sorted(data.draw(st.lists(st.integers(0, len(items)), max_size=3)))
-    keyword, sqlite = KeywordMemory(), SQLiteKeywordMemory()
+    keyword, stored = KeywordMemory(), durable()
     try:
         for start, end in zip([0, *cuts], [*cuts, len(items)], strict=True):
             keyword.ingest_many(items[start:end])  # batches of any size, sessions interleaved
-            sqlite.ingest_many(items[start:end])
+            stored.ingest_many(items[start:end])
         for query in queries:
             expected = reference(turns, query)
             found = keyword.search(query, limit=len(turns))
-            assert found == sqlite.search(query, limit=len(turns))
+            assert found == stored.search(query, limit=len(turns))
             assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
                 {f"T{n}": score for n, score in expected.items()}, rel=1e-12
             )
     finally:
-        sqlite.close()
+        stored.close()
 
 
 # After deletes and corrections, each memory scores the turns it holds as the definition scores
@@ -94,13 +116,14 @@ CHANGE = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@_EXAMPLES
 @given(
     st.lists(TURN, min_size=1, max_size=25),
     st.lists(CHANGE, max_size=6),
     st.lists(QUERY, min_size=1, max_size=3),
 )
 def test_both_memories_follow_deletes_and_corrections(
+    durable: Durable,
     turns: list[tuple[int, str, str]],
     changes: list[tuple[object, ...]],
     queries: list[str],
@@ -113,37 +136,37 @@ def test_both_memories_follow_deletes_and_corrections(
             session_id=f"s{session}"
         )
 
-    keyword, sqlite = KeywordMemory(), SQLiteKeywordMemory()
+    keyword, stored = KeywordMemory(), durable()
     try:
-        for memory in (keyword, sqlite):
+        for memory in (keyword, stored):
             memory.ingest_many(item(n, t) for n, t in held.items())
         for change in changes:
             if change[0] == "delete":
                 number = int(str(change[1]))
-                for memory in (keyword, sqlite):
+                for memory in (keyword, stored):
                     memory.delete([f"T{number}"])
                 held.pop(number, None)
             elif change[0] == "delete session":
                 session = int(str(change[1]))
-                for memory in (keyword, sqlite):
+                for memory in (keyword, stored):
                     memory.delete(filter=MessageFilter(session_ids=[f"s{session}"]))
                 held = {n: t for n, t in held.items() if t[0] != session}
             elif int(str(change[1])) in held:  # a correction of a turn held
                 number, turn = int(str(change[1])), change[2]
                 assert isinstance(turn, tuple)
-                for memory in (keyword, sqlite):
+                for memory in (keyword, stored):
                     memory.ingest(*item(number, turn))
                 held[number] = turn
         numbers = sorted(held)
         for query in queries:
             expected = reference([held[n] for n in numbers], query) if numbers else {}
             found = keyword.search(query, limit=len(turns))
-            assert found == sqlite.search(query, limit=len(turns))
+            assert found == stored.search(query, limit=len(turns))
             assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
                 {f"T{numbers[i]}": score for i, score in expected.items()}, rel=1e-12
             )
     finally:
-        sqlite.close()
+        stored.close()
 
 
 @settings(max_examples=40, deadline=None)

@@ -14,6 +14,7 @@ import himga
 from himga.data.conversation import Message, Session
 from himga.data.errors import DatasetError
 from himga.errors import (
+    DatabaseUnavailable,
     HimgaError,
     IncompatibleStoreError,
     InvalidArgument,
@@ -62,8 +63,12 @@ EXAMPLES: dict[type[Exception], Exception] = {
 # calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
-# A memory's error about one argument, which travels as the request error naming that field.
-SENT_AS = {InvalidArgument: InvalidRequest}
+# A memory's error about one argument, which travels as the request error naming that field;
+# a database that cannot be reached, which travels as a store that cannot write.
+SENT_AS: dict[type[Exception], type[Exception]] = {
+    InvalidArgument: InvalidRequest,
+    DatabaseUnavailable: StoreUnavailable,
+}
 
 
 class RaisingMemory(BaseMemory):
@@ -78,6 +83,8 @@ class RaisingMemory(BaseMemory):
             raise KeyError("a bug")
         if message.content == "InvalidArgument":
             raise InvalidArgument("page_token", "not a token of this listing")
+        if message.content == "DatabaseUnavailable":
+            raise DatabaseUnavailable("the database is unavailable (connection refused)")
         raise next(e for c, e in EXAMPLES.items() if c.__name__ == message.content)
 
     def retrieve(self, query: str) -> str:
@@ -116,6 +123,17 @@ def test_every_himga_error_is_sent_as_a_kind_or_is_local_only() -> None:
                 found.add(sub)
                 todo.append(sub)
     assert found == set(ERROR_KINDS) | LOCAL_ONLY | set(SENT_AS)
+
+
+def test_a_lost_database_reaches_the_client_as_a_store_that_cannot_write(
+    raising_server: str,
+) -> None:
+    message = Message(role="agent", content="DatabaseUnavailable")
+    with (
+        RemoteMemory(raising_server, f"kinds-{uuid.uuid4().hex}") as memory,
+        pytest.raises(StoreUnavailable, match="database is unavailable"),
+    ):
+        memory.ingest(message, Session(session_id="s"))
 
 
 def test_an_argument_error_reaches_the_client_as_a_request_error_naming_the_field(

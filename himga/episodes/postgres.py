@@ -1,0 +1,190 @@
+"""PostgresEpisodes: the episodes of one namespace in PostgreSQL, shared by every server over
+the database (tables: himga.storage.postgres_schema).
+
+Rows are those of the SQLite store (the wire form, the columns listings filter on, the ranking's
+features with their terms already stemmed), keyed by the namespace's id, and `seq`: the
+namespace's `episode_version` that wrote the row. The EpisodeIndex is loaded from the features
+when a server first opens the namespace; before each call the namespace's row says what changed:
+rows recorded since (their `seq` past what this process read) are indexed, and a delete
+(`episode_generation` moved) has everything read again.
+
+A call runs in one transaction that holds the namespace's row: FOR UPDATE for a record or a
+delete (writers serialise across servers), FOR SHARE for the others (readers do not wait for
+each other, and no delete lands between the index's answer and the rows read for it). A
+record or delete asks `himga.memory.commit.before_commit` whether it is still wanted and writes
+its receipt, in its transaction. Access statistics are updated in the call's transaction.
+"""
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from himga.episodes.base import EpisodeFilter
+from himga.episodes.features import Features
+from himga.episodes.index import EpisodeIndex
+from himga.episodes.indexed import IndexedStore, Row
+from himga.episodes.paging import Position, listed_files
+from himga.episodes.sqlite import features_of, row_of, row_values, where_of
+from himga.memory import commit
+from himga.memory.postgres import keep_receipt, read_receipt
+from himga.storage.place import Place
+from himga.storage.postgres import Database, namespace_id
+from himga.timeutil import to_utc_isoformat
+
+EPISODES = "episodes"
+"""The receipts' kind of EpisodeService's writes."""
+_COLUMNS = "id, document, access_count, last_accessed"
+_UPSERT = """
+    INSERT INTO himga_episodes (namespace, seq, id, micros, task_id, agent, phase, outcome,
+        access_count, last_accessed, document, features)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (namespace, id) DO UPDATE SET seq = excluded.seq, micros = excluded.micros,
+        task_id = excluded.task_id, agent = excluded.agent, phase = excluded.phase,
+        outcome = excluded.outcome, access_count = excluded.access_count,
+        last_accessed = excluded.last_accessed, document = excluded.document,
+        features = excluded.features"""
+
+
+class PostgresEpisodes(IndexedStore):
+    """The episodes of `namespace` in the PostgreSQL `database` (whose pool the server owns)."""
+
+    def __init__(self, database: Database, namespace: str) -> None:
+        super().__init__()
+        self._database = database
+        with database.transaction() as connection:
+            self._id = namespace_id(connection, namespace)
+        self._version: int | None = None
+        self._generation: int | None = None
+        self._connection: psycopg.Connection[Any] | None = None
+
+    @classmethod
+    def for_namespace(cls, namespace: str, place: Place) -> "PostgresEpisodes":
+        """The registry's factory: the namespace in the server's database."""
+        if not isinstance(place, Database):
+            raise ValueError("episode store postgres needs a database: --database URL")
+        return cls(place, namespace)
+
+    def close(self) -> None:
+        """Forget the index (the database's pool is the server's)."""
+        with self._lock:
+            self._index = EpisodeIndex()
+            self._version = self._generation = None
+
+    @property
+    def _db(self) -> psycopg.Connection[Any]:
+        assert self._connection is not None, "used outside a call"
+        return self._connection
+
+    @contextmanager
+    def _call(self, *, write: bool = False) -> Iterator[None]:
+        with self._lock:
+            try:
+                with self._database.transaction() as connection:
+                    self._connection = connection
+                    self._refresh(write)
+                    yield
+            except BaseException:  # the index may hold what did not commit: read it anew
+                self._version = self._generation = None
+                raise
+            finally:
+                self._connection = None
+
+    def _refresh(self, write: bool) -> None:
+        row = self._db.execute(
+            "SELECT episode_version, episode_generation FROM himga_namespaces WHERE id = %s "
+            + ("FOR UPDATE" if write else "FOR SHARE"),
+            (self._id,),
+        ).fetchone()
+        assert row is not None  # namespaces' rows are never deleted
+        version, generation = row
+        if version == self._version:
+            return
+        seen = self._version or 0
+        if generation != self._generation or self._version is None:
+            self._index = EpisodeIndex()
+            seen = 0
+        rows = self._db.execute(
+            "SELECT features FROM himga_episodes WHERE namespace = %s AND seq > %s ORDER BY seq",
+            (self._id, seen),
+        )
+        for (text,) in rows:
+            self._index.add(features_of(json.loads(text)))
+        self._version, self._generation = version, generation
+
+    def receipt(self, request_id: str) -> commit.Receipt | None:
+        """The receipt of the write made with `request_id` within the receipt window, if any."""
+        with self._database.transaction() as connection:
+            return read_receipt(connection, self._id, EPISODES, request_id)
+
+    def _keep_receipt(self, receipt: commit.Receipt) -> None:
+        keep_receipt(self._db, self._id, EPISODES, receipt)
+
+    def _raise(self, *, generation: bool) -> None:
+        """Raise the namespace's episode counters (a delete: its generation too), and what this
+        process read (its own write, placed in the index by the caller)."""
+        assert self._version is not None and self._generation is not None
+        self._version += 1
+        self._generation += 1 if generation else 0
+        self._db.execute(
+            "UPDATE himga_namespaces SET episode_version = %s, episode_generation = %s "
+            "WHERE id = %s",
+            (self._version, self._generation, self._id),
+        )
+
+    def _write(self, rows: list[tuple[Row, Features]], recorded: int) -> None:
+        self._raise(generation=False)
+        ids = [row["id"] for row, _ in rows]
+        with self._db.cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM himga_episode_files WHERE namespace = %s AND id = ANY(%s)",
+                (self._id, ids),
+            )
+            cursor.executemany(
+                _UPSERT,
+                [(self._id, self._version, *row_values(row, found)) for row, found in rows],
+            )
+            files = {(path, row["id"]) for row, _ in rows for path in listed_files(row)}
+            cursor.executemany(
+                "INSERT INTO himga_episode_files VALUES (%s, %s, %s)",
+                [(self._id, path, episode_id) for path, episode_id in sorted(files)],
+            )
+        commit.before_commit(self._keep_receipt, recorded)
+
+    def _read(self, ids: list[str]) -> dict[str, Row]:
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM himga_episodes WHERE namespace = %s AND id = ANY(%s)",
+            (self._id, ids),
+        )
+        return {row[0]: row_of(*row[1:]) for row in rows}
+
+    def _erase(self, episode_id: str) -> bool:
+        erased = self._db.execute(
+            "DELETE FROM himga_episodes WHERE namespace = %s AND id = %s",
+            (self._id, episode_id),
+        ).rowcount
+        if erased:
+            self._raise(generation=True)
+        commit.before_commit(self._keep_receipt, erased > 0)
+        return erased > 0
+
+    def _touch(self, ids: list[str], when: datetime) -> None:
+        self._db.cursor().executemany(
+            "UPDATE himga_episodes SET access_count = access_count + 1, last_accessed = %s "
+            "WHERE namespace = %s AND id = %s",
+            [(to_utc_isoformat(when), self._id, episode_id) for episode_id in sorted(ids)],
+        )
+
+    def _listed(self, filters: EpisodeFilter, start: Position | None, count: int) -> list[Row]:
+        files = f"SELECT id FROM himga_episode_files WHERE namespace = {self._id} AND"
+        condition, values = where_of(filters, start, "%s", files)
+        condition = f"{condition} AND namespace = %s" if condition else "WHERE namespace = %s"
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM himga_episodes {condition} "
+            "ORDER BY micros DESC, id DESC LIMIT %s",
+            (*values, self._id, count),
+        )
+        return [row_of(*row[1:]) for row in rows]

@@ -1,0 +1,115 @@
+"""The PostgreSQL schema himga keeps (every namespace of every server in one database) and its
+numbered migrations.
+
+`himga_schema` holds the schema's version. Each migration runs in one transaction of its own,
+under an advisory lock (`LOCK_KEY`), and raises the version as its last statement: servers that
+start at once wait for each other and migrate once, and a crash half-way leaves the schema of
+the step before. A database of a newer version than `VERSION` was migrated by a newer himga: a
+server refuses to start on it (IncompatibleStoreError, naming both versions) rather than write
+what that himga would misread.
+
+Tables (all keyed by the namespace's id):
+- `himga_namespaces`: one row a namespace: its name, the memory it holds (NULL while only its
+  episodes exist), and the counters that keep servers coherent: `version` (raised by every
+  write of its messages) and `generation` (raised when rows change other than by being
+  appended), `episode_version` and `episode_generation` (the same for its episodes). A writer
+  takes the row FOR UPDATE, so writes to one namespace serialise across servers.
+- `himga_messages`: each message under its turn number (the order ids were first stored), with
+  its own terms as the memory's text method made them (`terms`, apart by spaces; `method` on
+  the namespace names the method).
+- `himga_receipts`: the receipts of writes with a request id (himga.memory.commit), written in
+  the write's transaction; `kind` keeps messages' and episodes' apart.
+- `himga_episodes`, `himga_episode_files`: each episode's wire form, the columns its listings
+  filter on, its ranking features, and `seq` (the namespace's episode_version that wrote it).
+- `himga_tokens`, `himga_counters`: the tokens servers accept (himga.service.database_tokens),
+  and a counter raised by every change to them.
+"""
+
+LOCK_KEY = 0x68696D6761  # "himga"
+"""The advisory lock migrations run under."""
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: namespaces, messages, receipts
+    (
+        """CREATE TABLE himga_namespaces (
+            id bigserial PRIMARY KEY,
+            name text NOT NULL UNIQUE,
+            memory text,
+            method text,
+            version bigint NOT NULL DEFAULT 0,
+            generation bigint NOT NULL DEFAULT 0
+        )""",
+        """CREATE TABLE himga_messages (
+            namespace bigint NOT NULL REFERENCES himga_namespaces (id) ON DELETE CASCADE,
+            number integer NOT NULL,
+            turn_id text NOT NULL,
+            session_id text NOT NULL,
+            speaker text NOT NULL,
+            length integer NOT NULL,
+            role text NOT NULL,
+            content text NOT NULL,
+            date_str text NOT NULL,
+            timestamp bigint,
+            session_timestamp bigint,
+            time bigint,
+            metadata text,
+            terms text NOT NULL,
+            PRIMARY KEY (namespace, number),
+            UNIQUE (namespace, turn_id)
+        )""",
+        """CREATE TABLE himga_receipts (
+            namespace bigint NOT NULL REFERENCES himga_namespaces (id) ON DELETE CASCADE,
+            kind text NOT NULL,
+            request_id text NOT NULL,
+            digest text NOT NULL,
+            answer text NOT NULL,
+            at double precision NOT NULL,
+            PRIMARY KEY (namespace, kind, request_id)
+        )""",
+        "CREATE INDEX himga_receipts_at ON himga_receipts (namespace, kind, at)",
+    ),
+    # 2: episodes
+    (
+        "ALTER TABLE himga_namespaces ADD COLUMN episode_version bigint NOT NULL DEFAULT 0",
+        "ALTER TABLE himga_namespaces ADD COLUMN episode_generation bigint NOT NULL DEFAULT 0",
+        """CREATE TABLE himga_episodes (
+            namespace bigint NOT NULL REFERENCES himga_namespaces (id) ON DELETE CASCADE,
+            id text NOT NULL,
+            seq bigint NOT NULL,
+            micros bigint NOT NULL,
+            task_id text NOT NULL,
+            agent text NOT NULL,
+            phase text NOT NULL,
+            outcome text NOT NULL,
+            access_count integer NOT NULL,
+            last_accessed text,
+            document text NOT NULL,
+            features text NOT NULL,
+            PRIMARY KEY (namespace, id)
+        )""",
+        "CREATE INDEX himga_episodes_seq ON himga_episodes (namespace, seq)",
+        "CREATE INDEX himga_episodes_time ON himga_episodes (namespace, micros, id)",
+        """CREATE TABLE himga_episode_files (
+            namespace bigint NOT NULL,
+            path text NOT NULL,
+            id text NOT NULL,
+            PRIMARY KEY (namespace, path, id),
+            FOREIGN KEY (namespace, id) REFERENCES himga_episodes (namespace, id)
+                ON DELETE CASCADE
+        )""",
+    ),
+    # 3: tokens
+    (
+        """CREATE TABLE himga_tokens (
+            id text PRIMARY KEY,
+            sha256 text NOT NULL,
+            namespaces text NOT NULL,
+            rights text NOT NULL,
+            created text NOT NULL
+        )""",
+        "CREATE TABLE himga_counters (name text PRIMARY KEY, value bigint NOT NULL)",
+        "INSERT INTO himga_counters VALUES ('tokens', 0)",
+    ),
+)
+VERSION = len(MIGRATIONS)
+"""The schema version this himga writes: migration n takes version n - 1 to n."""
