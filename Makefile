@@ -74,7 +74,7 @@ serve: $(SETUP)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
 bench: bench-validate bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api \
-       bench-http
+       bench-http bench-postgres
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
