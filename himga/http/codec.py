@@ -18,6 +18,7 @@ same process), decoding fails by raising, as connect-python's own codecs do.
 """
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,7 +80,12 @@ class JsonCodec:
 
     def decode(self, data: bytes | bytearray, message: Message) -> Message:
         try:
-            json_format.Parse(bytes(data), message)
+            if _LOWER_CASE_TIME.search(data) is None:
+                json_format.Parse(bytes(data), message)
+            else:
+                json_format.ParseDict(
+                    upper_case_times(json.loads(data), message.DESCRIPTOR), message
+                )
         except Exception as error:  # ParseError, and UnicodeDecodeError for bytes not UTF-8
             return _failed(message, error, data, json_violations(data, message.DESCRIPTOR))
         return message
@@ -100,6 +106,41 @@ class ProtoCodec:
         except Exception as error:  # DecodeError
             return _failed(message, error, data, ())
         return message
+
+
+# A date-time written with a lower-case `t` or `z`, as RFC 3339 and the schemas allow and
+# protobuf's Timestamp parser does not: such a body takes the slower path of upper_case_times.
+_LOWER_CASE_TIME = re.compile(rb"[0-9]t[0-9]{2}:|[0-9]z\"")
+_TIMESTAMP = "google.protobuf.Timestamp"
+
+
+def upper_case_times(value: Any, descriptor: Any) -> Any:
+    """`value`, the JSON of a `descriptor` message, with every Timestamp field's string in upper
+    case (`2024-05-08t13:56:00z` -> `2024-05-08T13:56:00Z`; a date-time holds no other letter),
+    in place; other strings, and anything that is not what its field takes, are left for the
+    parser to judge."""
+    if not isinstance(value, dict):
+        return value
+    for key, item in value.items():
+        field = _field(descriptor, key)
+        if field is None or field.message_type is None:
+            continue
+        if _is_map(field):
+            inner = _map_value(field).message_type
+            if inner is not None and isinstance(item, dict):
+                for name, element in item.items():
+                    item[name] = _upper_case(element, inner)
+        elif field.is_repeated and isinstance(item, list):
+            value[key] = [_upper_case(element, field.message_type) for element in item]
+        else:
+            value[key] = _upper_case(item, field.message_type)
+    return value
+
+
+def _upper_case(item: Any, descriptor: Descriptor) -> Any:
+    if descriptor.full_name == _TIMESTAMP:
+        return item.upper() if isinstance(item, str) else item
+    return item if _well_known(descriptor) else upper_case_times(item, descriptor)
 
 
 JSON = JsonCodec()
@@ -204,7 +245,7 @@ def _kind(field: FieldDescriptor) -> str:
         return "one of " + ", ".join(value.name for value in field.enum_type.values)
     kind = field.message_type
     if kind is not None:
-        if kind.full_name == "google.protobuf.Timestamp":
+        if kind.full_name == _TIMESTAMP:
             return "an RFC 3339 date-time in UTC, such as 2024-05-08T13:56:00Z"
         return f"a JSON object ({kind.name})"
     return _KINDS.get(field.type, "an integer")

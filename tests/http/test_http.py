@@ -131,3 +131,30 @@ def test_the_openapi_document_is_valid_and_names_every_rpc(served: Served) -> No
             assert f"/{service.full_name}/{method.name}" in document["paths"], method.name
     hit = document["components"]["schemas"]["himga.memory.v1.Hit"]["properties"]
     assert "turn_id" in hit and "turnId" not in hit
+
+
+def test_date_times_in_lower_case_are_read_as_the_schemas_allow(served: Served) -> None:
+    """RFC 3339 and the schemas take `t` and `z` in lower case; protobuf's own parser does not,
+    so the HTTP port reads them for it, in Timestamp fields only (a message's text is kept)."""
+    said = "we met at 2023-05-07t10:00:00z"
+    message = {
+        "role": "user",
+        "content": said,
+        "turn_id": "t1",
+        "timestamp": "2023-05-08t13:56:00z",
+    }
+    session = {"session_id": "s1", "timestamp": "2023-05-08t13:00:00.5z"}
+    status, _ = served.call(
+        "Ingest", {"namespace": "lower", "message": message, "session": session}
+    )
+    assert status == 200
+    _, page = served.call("ListMessages", {"namespace": "lower"})
+    (stored,) = page["messages"]
+    assert stored["message"]["timestamp"] == "2023-05-08T13:56:00Z"
+    assert stored["session"]["timestamp"] == "2023-05-08T13:00:00.500Z"
+    assert stored["message"]["content"] == said
+    times = {"after": "2023-05-08t13:50:00z", "before": "2023-05-08t14:00:00Z"}
+    _, kept = served.call("Retrieve", {"namespace": "lower", "query": "met", "filter": times})
+    times["after"] = "2023-05-08t13:57:00z"
+    _, dropped = served.call("Retrieve", {"namespace": "lower", "query": "met", "filter": times})
+    assert [hit["turn_id"] for hit in kept["hits"]] == ["t1"] and dropped["hits"] == []
