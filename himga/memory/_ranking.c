@@ -2,7 +2,7 @@
 
    It computes exactly what ranking.py's docstring defines (BM25 over each turn and, at a lower
    weight, its neighbours in the same session; Lucene's idf; a boost for the turns of a named
-   speaker) in the same order of floating-point operations as the Python it replaced, so scores
+   speaker, then one for the turns said in a named month) in the same order of floating-point operations as the Python it replaced, so scores
    are bit for bit those of that code. The interpreter's lock is released while it runs, so
    other threads (other calls of a server) go on meanwhile.
 
@@ -28,6 +28,8 @@
 #include <string.h>
 
 #define MAX_NEAR_TURNS 64
+#define MAX_MONTHS 1024
+#define DAY_MICROS 86400000000LL
 
 /* Dense per-turn arrays for one call; all zero between calls. */
 typedef struct Scratch {
@@ -151,6 +153,13 @@ typedef struct {
     const int64_t *times;
     Py_ssize_t times_size;
     long long low, high;
+    /* the months a query names (year * 100 + month, year 0 for any), whose turns (by their
+       time in `month_times`) count (1 + date_boost) times */
+    Py_ssize_t n_months;
+    const long *months;
+    const int64_t *month_times;
+    Py_ssize_t month_times_size;
+    double date_boost;
     /* outputs */
     Hit *best;
     Py_ssize_t found;
@@ -175,6 +184,36 @@ static inline int kept_by_filter(const Call *c, int32_t turn) {
         if (!(c->low <= time && time < c->high)) return 0;
     }
     return 1;
+}
+
+/* The year * 100 + month of a time in microseconds since 1970 UTC, in the proleptic Gregorian
+   calendar as Python's datetime counts it (H. Hinnant's days_from_civil, inverted); 0 for a time
+   outside the years 1 to 9999, which Python's datetime holds (himga's NO_TIME among them). */
+static inline long month_of(int64_t micros) {
+    int64_t days = micros / DAY_MICROS;
+    if (micros % DAY_MICROS < 0) days--;  /* floor: a time before 1970 is in the day before */
+    days += 719468;                       /* days from 0000-03-01 */
+    int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+    int64_t of_era = days - era * 146097;
+    int64_t year_of_era = (of_era - of_era / 1460 + of_era / 36524 - of_era / 146096) / 365;
+    int64_t of_year = of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    int64_t shifted = (5 * of_year + 2) / 153;  /* months from March */
+    int64_t month = shifted < 10 ? shifted + 3 : shifted - 9;
+    int64_t year = year_of_era + era * 400 + (month <= 2);
+    if (year < 1 || year > 9999) return 0;
+    return (long)(year * 100 + month);
+}
+
+/* Whether `turn` was said in a month the query names. */
+static inline int in_named_month(const Call *c, int32_t turn) {
+    if (turn >= c->month_times_size) return 0;
+    long month = month_of(c->month_times[turn]);
+    if (month == 0) return 0;
+    for (Py_ssize_t k = 0; k < c->n_months; k++) {
+        long named = c->months[k];
+        if (named == month || named == month % 100) return 1;
+    }
+    return 0;
 }
 
 /* Add `count` occurrences of a term in `turn` to the windows holding it (the turn itself at
@@ -253,18 +292,23 @@ static void run(Call *c, Scratch *s) {
     }
 
     Py_ssize_t kept = 0;
-    double boost = 1 + c->speaker_boost;
-    int filtered = c->n_checks > 0 || c->timed;
+    double boost = 1 + c->speaker_boost, date = 1 + c->date_boost;
+    int filtered = c->n_checks > 0 || c->timed, dated = c->n_months > 0;
     for (Py_ssize_t r = 0; r < n_scored; r++) {
         int32_t at = scored[r];
         Hit hit = {score[at], at};
         score[at] = 0.0;
         /* Filtered out after scoring: the statistics stay those of every turn stored. */
         if (filtered && !kept_by_filter(c, at)) continue;
-        /* A full heap whose worst beats even the boosted score: no need to look further. */
-        if (kept == c->limit && hit.score * boost < c->best[0].score) continue;
+        /* A full heap whose worst beats even the boosted score: no need to look further. The
+           bound is computed as the boosts are applied, and floating-point products are
+           monotonic, so it is never below the score the turn gets. */
+        if (kept == c->limit && (dated ? hit.score * boost * date : hit.score * boost) <
+                                    c->best[0].score)
+            continue;
         int32_t speaker = c->speakers[at];
         if (speaker >= 0 && speaker < c->named_size && c->named[speaker]) hit.score *= boost;
+        if (dated && in_named_month(c, at)) hit.score *= date;
         if (kept < c->limit) {
             c->best[kept] = hit;
             sift_up(c->best, kept++);
@@ -292,12 +336,15 @@ static int int32_view(PyObject *object, Py_buffer *view, const char *what) {
 
 PyDoc_STRVAR(rank_doc,
 "rank(postings, before, after, window_lengths, speakers, named, turns, total_length, limit,\n"
-"     near_turns, own_weight, near_weight, k1, b, speaker_boost, checks=None, times=None)\n"
+"     near_turns, own_weight, near_weight, k1, b, speaker_boost, checks=None, times=None,\n"
+"     dated=None, date_boost=0.0)\n"
 "     -> [(turn, score), ...]\n\n"
 "The best `limit` turns, best first, ties to the earlier turn; see himga.memory.ranking.\n"
 "`turns` is how many turns are stored; the arrays cover every turn number (len(before)).\n"
 "`checks`: (column, mask) pairs, a turn kept when mask[column[turn]] is non-zero for each;\n"
-"`times`: (array('q') of times, low, high), a turn kept when low <= its time < high.");
+"`times`: (array('q') of times, low, high), a turn kept when low <= its time < high;\n"
+"`dated`: (array('q') of times, months), months as year * 100 + month (year 0: any year), the\n"
+"turns whose time is in one of them counting (1 + date_boost) times.");
 
 static PyObject *rank(PyObject *module, PyObject *args) {
     PyObject *postings_arg, *before_arg, *after_arg, *lengths_arg, *speakers_arg, *named_arg;
@@ -305,11 +352,12 @@ static PyObject *rank(PyObject *module, PyObject *args) {
     long long total_length;
     int near_turns;
     double own_weight, near_weight, k1, b, speaker_boost;
-    PyObject *checks_arg = Py_None, *times_arg = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOOOOnLniddddd|OO:rank", &postings_arg, &before_arg, &after_arg,
-                          &lengths_arg, &speakers_arg, &named_arg, &turns, &total_length, &limit,
-                          &near_turns, &own_weight, &near_weight, &k1, &b, &speaker_boost,
-                          &checks_arg, &times_arg))
+    PyObject *checks_arg = Py_None, *times_arg = Py_None, *dated_arg = Py_None;
+    double date_boost = 0.0;
+    if (!PyArg_ParseTuple(args, "OOOOOOnLniddddd|OOOd:rank", &postings_arg, &before_arg,
+                          &after_arg, &lengths_arg, &speakers_arg, &named_arg, &turns,
+                          &total_length, &limit, &near_turns, &own_weight, &near_weight, &k1, &b,
+                          &speaker_boost, &checks_arg, &times_arg, &dated_arg, &date_boost))
         return NULL;
     if (turns < 0 || turns > INT32_MAX || total_length < 0) {
         PyErr_SetString(PyExc_ValueError, "turns and total_length must be >= 0 (turns < 2**31)");
@@ -320,9 +368,9 @@ static PyObject *rank(PyObject *module, PyObject *args) {
         return NULL;
     }
     if (!(own_weight > 0) || !(near_weight >= 0) || !(k1 >= 0) || !(b >= 0 && b <= 1) ||
-        !(speaker_boost >= 0)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "own_weight must be > 0; near_weight, k1, speaker_boost >= 0; b in [0, 1]");
+        !(speaker_boost >= 0) || !(date_boost >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "own_weight must be > 0; near_weight, k1, "
+                                          "speaker_boost, date_boost >= 0; b in [0, 1]");
         return NULL;
     }
     PyObject *terms = PySequence_Fast(postings_arg, "postings must be a sequence of buffers");
@@ -345,6 +393,10 @@ static PyObject *rank(PyObject *module, PyObject *args) {
     Py_buffer times_view;
     int timed = 0;
     long long low = 0, high = 0;
+    Py_buffer month_times_view;
+    int month_timed = 0;
+    Py_ssize_t n_months = 0;
+    long *months = NULL;
     Py_buffer *views = PyMem_Calloc((size_t)n_terms, sizeof(Py_buffer));
     const int32_t **postings = PyMem_Calloc((size_t)n_terms, sizeof(int32_t *));
     Py_ssize_t *sizes = PyMem_Calloc((size_t)n_terms, sizeof(Py_ssize_t));
@@ -415,6 +467,46 @@ static PyObject *rank(PyObject *module, PyObject *args) {
             goto done;
         }
     }
+    if (dated_arg != Py_None) {
+        PyObject *column, *named_months;
+        if (!PyArg_ParseTuple(dated_arg, "OO:dated", &column, &named_months)) goto done;
+        if (PyObject_GetBuffer(column, &month_times_view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        month_timed = 1;
+        if (month_times_view.itemsize != 8) {
+            PyErr_SetString(PyExc_ValueError, "dated times must be 64-bit ints (array('q'))");
+            goto done;
+        }
+        PyObject *listed = PySequence_Fast(named_months, "dated months must be a sequence");
+        if (listed == NULL) goto done;
+        n_months = PySequence_Fast_GET_SIZE(listed);
+        if (n_months > MAX_MONTHS) {
+            Py_DECREF(listed);
+            PyErr_Format(PyExc_ValueError, "at most %d dated months", MAX_MONTHS);
+            goto done;
+        }
+        months = PyMem_Calloc((size_t)n_months + 1, sizeof(long));
+        if (months == NULL) {
+            Py_DECREF(listed);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < n_months; k++) {
+            long month = PyLong_AsLong(PySequence_Fast_GET_ITEM(listed, k));
+            if (month == -1 && PyErr_Occurred()) {
+                Py_DECREF(listed);
+                goto done;
+            }
+            if (month < 1 || month > 999912 || month % 100 < 1 || month % 100 > 12) {
+                Py_DECREF(listed);
+                PyErr_SetString(PyExc_ValueError,
+                                "a dated month is year * 100 + month: year 0 to 9999, month 1 to 12");
+                goto done;
+            }
+            months[k] = month;
+        }
+        Py_DECREF(listed);
+    }
     Py_ssize_t room = limit < size ? limit : size;
     best = PyMem_Malloc((size_t)(room > 0 ? room : 1) * sizeof(Hit));
     scratch = scratch_take(size);
@@ -432,7 +524,9 @@ static PyObject *rank(PyObject *module, PyObject *args) {
         .n_checks = n_checks, .check_columns = check_columns, .check_masks = check_masks,
         .check_sizes = check_sizes, .column_sizes = column_sizes, .timed = timed,
         .times = timed ? times_view.buf : NULL, .times_size = timed ? times_view.len / 8 : 0,
-        .low = low, .high = high,
+        .low = low, .high = high, .n_months = n_months, .months = months,
+        .month_times = month_timed ? month_times_view.buf : NULL,
+        .month_times_size = month_timed ? month_times_view.len / 8 : 0, .date_boost = date_boost,
     };
     Py_BEGIN_ALLOW_THREADS
     run(&call, scratch);
@@ -461,6 +555,8 @@ done:
     for (int i = 0; i < held; i++) PyBuffer_Release(&links[i]);
     for (Py_ssize_t i = 0; i < 2 * checked; i++) PyBuffer_Release(&check_views[i]);
     if (timed) PyBuffer_Release(&times_view);
+    if (month_timed) PyBuffer_Release(&month_times_view);
+    PyMem_Free(months);
     PyMem_Free(check_views);
     PyMem_Free(check_columns);
     PyMem_Free(check_masks);

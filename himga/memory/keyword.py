@@ -166,7 +166,9 @@ class KeywordMemory(ContextFromHits):
             index = self._index
             allowed = index.facets.selection(filter, index.windows) if filter else None
             postings = index.postings.of(wanted)
-            best = index.windows.best(postings, set(wanted), limit, allowed)
+            best = index.windows.best(
+                postings, set(wanted), limit, allowed, times=index.facets.times
+            )
             return [hit_of(index.stored(number), score) for number, score in best]
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:

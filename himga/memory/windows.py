@@ -21,7 +21,15 @@ from array import array
 from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from itertools import pairwise
 
-from himga.memory.ranking import DEFAULT_METHOD, Method, Selection, is_named, rank
+from himga.memory.ranking import (
+    DEFAULT_METHOD,
+    Dated,
+    Method,
+    Selection,
+    is_named,
+    named_months,
+    rank,
+)
 
 NO_SESSION = -1
 """The session number of a number that holds no turn (deleted, or never used)."""
@@ -294,11 +302,15 @@ class Windows:
         asked: Collection[str],
         limit: int,
         allowed: Selection | None = None,
+        *,
+        times: array[int] | None,
     ) -> list[tuple[int, float]]:
         """The best `limit` turns as (turn number, score) for a query with terms `asked`, whose
         terms' postings (the number of each turn holding the term, once per occurrence) are
         `postings`; only turns `allowed` selects, when it is given, while the statistics stay
-        those of every turn."""
+        those of every turn. `times` holds each turn's time by number (Facets.times), for the
+        boost of the turns said in a month the query names; a store must pass it (None only
+        when it keeps no times) to rank as the others do."""
         if not postings or limit <= 0:
             return []
         named = bytearray(len(self._speaker_numbers))
@@ -318,4 +330,5 @@ class Windows:
             limit,
             self.method,
             allowed,
+            Dated(times, months) if times is not None and (months := named_months(asked)) else None,
         )
