@@ -153,10 +153,12 @@ typedef struct {
     const int64_t *times;
     Py_ssize_t times_size;
     long long low, high;
-    /* the months a query names (year * 100 + month, year 0 for any), whose turns (by their
-       time in `month_times`) count (1 + date_boost) times */
-    Py_ssize_t n_months;
-    const long *months;
+    /* the months a query names, whose turns (by their time in `month_times`) count
+       (1 + date_boost) times: those of a named year as ranges of times [low, high), those of
+       any year by number (1 to 12) */
+    Py_ssize_t n_months, n_any_year;
+    const int64_t *month_lows, *month_highs;
+    const long *any_year;
     const int64_t *month_times;
     Py_ssize_t month_times_size;
     double date_boost;
@@ -204,14 +206,29 @@ static inline long month_of(int64_t micros) {
     return (long)(year * 100 + month);
 }
 
+/* The first microsecond of a month (year 1 to 10000, month 1 to 12), since 1970 UTC (Hinnant's
+   days_from_civil). */
+static int64_t month_start(int64_t year, int64_t month) {
+    year -= month <= 2;
+    int64_t era = (year >= 0 ? year : year - 399) / 400;
+    int64_t year_of_era = year - era * 400;
+    int64_t of_year = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5;
+    int64_t of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + of_year;
+    return (era * 146097 + of_era - 719468) * DAY_MICROS;
+}
+
 /* Whether `turn` was said in a month the query names. */
 static inline int in_named_month(const Call *c, int32_t turn) {
     if (turn >= c->month_times_size) return 0;
-    long month = month_of(c->month_times[turn]);
-    if (month == 0) return 0;
+    int64_t time = c->month_times[turn];
     for (Py_ssize_t k = 0; k < c->n_months; k++) {
-        long named = c->months[k];
-        if (named == month || named == month % 100) return 1;
+        if (c->month_lows[k] <= time && time < c->month_highs[k]) return 1;
+    }
+    if (c->n_any_year == 0) return 0;
+    long month = month_of(time);
+    if (month == 0) return 0;
+    for (Py_ssize_t k = 0; k < c->n_any_year; k++) {
+        if (c->any_year[k] == month % 100) return 1;
     }
     return 0;
 }
@@ -293,14 +310,14 @@ static void run(Call *c, Scratch *s) {
 
     Py_ssize_t kept = 0;
     double boost = 1 + c->speaker_boost, date = 1 + c->date_boost;
-    int filtered = c->n_checks > 0 || c->timed, dated = c->n_months > 0;
+    int filtered = c->n_checks > 0 || c->timed, dated = c->n_months + c->n_any_year > 0;
     for (Py_ssize_t r = 0; r < n_scored; r++) {
         int32_t at = scored[r];
         Hit hit = {score[at], at};
         score[at] = 0.0;
         /* Filtered out after scoring: the statistics stay those of every turn stored. */
         if (filtered && !kept_by_filter(c, at)) continue;
-        /* A full heap whose worst beats even the boosted score: no need to look further. The
+        /* A full heap whose worst beats even the boosted score: no need to look further. Each
            bound is computed as the boosts are applied, and floating-point products are
            monotonic, so it is never below the score the turn gets. */
         if (kept == c->limit && (dated ? hit.score * boost * date : hit.score * boost) <
@@ -308,7 +325,11 @@ static void run(Call *c, Scratch *s) {
             continue;
         int32_t speaker = c->speakers[at];
         if (speaker >= 0 && speaker < c->named_size && c->named[speaker]) hit.score *= boost;
-        if (dated && in_named_month(c, at)) hit.score *= date;
+        if (dated) {
+            /* Out of reach even if said in a named month: its month need not be read. */
+            if (kept == c->limit && hit.score * date < c->best[0].score) continue;
+            if (in_named_month(c, at)) hit.score *= date;
+        }
         if (kept < c->limit) {
             c->best[kept] = hit;
             sift_up(c->best, kept++);
@@ -395,8 +416,9 @@ static PyObject *rank(PyObject *module, PyObject *args) {
     long long low = 0, high = 0;
     Py_buffer month_times_view;
     int month_timed = 0;
-    Py_ssize_t n_months = 0;
-    long *months = NULL;
+    Py_ssize_t n_months = 0, n_any_year = 0;
+    long *any_year = NULL;
+    int64_t *month_lows = NULL, *month_highs = NULL;
     Py_buffer *views = PyMem_Calloc((size_t)n_terms, sizeof(Py_buffer));
     const int32_t **postings = PyMem_Calloc((size_t)n_terms, sizeof(int32_t *));
     Py_ssize_t *sizes = PyMem_Calloc((size_t)n_terms, sizeof(Py_ssize_t));
@@ -485,13 +507,17 @@ static PyObject *rank(PyObject *module, PyObject *args) {
             PyErr_Format(PyExc_ValueError, "at most %d dated months", MAX_MONTHS);
             goto done;
         }
-        months = PyMem_Calloc((size_t)n_months + 1, sizeof(long));
-        if (months == NULL) {
+        Py_ssize_t named = n_months;
+        n_months = 0;
+        any_year = PyMem_Calloc((size_t)named + 1, sizeof(long));
+        month_lows = PyMem_Calloc((size_t)named + 1, sizeof(int64_t));
+        month_highs = PyMem_Calloc((size_t)named + 1, sizeof(int64_t));
+        if (any_year == NULL || month_lows == NULL || month_highs == NULL) {
             Py_DECREF(listed);
             PyErr_NoMemory();
             goto done;
         }
-        for (Py_ssize_t k = 0; k < n_months; k++) {
+        for (Py_ssize_t k = 0; k < named; k++) {
             long month = PyLong_AsLong(PySequence_Fast_GET_ITEM(listed, k));
             if (month == -1 && PyErr_Occurred()) {
                 Py_DECREF(listed);
@@ -503,7 +529,14 @@ static PyObject *rank(PyObject *module, PyObject *args) {
                                 "a dated month is year * 100 + month: year 0 to 9999, month 1 to 12");
                 goto done;
             }
-            months[k] = month;
+            if (month < 100) {
+                any_year[n_any_year++] = month;
+            } else {
+                long year = month / 100, number = month % 100;
+                month_lows[n_months] = month_start(year, number);
+                month_highs[n_months++] = number == 12 ? month_start(year + 1, 1)
+                                                       : month_start(year, number + 1);
+            }
         }
         Py_DECREF(listed);
     }
@@ -524,7 +557,8 @@ static PyObject *rank(PyObject *module, PyObject *args) {
         .n_checks = n_checks, .check_columns = check_columns, .check_masks = check_masks,
         .check_sizes = check_sizes, .column_sizes = column_sizes, .timed = timed,
         .times = timed ? times_view.buf : NULL, .times_size = timed ? times_view.len / 8 : 0,
-        .low = low, .high = high, .n_months = n_months, .months = months,
+        .low = low, .high = high, .n_months = n_months, .n_any_year = n_any_year,
+        .month_lows = month_lows, .month_highs = month_highs, .any_year = any_year,
         .month_times = month_timed ? month_times_view.buf : NULL,
         .month_times_size = month_timed ? month_times_view.len / 8 : 0, .date_boost = date_boost,
     };
@@ -556,7 +590,9 @@ done:
     for (Py_ssize_t i = 0; i < 2 * checked; i++) PyBuffer_Release(&check_views[i]);
     if (timed) PyBuffer_Release(&times_view);
     if (month_timed) PyBuffer_Release(&month_times_view);
-    PyMem_Free(months);
+    PyMem_Free(any_year);
+    PyMem_Free(month_lows);
+    PyMem_Free(month_highs);
     PyMem_Free(check_views);
     PyMem_Free(check_columns);
     PyMem_Free(check_masks);

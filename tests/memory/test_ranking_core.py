@@ -105,22 +105,22 @@ def test_the_core_reads_a_time_in_the_month_python_reads_it_in(
     assert _dated(time, (said.year * 100 + said.month,)) == 2 * plain
 
 
-@pytest.mark.parametrize(
-    ("moment", "named"),
-    [
-        (datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC), 202402),  # a leap day's end
-        (datetime(2024, 3, 1, tzinfo=UTC), 202403),
-        (datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), 196912),  # before 1970
-        (datetime(1600, 2, 29, tzinfo=UTC), 160002),
-        (datetime(1, 1, 1, tzinfo=UTC), 101),
-        (datetime(9999, 12, 31, 23, 59, tzinfo=UTC), 999912),
-    ],
-)
-def test_month_edges_are_read_as_the_calendar_has_them(moment: datetime, named: int) -> None:
-    plain = _dated(micros(moment), ())
-    assert _dated(micros(moment), (named,)) == 2 * plain
-    month_before = named - 1 if named % 100 > 1 else named - 100 + 11
-    assert _dated(micros(moment), (month_before,)) == plain
+@pytest.mark.parametrize("year", [1, 4, 100, 1582, 1600, 1900, 1969, 1970, 2000, 2023, 2024, 9999])
+def test_every_month_begins_where_the_calendar_begins_it(year: int) -> None:
+    # Each month's first microsecond is in it, the one before in the month before: leap years
+    # (2024, 2000, 1600, 4), years that are not (1900, 100), before 1970 and the ends of time.
+    for month in range(1, 13):
+        first = micros(datetime(year, month, 1, tzinfo=UTC))
+        named = year * 100 + month
+        before = named - 1 if month > 1 else named - 100 + 11
+        plain = _dated(first, ())
+        assert _dated(first, (named,)) == _dated(first, (month,)) == 2 * plain
+        if named > 101:  # the microsecond before year 1 is in no month at all
+            assert _dated(first - 1, (named,)) == _dated(first - 1, ()) != 0
+            assert _dated(first - 1, (before,)) == _dated(first - 1, (before % 100,)) == 2 * plain
+    last = micros(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
+    assert _dated(last, (999912,)) == 2 * _dated(last, ())
+    assert _dated(last + 1, (999912, 12, 1)) == _dated(last + 1, ())
 
 
 def test_a_turn_without_a_time_is_never_boosted() -> None:
