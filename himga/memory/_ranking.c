@@ -2,9 +2,10 @@
 
    It computes exactly what ranking.py's docstring defines (BM25 over each turn and, at a lower
    weight, its neighbours in the same session; Lucene's idf; a boost for the turns of a named
-   speaker, then one for the turns said in a named month) in the same order of floating-point operations as the Python it replaced, so scores
-   are bit for bit those of that code. The interpreter's lock is released while it runs, so
-   other threads (other calls of a server) go on meanwhile.
+   speaker, then one for the turns said in a named month) in the same order of floating-point
+   operations as the Python it replaced, so scores are bit for bit those of that code. The
+   interpreter's lock is released while it runs, so other threads (other calls of a server) go on
+   meanwhile.
 
    Per call: for each query term, its postings (the number of each turn holding it, once per
    occurrence, ascending) are spread over the turns' windows into `freq`, a dense array over all
@@ -555,8 +556,8 @@ static PyObject *rank(PyObject *module, PyObject *args) {
             }
             if (month < 1 || month > 999912 || month % 100 < 1 || month % 100 > 12) {
                 Py_DECREF(listed);
-                PyErr_SetString(PyExc_ValueError,
-                                "a dated month is year * 100 + month: year 0 to 9999, month 1 to 12");
+                PyErr_SetString(PyExc_ValueError, "a dated month is year * 100 + month: "
+                                                  "year 0 to 9999, month 1 to 12");
                 goto done;
             }
             if (month < 100) {

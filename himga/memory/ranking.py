@@ -181,6 +181,8 @@ _MAY = 5
 
 def named_months(asked: Collection[str]) -> tuple[int, ...]:
     """The months a query with terms `asked` names, as Dated.months holds them, in order."""
+    if _MONTH_TERMS.keys().isdisjoint(asked):  # most queries: no month, a microsecond spared
+        return ()
     months = sorted({_MONTH_TERMS[term] for term in asked if term in _MONTH_TERMS})
     years = sorted({int(term) for term in asked if len(term) == 4 and term.isdigit()} - {0})
     if not years:
