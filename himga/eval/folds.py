@@ -1,12 +1,12 @@
 """Leave-one-conversation-out recall: what the keyword method's figures on a development file are
 worth on conversations it was not tuned on.
 
-For each conversation, the method's parameters (window size, neighbour weight, speaker boost; GRID;
-the month boost is not tuned and keeps its default) are chosen on the other conversations alone, by
-the mean of recall@10 and recall@50 (overall), and the held-out conversation is then measured with
-them. The held-out figures, pooled over the folds, are what to expect of a new conversation, in so
-far as the development conversations are like it; when every fold chooses the default, the default
-is no fit to any one of them.
+For each conversation, the method's parameters (window size, neighbour weight, speaker boost;
+GRID) are chosen on the other conversations alone, by the mean of recall@10 and recall@50
+(overall), and the held-out conversation is then measured with them. The held-out figures,
+pooled over the folds, are what to expect of a new conversation, in so far as the development
+conversations are like it; when every fold chooses the default, the default is no fit to any
+one of them.
 """
 
 from collections.abc import Callable, Sequence

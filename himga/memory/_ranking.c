@@ -2,10 +2,9 @@
 
    It computes exactly what ranking.py's docstring defines (BM25 over each turn and, at a lower
    weight, its neighbours in the same session; Lucene's idf; a boost for the turns of a named
-   speaker, then one for the turns said in a named month) in the same order of floating-point
-   operations as the Python it replaced, so scores are bit for bit those of that code. The
-   interpreter's lock is released while it runs, so other threads (other calls of a server) go on
-   meanwhile.
+   speaker) in the same order of floating-point operations as the Python it replaced, so scores
+   are bit for bit those of that code. The interpreter's lock is released while it runs, so
+   other threads (other calls of a server) go on meanwhile.
 
    Per call: for each query term, its postings (the number of each turn holding it, once per
    occurrence, ascending) are spread over the turns' windows into `freq`, a dense array over all
@@ -29,8 +28,6 @@
 #include <string.h>
 
 #define MAX_NEAR_TURNS 64
-#define MAX_MONTHS 1024
-#define DAY_MICROS 86400000000LL
 
 /* Dense per-turn arrays for one call; all zero between calls. */
 typedef struct Scratch {
@@ -160,18 +157,6 @@ typedef struct {
     const char *error;
 } Call;
 
-/* The months a query names, whose turns (by their time in `times`) count (1 + boost) times:
-   those of a named year as ranges of times [low, high), those of any year by number (1 to 12).
-   Apart from Call, whose fields the compiler keeps in registers while it scores. */
-typedef struct {
-    Py_ssize_t n_months, n_any_year;
-    const int64_t *lows, *highs;
-    const long *any_year;
-    const int64_t *times;
-    Py_ssize_t times_size;
-    double boost;
-} Dating;
-
 /* Whether `turn` is a turn number or -1 (none): the one check on each link followed. */
 static inline int bad_link(int32_t turn, Py_ssize_t size) {
     return (uint32_t)(turn + 1) > (uint32_t)size;
@@ -190,51 +175,6 @@ static inline int kept_by_filter(const Call *c, int32_t turn) {
         if (!(c->low <= time && time < c->high)) return 0;
     }
     return 1;
-}
-
-/* The year * 100 + month of a time in microseconds since 1970 UTC, in the proleptic Gregorian
-   calendar as Python's datetime counts it (H. Hinnant's days_from_civil, inverted); 0 for a time
-   outside the years 1 to 9999, which Python's datetime holds (himga's NO_TIME among them). */
-static inline long month_of(int64_t micros) {
-    int64_t days = micros / DAY_MICROS;
-    if (micros % DAY_MICROS < 0) days--;  /* floor: a time before 1970 is in the day before */
-    days += 719468;                       /* days from 0000-03-01 */
-    int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-    int64_t of_era = days - era * 146097;
-    int64_t year_of_era = (of_era - of_era / 1460 + of_era / 36524 - of_era / 146096) / 365;
-    int64_t of_year = of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    int64_t shifted = (5 * of_year + 2) / 153;  /* months from March */
-    int64_t month = shifted < 10 ? shifted + 3 : shifted - 9;
-    int64_t year = year_of_era + era * 400 + (month <= 2);
-    if (year < 1 || year > 9999) return 0;
-    return (long)(year * 100 + month);
-}
-
-/* The first microsecond of a month (year 1 to 10000, month 1 to 12), since 1970 UTC (Hinnant's
-   days_from_civil). */
-static int64_t month_start(int64_t year, int64_t month) {
-    year -= month <= 2;
-    int64_t era = (year >= 0 ? year : year - 399) / 400;
-    int64_t year_of_era = year - era * 400;
-    int64_t of_year = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5;
-    int64_t of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + of_year;
-    return (era * 146097 + of_era - 719468) * DAY_MICROS;
-}
-
-/* Whether `turn` was said in a month the query names. */
-static inline int in_named_month(const Dating *d, int32_t turn) {
-    if (turn >= d->times_size) return 0;
-    int64_t time = d->times[turn];
-    for (Py_ssize_t k = 0; k < d->n_months; k++) {
-        if (d->lows[k] <= time && time < d->highs[k]) return 1;
-    }
-    if (d->n_any_year == 0) return 0;
-    long month = month_of(time);
-    if (month == 0) return 0;
-    for (Py_ssize_t k = 0; k < d->n_any_year; k++) {
-        if (d->any_year[k] == month % 100) return 1;
-    }
-    return 0;
 }
 
 /* Add `count` occurrences of a term in `turn` to the windows holding it (the turn itself at
@@ -270,103 +210,9 @@ static inline int spread(const Call *c, double *freq, int32_t *reached, Py_ssize
     return 0;
 }
 
-/* Keep the best `limit` of the `n_scored` turns with a score in c->best (a heap, worst at the
-   root), with the speaker's boost, clearing their scores; how many were kept. For a query
-   naming a month, a turn that only that boost could lift into the heap is put aside in `aside`
-   (its number, or -1 - its number once its speaker's boost is applied) and `aside_scores`, and
-   *n_aside counts them; without, aside is NULL. */
-static inline __attribute__((always_inline)) Py_ssize_t keep_best(Call *c, Scratch *s,
-                                                                  Py_ssize_t n_scored,
-                                                                  int32_t *aside,
-                                                                  double *aside_scores,
-                                                                  Py_ssize_t *n_aside,
-                                                                  double date) {
-    double *score = s->score;
-    const int32_t *scored = s->scored;
-    Py_ssize_t kept = 0, put = 0;
-    double boost = 1 + c->speaker_boost;
-    int filtered = c->n_checks > 0 || c->timed;
-    for (Py_ssize_t r = 0; r < n_scored; r++) {
-        int32_t at = scored[r];
-        Hit hit = {score[at], at};
-        score[at] = 0.0;
-        /* Filtered out after scoring: the statistics stay those of every turn stored. */
-        if (filtered && !kept_by_filter(c, at)) continue;
-        /* A full heap whose worst beats even the boosted score: no need to look further (the
-           bound is computed as the boost is applied, and floating-point products are monotonic,
-           so it is never below the score the turn gets). */
-        if (kept == c->limit && hit.score * boost < c->best[0].score) {
-            if (aside != NULL && hit.score * boost * date >= c->best[0].score) {
-                aside[put] = at;
-                aside_scores[put++] = hit.score;
-            }
-            continue;
-        }
-        int32_t speaker = c->speakers[at];
-        if (speaker >= 0 && speaker < c->named_size && c->named[speaker]) hit.score *= boost;
-        if (kept < c->limit) {
-            c->best[kept] = hit;
-            sift_up(c->best, kept++);
-        } else if (ranks_before(&hit, &c->best[0])) {
-            if (aside != NULL) {  /* the turn it displaces may come back in a named month */
-                aside[put] = -1 - c->best[0].turn;
-                aside_scores[put++] = c->best[0].score;
-            }
-            c->best[0] = hit;
-            sift_down(c->best, kept, 0);
-        } else if (aside != NULL && hit.score * date >= c->best[0].score) {
-            aside[put] = -1 - at;
-            aside_scores[put++] = hit.score;
-        }
-    }
-    if (n_aside != NULL) *n_aside = put;
-    return kept;
-}
-
-/* keep_best for a query naming a month: the heap of the speaker's boost alone first, exactly as
-   for a query naming none (whose worst is then a tight bound), then the month's boost applied to
-   the turns in it and to those put aside that it could lift. Out of line and on a copy of the
-   call: inlined beside the common case, or given the call itself (which then lives in memory,
-   not in registers), it made every query 2% to 7% slower; applying both boosts in one pass,
-   with a looser bound while the heap fills, made a query naming a month 15% slower (measured at
-   100k turns). */
-static __attribute__((noinline)) Py_ssize_t keep_best_dated(Call *c, const Dating *d, Scratch *s,
-                                                            Py_ssize_t n_scored) {
-    /* Free once every turn is scored: `reached` and `norm` hold a turn each, as aside does. */
-    int32_t *aside = s->reached;
-    double *aside_scores = s->norm, date = 1 + d->boost, boost = 1 + c->speaker_boost;
-    Py_ssize_t n_aside = 0;
-    Py_ssize_t kept = keep_best(c, s, n_scored, aside, aside_scores, &n_aside, date);
-    Hit *best = c->best;
-    for (Py_ssize_t i = 0; i < kept; i++) {
-        if (in_named_month(d, best[i].turn)) best[i].score *= date;
-    }
-    for (Py_ssize_t i = kept / 2 - 1; i >= 0; i--) sift_down(best, kept, i);
-    for (Py_ssize_t n = 0; n < n_aside; n++) {
-        int32_t at = aside[n];
-        int applied = at < 0;
-        if (applied) at = -1 - at;
-        Hit hit = {aside_scores[n], at};
-        /* Put aside only once the heap was full, and its worst has only risen since. */
-        if ((applied ? hit.score * date : hit.score * boost * date) < best[0].score) continue;
-        if (!applied) {
-            int32_t speaker = c->speakers[at];
-            if (speaker >= 0 && speaker < c->named_size && c->named[speaker]) hit.score *= boost;
-            if (hit.score * date < best[0].score) continue;
-        }
-        if (!in_named_month(d, at)) continue;
-        hit.score *= date;
-        if (ranks_before(&hit, &best[0])) {
-            best[0] = hit;
-            sift_down(best, kept, 0);
-        }
-    }
-    return kept;
-}
-
 /* The ranking proper; runs without the GIL. On a broken index it sets c->error and leaves the
    scratch dirty (the caller drops it). */
-static void run(Call *c, const Dating *d, Scratch *s) {
+static void run(Call *c, Scratch *s) {
     double *freq = s->freq, *score = s->score, *norm = s->norm;
     int32_t *reached = s->reached, *scored = s->scored;
     Py_ssize_t n_scored = 0;
@@ -406,13 +252,26 @@ static void run(Call *c, const Dating *d, Scratch *s) {
         }
     }
 
-    /* A query naming no month runs the code it ran before the month boost. */
-    Py_ssize_t kept;
-    if (d->n_months + d->n_any_year > 0) {
-        Call copy = *c;  /* c itself never escapes, so its fields stay in registers */
-        kept = keep_best_dated(&copy, d, s, n_scored);
-    } else {
-        kept = keep_best(c, s, n_scored, NULL, NULL, NULL, 1.0);
+    Py_ssize_t kept = 0;
+    double boost = 1 + c->speaker_boost;
+    int filtered = c->n_checks > 0 || c->timed;
+    for (Py_ssize_t r = 0; r < n_scored; r++) {
+        int32_t at = scored[r];
+        Hit hit = {score[at], at};
+        score[at] = 0.0;
+        /* Filtered out after scoring: the statistics stay those of every turn stored. */
+        if (filtered && !kept_by_filter(c, at)) continue;
+        /* A full heap whose worst beats even the boosted score: no need to look further. */
+        if (kept == c->limit && hit.score * boost < c->best[0].score) continue;
+        int32_t speaker = c->speakers[at];
+        if (speaker >= 0 && speaker < c->named_size && c->named[speaker]) hit.score *= boost;
+        if (kept < c->limit) {
+            c->best[kept] = hit;
+            sift_up(c->best, kept++);
+        } else if (ranks_before(&hit, &c->best[0])) {
+            c->best[0] = hit;
+            sift_down(c->best, kept, 0);
+        }
     }
     qsort(c->best, (size_t)kept, sizeof(Hit), compare_hits);
     c->found = kept;
@@ -433,15 +292,12 @@ static int int32_view(PyObject *object, Py_buffer *view, const char *what) {
 
 PyDoc_STRVAR(rank_doc,
 "rank(postings, before, after, window_lengths, speakers, named, turns, total_length, limit,\n"
-"     near_turns, own_weight, near_weight, k1, b, speaker_boost, checks=None, times=None,\n"
-"     dated=None, date_boost=0.0)\n"
+"     near_turns, own_weight, near_weight, k1, b, speaker_boost, checks=None, times=None)\n"
 "     -> [(turn, score), ...]\n\n"
 "The best `limit` turns, best first, ties to the earlier turn; see himga.memory.ranking.\n"
 "`turns` is how many turns are stored; the arrays cover every turn number (len(before)).\n"
 "`checks`: (column, mask) pairs, a turn kept when mask[column[turn]] is non-zero for each;\n"
-"`times`: (array('q') of times, low, high), a turn kept when low <= its time < high;\n"
-"`dated`: (array('q') of times, months), months as year * 100 + month (year 0: any year), the\n"
-"turns whose time is in one of them counting (1 + date_boost) times.");
+"`times`: (array('q') of times, low, high), a turn kept when low <= its time < high.");
 
 static PyObject *rank(PyObject *module, PyObject *args) {
     PyObject *postings_arg, *before_arg, *after_arg, *lengths_arg, *speakers_arg, *named_arg;
@@ -449,12 +305,11 @@ static PyObject *rank(PyObject *module, PyObject *args) {
     long long total_length;
     int near_turns;
     double own_weight, near_weight, k1, b, speaker_boost;
-    PyObject *checks_arg = Py_None, *times_arg = Py_None, *dated_arg = Py_None;
-    double date_boost = 0.0;
-    if (!PyArg_ParseTuple(args, "OOOOOOnLniddddd|OOOd:rank", &postings_arg, &before_arg,
-                          &after_arg, &lengths_arg, &speakers_arg, &named_arg, &turns,
-                          &total_length, &limit, &near_turns, &own_weight, &near_weight, &k1, &b,
-                          &speaker_boost, &checks_arg, &times_arg, &dated_arg, &date_boost))
+    PyObject *checks_arg = Py_None, *times_arg = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOOnLniddddd|OO:rank", &postings_arg, &before_arg, &after_arg,
+                          &lengths_arg, &speakers_arg, &named_arg, &turns, &total_length, &limit,
+                          &near_turns, &own_weight, &near_weight, &k1, &b, &speaker_boost,
+                          &checks_arg, &times_arg))
         return NULL;
     if (turns < 0 || turns > INT32_MAX || total_length < 0) {
         PyErr_SetString(PyExc_ValueError, "turns and total_length must be >= 0 (turns < 2**31)");
@@ -465,9 +320,9 @@ static PyObject *rank(PyObject *module, PyObject *args) {
         return NULL;
     }
     if (!(own_weight > 0) || !(near_weight >= 0) || !(k1 >= 0) || !(b >= 0 && b <= 1) ||
-        !(speaker_boost >= 0) || !(date_boost >= 0)) {
-        PyErr_SetString(PyExc_ValueError, "own_weight must be > 0; near_weight, k1, "
-                                          "speaker_boost, date_boost >= 0; b in [0, 1]");
+        !(speaker_boost >= 0)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "own_weight must be > 0; near_weight, k1, speaker_boost >= 0; b in [0, 1]");
         return NULL;
     }
     PyObject *terms = PySequence_Fast(postings_arg, "postings must be a sequence of buffers");
@@ -490,11 +345,6 @@ static PyObject *rank(PyObject *module, PyObject *args) {
     Py_buffer times_view;
     int timed = 0;
     long long low = 0, high = 0;
-    Py_buffer month_times_view;
-    int month_timed = 0;
-    Py_ssize_t n_months = 0, n_any_year = 0;
-    long *any_year = NULL;
-    int64_t *month_lows = NULL, *month_highs = NULL;
     Py_buffer *views = PyMem_Calloc((size_t)n_terms, sizeof(Py_buffer));
     const int32_t **postings = PyMem_Calloc((size_t)n_terms, sizeof(int32_t *));
     Py_ssize_t *sizes = PyMem_Calloc((size_t)n_terms, sizeof(Py_ssize_t));
@@ -565,57 +415,6 @@ static PyObject *rank(PyObject *module, PyObject *args) {
             goto done;
         }
     }
-    if (dated_arg != Py_None) {
-        PyObject *column, *named_months;
-        if (!PyArg_ParseTuple(dated_arg, "OO:dated", &column, &named_months)) goto done;
-        if (PyObject_GetBuffer(column, &month_times_view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
-            goto done;
-        month_timed = 1;
-        if (month_times_view.itemsize != 8) {
-            PyErr_SetString(PyExc_ValueError, "dated times must be 64-bit ints (array('q'))");
-            goto done;
-        }
-        PyObject *listed = PySequence_Fast(named_months, "dated months must be a sequence");
-        if (listed == NULL) goto done;
-        n_months = PySequence_Fast_GET_SIZE(listed);
-        if (n_months > MAX_MONTHS) {
-            Py_DECREF(listed);
-            PyErr_Format(PyExc_ValueError, "at most %d dated months", MAX_MONTHS);
-            goto done;
-        }
-        Py_ssize_t named = n_months;
-        n_months = 0;
-        any_year = PyMem_Calloc((size_t)named + 1, sizeof(long));
-        month_lows = PyMem_Calloc((size_t)named + 1, sizeof(int64_t));
-        month_highs = PyMem_Calloc((size_t)named + 1, sizeof(int64_t));
-        if (any_year == NULL || month_lows == NULL || month_highs == NULL) {
-            Py_DECREF(listed);
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t k = 0; k < named; k++) {
-            long month = PyLong_AsLong(PySequence_Fast_GET_ITEM(listed, k));
-            if (month == -1 && PyErr_Occurred()) {
-                Py_DECREF(listed);
-                goto done;
-            }
-            if (month < 1 || month > 999912 || month % 100 < 1 || month % 100 > 12) {
-                Py_DECREF(listed);
-                PyErr_SetString(PyExc_ValueError, "a dated month is year * 100 + month: "
-                                                  "year 0 to 9999, month 1 to 12");
-                goto done;
-            }
-            if (month < 100) {
-                any_year[n_any_year++] = month;
-            } else {
-                long year = month / 100, number = month % 100;
-                month_lows[n_months] = month_start(year, number);
-                month_highs[n_months++] = number == 12 ? month_start(year + 1, 1)
-                                                       : month_start(year, number + 1);
-            }
-        }
-        Py_DECREF(listed);
-    }
     Py_ssize_t room = limit < size ? limit : size;
     best = PyMem_Malloc((size_t)(room > 0 ? room : 1) * sizeof(Hit));
     scratch = scratch_take(size);
@@ -635,14 +434,8 @@ static PyObject *rank(PyObject *module, PyObject *args) {
         .times = timed ? times_view.buf : NULL, .times_size = timed ? times_view.len / 8 : 0,
         .low = low, .high = high,
     };
-    Dating dating = {
-        .n_months = n_months, .n_any_year = n_any_year, .lows = month_lows,
-        .highs = month_highs, .any_year = any_year,
-        .times = month_timed ? month_times_view.buf : NULL,
-        .times_size = month_timed ? month_times_view.len / 8 : 0, .boost = date_boost,
-    };
     Py_BEGIN_ALLOW_THREADS
-    run(&call, &dating, scratch);
+    run(&call, scratch);
     Py_END_ALLOW_THREADS
     if (call.error != NULL) {
         /* A broken index: the scratch may hold values, so it is not reused. */
@@ -668,10 +461,6 @@ done:
     for (int i = 0; i < held; i++) PyBuffer_Release(&links[i]);
     for (Py_ssize_t i = 0; i < 2 * checked; i++) PyBuffer_Release(&check_views[i]);
     if (timed) PyBuffer_Release(&times_view);
-    if (month_timed) PyBuffer_Release(&month_times_view);
-    PyMem_Free(any_year);
-    PyMem_Free(month_lows);
-    PyMem_Free(month_highs);
     PyMem_Free(check_views);
     PyMem_Free(check_columns);
     PyMem_Free(check_masks);

@@ -21,8 +21,6 @@ def rank(
     speaker_boost: float,
     checks: Sequence[tuple[array[int], bytes]] | None = None,
     times: tuple[array[int], int, int] | None = None,
-    dated: tuple[array[int], Sequence[int]] | None = None,
-    date_boost: float = 0.0,
     /,
 ) -> list[tuple[int, float]]: ...
 def numbers(text: str, /) -> bytes: ...

@@ -58,11 +58,6 @@ class Facets:
             times_of[number] = NO_TIME if time is None else time
             metadata_of[number] = self._number_of_metadata(pairs) if pairs else 0
 
-    @property
-    def times(self) -> array[int]:
-        """Each turn's time by number (NO_TIME for none), as the ranking's C core reads them."""
-        return self._times
-
     def role(self, number: int) -> str:
         return self._roles[self._role_of[number]]
 

@@ -166,9 +166,7 @@ class KeywordMemory(ContextFromHits):
             index = self._index
             allowed = index.facets.selection(filter, index.windows) if filter else None
             postings = index.postings.of(wanted)
-            best = index.windows.best(
-                postings, set(wanted), limit, allowed, times=index.facets.times
-            )
+            best = index.windows.best(postings, set(wanted), limit, allowed)
             return [hit_of(index.stored(number), score) for number, score in best]
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:

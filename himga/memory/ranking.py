@@ -32,16 +32,6 @@ about a conversation name the person they ask about, and on the LoCoMo dev conve
 evidence turns are said by a person their question names (against about half of all turns).
 Doubling adds about 0.03 to recall@10 on each dev conversation. A speaker is named when all the
 terms of their name are among the query's terms.
-
-A turn said in a month the query names counts (1 + DATE_BOOST) times its score (after the
-speaker's boost): questions about a conversation name when things happened ("What did Maria
-donate in December 2023?", "... on 7 July, 2023?"), and a turn's time is when it was said (its
-own timestamp, else its session's, himga.memory.times), which a question generated from or about
-that session names. A month is named by its English name among the query's terms, with the year
-when the query names one (a four-digit number; with several, any of them), else in any year;
-"May" only beside a year, being also a verb. A turn without a time is never boosted. Doubling,
-like the speaker's boost and not tuned, adds 0.016 to recall@10 on the LoCoMo dev conversations
-(0.025 on category 4, 0.018 on the adversarial category 5) and lowers no conversation's recall.
 """
 
 from __future__ import annotations
@@ -64,7 +54,6 @@ NEAR_TURNS = 2
 OWN_WEIGHT = 1.0
 NEAR_WEIGHT = 0.5
 SPEAKER_BOOST = 1.0
-DATE_BOOST = 1.0
 K1 = 1.2
 B = 0.75
 
@@ -77,17 +66,13 @@ class Method:
     near_turns: int = NEAR_TURNS
     near_weight: float = NEAR_WEIGHT
     speaker_boost: float = SPEAKER_BOOST
-    date_boost: float = DATE_BOOST
     k1: float = K1
     b: float = B
 
 
 DEFAULT_METHOD = Method()
 
-# Written into each SQLite database: one indexed by another method is indexed again when it
-# opens, not misread. The date boost is applied at query time to the times a store keeps for
-# filters anyway, and changes nothing indexed, so it leaves this as it was: a store written
-# before it opens as it is.
+# Written into each SQLite database: one indexed by another method is refused, not misread.
 METHOD = (
     f"terms: {STEMMER} stems, stopwords; window: {NEAR_TURNS} turns at {NEAR_WEIGHT}, "
     f"scored at query time; BM25 k1 {K1} b {B}, idf ln(1 + ...); speaker x{1 + SPEAKER_BOOST}"
@@ -106,7 +91,6 @@ def rank(
     limit: int,
     method: Method = DEFAULT_METHOD,
     allowed: Selection | None = None,
-    dated: Dated | None = None,
 ) -> list[tuple[int, float]]:
     """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
 
@@ -122,8 +106,7 @@ def rank(
 
     With `allowed`, only the turns it selects are returned, so `limit` is filled from them; the
     statistics (idf, average length) stay those of every turn stored, so an allowed turn scores
-    exactly what it scores without a filter. With `dated`, the turns said in a month it names
-    count (1 + method.date_boost) times.
+    exactly what it scores without a filter.
 
     Computed in C (himga.memory._ranking), without the interpreter's lock, in the same order of
     operations as the definition above; tests/memory/test_ranking.py holds it to that.
@@ -146,8 +129,6 @@ def rank(
         method.speaker_boost,
         None if allowed is None else allowed.checks,
         None if allowed is None else allowed.times,
-        None if dated is None or not dated.months else (dated.times, dated.months),
-        method.date_boost,
     )
 
 
@@ -159,35 +140,6 @@ class Selection:
 
     checks: tuple[tuple[array[int], bytes], ...] = ()
     times: tuple[array[int], int, int] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Dated:
-    """The months a query names, as the C core boosts the turns said in them: `times` holds each
-    turn's time (microseconds since 1970 UTC; a number outside any month, such as himga's
-    NO_TIME, for none), `months` each month as year * 100 + month, the year 0 for any year."""
-
-    times: array[int]
-    months: tuple[int, ...]
-
-
-# The stems of the English month names, as himga.memory.text makes them ("july" -> "juli").
-_MONTH_NAMES = (
-    "january february march april may june july august september october november december"
-)
-_MONTH_TERMS = {terms(name)[0]: number for number, name in enumerate(_MONTH_NAMES.split(), 1)}
-_MAY = 5
-
-
-def named_months(asked: Collection[str]) -> tuple[int, ...]:
-    """The months a query with terms `asked` names, as Dated.months holds them, in order."""
-    if _MONTH_TERMS.keys().isdisjoint(asked):  # most queries: no month, a microsecond spared
-        return ()
-    months = sorted({_MONTH_TERMS[term] for term in asked if term in _MONTH_TERMS})
-    years = sorted({int(term) for term in asked if len(term) == 4 and term.isdigit()} - {0})
-    if not years:
-        months = [month for month in months if month != _MAY]
-    return tuple(year * 100 + month for year in years or [0] for month in months)
 
 
 def idf(rows: int, rows_with_term: int) -> float:

@@ -370,9 +370,7 @@ class SQLiteKeywordMemory(ContextFromHits):
         with self._lock, self._transaction():
             self._refresh()
             allowed = self._facets.selection(filter, self._windows) if filter else None
-            best = self._windows.best(
-                self._postings.of(wanted), set(wanted), limit, allowed, times=self._facets.times
-            )
+            best = self._windows.best(self._postings.of(wanted), set(wanted), limit, allowed)
             if not best:
                 return []
             stored = self._stored([number for number, _ in best])

@@ -21,15 +21,7 @@ from array import array
 from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from itertools import pairwise
 
-from himga.memory.ranking import (
-    DEFAULT_METHOD,
-    Dated,
-    Method,
-    Selection,
-    is_named,
-    named_months,
-    rank,
-)
+from himga.memory.ranking import DEFAULT_METHOD, Method, Selection, is_named, rank
 
 NO_SESSION = -1
 """The session number of a number that holds no turn (deleted, or never used)."""
@@ -302,15 +294,11 @@ class Windows:
         asked: Collection[str],
         limit: int,
         allowed: Selection | None = None,
-        *,
-        times: array[int] | None,
     ) -> list[tuple[int, float]]:
         """The best `limit` turns as (turn number, score) for a query with terms `asked`, whose
         terms' postings (the number of each turn holding the term, once per occurrence) are
         `postings`; only turns `allowed` selects, when it is given, while the statistics stay
-        those of every turn. `times` holds each turn's time by number (Facets.times), for the
-        boost of the turns said in a month the query names; a store must pass it (None only
-        when it keeps no times) to rank as the others do."""
+        those of every turn."""
         if not postings or limit <= 0:
             return []
         named = bytearray(len(self._speaker_numbers))
@@ -330,5 +318,4 @@ class Windows:
             limit,
             self.method,
             allowed,
-            Dated(times, months) if times is not None and (months := named_months(asked)) else None,
         )

@@ -4,16 +4,11 @@ reading outside its arrays; what it ranks is checked against the definition in t
 from __future__ import annotations
 
 from array import array
-from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from himga.memory import _ranking
-from himga.memory.facets import NO_TIME
-from himga.memory.ranking import DEFAULT_METHOD, Dated, Selection, rank
-from himga.memory.times import micros
+from himga.memory.ranking import DEFAULT_METHOD, Selection, rank
 
 
 def _turns(count: int) -> dict[str, array[int]]:
@@ -76,58 +71,6 @@ def test_a_selection_keeps_the_scores_of_the_turns_it_allows() -> None:
     assert rank([array("i", [2])], *args, 5, 5, 10, DEFAULT_METHOD, nothing) == []
 
 
-def _dated(time: int, months: tuple[int, ...]) -> float:
-    """The score of a lone turn said at `time`, for a query naming `months`."""
-    turns = _turns(1)
-    args = (turns["before"], turns["after"], turns["lengths"], turns["speakers"], b"\x00", 1, 1)
-    dated = Dated(array("q", [time]), months)
-    return rank([array("i", [0])], *args, 1, DEFAULT_METHOD, None, dated)[0][1]
-
-
-# Times from year 1 to 9999 (datetime's range), and beyond it both ways, in microseconds.
-TIMES = st.integers(micros(datetime(1, 1, 1, tzinfo=UTC)) - 10**12, 253402300800 * 10**6 + 10**12)
-
-
-@given(TIMES, st.integers(1, 12), st.integers(1, 9999))
-def test_the_core_reads_a_time_in_the_month_python_reads_it_in(
-    time: int, month: int, year: int
-) -> None:
-    plain = _dated(time, ())
-    try:
-        said = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=time)
-    except OverflowError:  # outside datetime's years: no month, never boosted
-        assert _dated(time, (year * 100 + month, month)) == plain
-        return
-    named = year * 100 + month
-    expected = 2 * plain if (said.year, said.month) == (year, month) else plain
-    assert _dated(time, (named,)) == expected
-    assert _dated(time, (month,)) == (2 * plain if said.month == month else plain)
-    assert _dated(time, (said.year * 100 + said.month,)) == 2 * plain
-
-
-@pytest.mark.parametrize("year", [1, 4, 100, 1582, 1600, 1900, 1969, 1970, 2000, 2023, 2024, 9999])
-def test_every_month_begins_where_the_calendar_begins_it(year: int) -> None:
-    # Each month's first microsecond is in it, the one before in the month before: leap years
-    # (2024, 2000, 1600, 4), years that are not (1900, 100), before 1970 and the ends of time.
-    for month in range(1, 13):
-        first = micros(datetime(year, month, 1, tzinfo=UTC))
-        named = year * 100 + month
-        before = named - 1 if month > 1 else named - 100 + 11
-        plain = _dated(first, ())
-        assert _dated(first, (named,)) == _dated(first, (month,)) == 2 * plain
-        if named > 101:  # the microsecond before year 1 is in no month at all
-            assert _dated(first - 1, (named,)) == _dated(first - 1, ()) != 0
-            assert _dated(first - 1, (before,)) == _dated(first - 1, (before % 100,)) == 2 * plain
-    last = micros(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
-    assert _dated(last, (999912,)) == 2 * _dated(last, ())
-    assert _dated(last + 1, (999912, 12, 1)) == _dated(last + 1, ())
-
-
-def test_a_turn_without_a_time_is_never_boosted() -> None:
-    plain = _dated(NO_TIME, ())
-    assert _dated(NO_TIME, tuple(range(1, 13))) == plain
-
-
 def test_holes_count_as_numbers_not_as_turns() -> None:
     # Turn 1 is deleted: arrays cover three numbers, two turns are stored.
     before, after = array("i", [-1, -1, 0]), array("i", [2, -1, -1])
@@ -171,14 +114,6 @@ def test_bad_parameters_are_refused() -> None:
         _ranking.rank(*args, 65, 1.0, 0.5, 1.2, 0.75, 1.0)
     with pytest.raises(ValueError, match="own_weight"):
         _ranking.rank(*args, 2, 0.0, 0.5, 1.2, 0.75, 1.0)
-    times = array("q", [0, 0])
-    with pytest.raises(ValueError, match="date_boost"):
-        _ranking.rank(*args, 2, 1.0, 0.5, 1.2, 0.75, 1.0, None, None, (times, [1]), -1.0)
-    for month in (0, 13, 202300, 202313, 1000001, -5):
-        with pytest.raises(ValueError, match="year \\* 100 \\+ month"):
-            _ranking.rank(*args, 2, 1.0, 0.5, 1.2, 0.75, 1.0, None, None, (times, [month]), 1.0)
-    with pytest.raises(ValueError, match="64-bit"):
-        _ranking.rank(*args, 2, 1.0, 0.5, 1.2, 0.75, 1.0, None, None, (array("i", [0]), [1]), 1.0)
 
 
 def test_nothing_to_rank_gives_no_hits() -> None:
