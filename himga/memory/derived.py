@@ -58,6 +58,11 @@ class DerivedIndex:
         """The number the next new turn gets: rows numbered from it on are not read in yet."""
         return self.windows.end
 
+    def skip_to(self, end: int) -> None:
+        """Make `end` the number the next new turn gets (numbers skipped hold no turn), when it
+        is past the present end: a store's high-water mark, kept past deleted turns."""
+        self.windows.skip_to(end)
+
     def load(
         self,
         numbers: Sequence[int],

@@ -123,12 +123,12 @@ class PostgresKeywordMemory(ContextFromHits):
     def _refresh(self, connection: psycopg.Connection[Any], *, lock: bool) -> tuple[int, int]:
         """Read in what changed since this process last looked; the version and generation."""
         row = connection.execute(
-            "SELECT version, generation FROM himga_namespaces WHERE id = %s"
+            "SELECT version, generation, next_number FROM himga_namespaces WHERE id = %s"
             + (" FOR UPDATE" if lock else ""),
             (self._id,),
         ).fetchone()
         assert row is not None  # namespaces' rows are never deleted
-        version, generation = row
+        version, generation, next_number = row
         if version == self._version:
             return version, generation
         if generation != self._generation:  # not only appended rows (or the first look): anew
@@ -151,6 +151,8 @@ class PostgresKeywordMemory(ContextFromHits):
                     [json.loads(m) if m else {} for m in metadata],
                     [text.split() for text in terms],
                 )
+        # Past the newest turns deleted: new turns are numbered alike on every server.
+        self._index.skip_to(next_number)
         self._version = version
         return version, generation
 
@@ -209,7 +211,7 @@ class PostgresKeywordMemory(ContextFromHits):
                 self._write(connection, turns, placing.numbers, set(placing.replaced_numbers))
                 if placing.replaced:
                     generation += 1
-                self._raise(connection, generation)
+                self._raise(connection, generation, placing.first + len(placing.new))
                 commit.before_commit(self._keeper(connection), turns.item_ids)
             self._placed(
                 version + 1, generation, lambda: self._index.place(turns, placing, old_terms)
@@ -226,10 +228,14 @@ class PostgresKeywordMemory(ContextFromHits):
         self._version, self._generation = version, generation
         return result
 
-    def _raise(self, connection: psycopg.Connection[Any], generation: int) -> None:
+    def _raise(
+        self, connection: psycopg.Connection[Any], generation: int, next_number: int | None = None
+    ) -> None:
+        """Raise the namespace's version, set its generation and (given) its next number."""
         connection.execute(
-            "UPDATE himga_namespaces SET version = version + 1, generation = %s WHERE id = %s",
-            (generation, self._id),
+            "UPDATE himga_namespaces SET version = version + 1, generation = %s, "
+            "next_number = coalesce(%s, next_number) WHERE id = %s",
+            (generation, next_number, self._id),
         )
 
     def _terms(
@@ -355,7 +361,7 @@ class PostgresKeywordMemory(ContextFromHits):
         with self._lock:
             with self._using(write=True) as (connection, version, generation):
                 connection.execute("DELETE FROM himga_messages WHERE namespace = %s", (self._id,))
-                self._raise(connection, generation + 1)
+                self._raise(connection, generation + 1, 0)
             self._placed(version + 1, generation + 1, self._index.clear)
 
 

@@ -87,7 +87,7 @@ class Windows:
         start = 0
         for index in range(1, len(numbers) + 1):  # each run of consecutive numbers at once
             if index == len(numbers) or numbers[index] != numbers[index - 1] + 1:
-                self._skip_to(numbers[start])
+                self.skip_to(numbers[start])
                 self._append(sessions[start:index], lengths[start:index], speakers[start:index])
                 start = index
 
@@ -141,8 +141,8 @@ class Windows:
             self._keys_by_term.setdefault(key.split(" ")[0], []).append(key)
         return speaker
 
-    def _skip_to(self, number: int) -> None:
-        """Holes up to `number`: numbers that hold no turn."""
+    def skip_to(self, number: int) -> None:
+        """Holes up to `number`: numbers that hold no turn (none when `number` <= `end`)."""
         missing = number - len(self._lengths)
         self._session_of.extend([NO_SESSION] * missing)
         for column in (self._lengths, self._windows):

@@ -14,6 +14,8 @@ Tables (all keyed by the namespace's id):
   write of its messages) and `generation` (raised when rows change other than by being
   appended), `episode_version` and `episode_generation` (the same for its episodes). A writer
   takes the row FOR UPDATE, so writes to one namespace serialise across servers.
+  `next_number` is the number the namespace's next new message gets: one past the highest ever
+  given, deleted or not, so a server that read the namespace anew numbers on as the others do.
 - `himga_messages`: each message under its turn number (the order ids were first stored), with
   its own terms as the memory's text method made them (`terms`, apart by spaces; `method` on
   the namespace names the method).
@@ -109,6 +111,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE TABLE himga_counters (name text PRIMARY KEY, value bigint NOT NULL)",
         "INSERT INTO himga_counters VALUES ('tokens', 0)",
+    ),
+    # 4: the number the next new message of a namespace gets, kept past deletes, so that every
+    # server numbers new turns alike after the newest ones were deleted
+    (
+        "ALTER TABLE himga_namespaces ADD COLUMN next_number integer NOT NULL DEFAULT 0",
+        """UPDATE himga_namespaces SET next_number = coalesce((
+            SELECT max(number) + 1 FROM himga_messages WHERE namespace = himga_namespaces.id
+        ), 0)""",
     ),
 )
 VERSION = len(MIGRATIONS)

@@ -79,6 +79,29 @@ def test_a_write_on_one_server_is_read_on_every_other_right_after(
             memory.close()
 
 
+def test_after_the_newest_turns_are_deleted_every_server_numbers_new_ones_alike(
+    servers: list[Serving],
+) -> None:
+    """A server that read the namespace anew after a delete of its newest turns numbers the next
+    new turn as the deleting server expects it, so that one reads it in."""
+    namespace = new_namespace()
+    first, second = (RemoteMemory(s.target, namespace) for s in servers[:2])
+    try:
+        first.store([said(f"T{n}", f"kayak {WORDS[n % 6]}") for n in range(10)])
+        assert len(listed(second)) == 10
+        assert first.delete(["T8", "T9"]) == 2
+        assert len(listed(second)) == 8  # read anew: deletes are not appended rows
+        second.store([said("X", "a zebra on the shore", "s2")])
+        assert [hit.turn_id for hit in first.search("zebra")] == ["X"]
+        first.store([said("X", "a giraffe on the shore", "s2")])  # corrected on the other one
+        for memory in (first, second):
+            assert [hit.turn_id for hit in memory.search("giraffe")] == ["X"]
+            assert memory.search("zebra") == []
+    finally:
+        first.close()
+        second.close()
+
+
 def test_episodes_written_on_one_server_are_read_on_every_other(servers: list[Serving]) -> None:
     namespace = new_namespace()
     stores = [RemoteEpisodes(s.target, namespace) for s in servers]
