@@ -51,6 +51,12 @@ class Receipt:
     answer: Answer = ()
 
 
+class ReceiptTaken(Exception):
+    """Raised by a store, rolling its write back, when its receipt's request id was recorded
+    by another write meanwhile (the same request sent through two servers at once): the
+    caller answers from that receipt. Never reaches a client."""
+
+
 @dataclass(frozen=True, slots=True)
 class Terms:
     """The terms of one write: `still_wanted` raises when it is not; `receipt` (its answer not

@@ -388,7 +388,9 @@ def keep_receipt(
         "DELETE FROM himga_receipts WHERE namespace = %s AND kind = %s AND at < %s",
         (namespace, kind, now - commit.RECEIPT_WINDOW_SECONDS),
     )
-    connection.execute(
-        "INSERT INTO himga_receipts VALUES (%s, %s, %s, %s, %s, %s)",
+    inserted = connection.execute(
+        "INSERT INTO himga_receipts VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
         (namespace, kind, receipt.request_id, receipt.digest, json.dumps(receipt.answer), now),
     )
+    if inserted.rowcount == 0:  # another server's write of the same request id came first
+        raise commit.ReceiptTaken(receipt.request_id)

@@ -21,7 +21,13 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from google.protobuf.message import Message as ProtoMessage
 
-from himga.memory.commit import RECEIPT_WINDOW_SECONDS, Receipt, Terms, committing
+from himga.memory.commit import (
+    RECEIPT_WINDOW_SECONDS,
+    Receipt,
+    ReceiptTaken,
+    Terms,
+    committing,
+)
 from himga.service.errors import FieldViolation, InvalidRequest
 
 MAX_REQUEST_ID = 128
@@ -103,21 +109,33 @@ def write_once(
     else:
         found = in_process.find(namespace, request_id)
     if found is not None:
-        if found.digest != wanted.digest:
-            raise InvalidRequest(
-                [
-                    FieldViolation(
-                        "request_id",
-                        "was used for another request to this namespace within "
-                        f"{RECEIPT_WINDOW_SECONDS // 3600} h: give each write an id of its own",
-                    )
-                ]
-            )
-        # The same digest is the same kind of request, so the same kind of answer.
-        return cast(W, found.answer if isinstance(found.answer, int) else list(found.answer))
-    with committing(Terms(still_wanted, wanted)):
-        answer = write()
+        return cast(W, _answer(found, wanted))
+    try:
+        with committing(Terms(still_wanted, wanted)):
+            answer = write()
+    except ReceiptTaken:  # the same request, through another server, committed first
+        found = keeps.receipt(request_id) if keeps is not None else None
+        if found is None:
+            raise
+        return cast(W, _answer(found, wanted))
     if keeps is None:
         kept = answer if isinstance(answer, int) else tuple(answer)
         in_process.keep(namespace, Receipt(request_id, wanted.digest, kept))
     return answer
+
+
+def _answer(found: Receipt, wanted: Receipt) -> Any:
+    """The answer a request with `wanted`'s id and digest gets from the receipt `found` of that
+    id; InvalidRequest when that receipt is another request's."""
+    if found.digest != wanted.digest:
+        raise InvalidRequest(
+            [
+                FieldViolation(
+                    "request_id",
+                    "was used for another request to this namespace within "
+                    f"{RECEIPT_WINDOW_SECONDS // 3600} h: give each write an id of its own",
+                )
+            ]
+        )
+    # The same digest is the same kind of request, so the same kind of answer.
+    return found.answer if isinstance(found.answer, int) else list(found.answer)

@@ -182,6 +182,31 @@ def test_a_retry_through_another_server_is_answered_from_the_first_ones_receipt(
         second.close()
 
 
+def test_one_request_sent_through_two_servers_at_once_is_stored_once(
+    servers: list[Serving],
+) -> None:
+    """A client (or a balancer) that sends a write to two servers at the same moment gets the
+    same answer from both, and the write is stored once: the second to commit finds the first
+    one's receipt and answers from it."""
+    namespace = new_namespace()
+    first, second = (RemoteMemory(s.target, namespace) for s in servers[:2])
+    rounds = 20
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            for round_ in range(rounds):
+                items = [said("", f"kayak trip number {round_}")]  # ids made by the server
+                both = [
+                    pool.submit(memory.store, items, request_id=f"twice-{round_}")
+                    for memory in (first, second)
+                ]
+                answers = [future.result() for future in both]
+                assert answers[0] == answers[1]
+        assert len(listed(first)) == rounds
+    finally:
+        first.close()
+        second.close()
+
+
 def fresh_database(postgres: Postgres) -> str:
     """The URL of a new, empty database on the session's PostgreSQL."""
     name = f"himga_{uuid.uuid4().hex[:12]}"
