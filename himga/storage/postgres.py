@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 import psycopg_pool
 
-from himga.errors import DatabaseUnavailable, IncompatibleStoreError
+from himga.errors import DatabaseUnavailable, IncompatibleStoreError, InvalidArgument
 from himga.storage.postgres_schema import LOCK_KEY, MIGRATIONS, VERSION
 
 _log = logging.getLogger(__name__)
@@ -35,6 +35,10 @@ CONNECT_SECONDS = 3.0
 WAIT_SECONDS = 5.0
 """How long a call waits for a connection before it answers that the database is unavailable."""
 _CHECK_EVERY_SECONDS = 1.0
+LOCK_SECONDS = 10
+"""How long a statement waits for a row another transaction holds (a namespace's, mostly)."""
+IDLE_SECONDS = 60
+"""How long a transaction may sit idle before PostgreSQL ends its session."""
 
 
 class Database:
@@ -58,7 +62,20 @@ class Database:
                 max_size=max_size,
                 open=False,
                 timeout=wait_seconds,
-                kwargs={"connect_timeout": int(CONNECT_SECONDS), "application_name": "himga"},
+                kwargs={
+                    "connect_timeout": int(CONNECT_SECONDS),
+                    "application_name": "himga",
+                    # A peer that stops while it holds a namespace's row (paused, cut off) holds
+                    # no other server's calls, or stop(), for long: waits for a row end after
+                    # LOCK_SECONDS, an idle transaction after IDLE_SECONDS, a dead peer's
+                    # connection within about 25 s of silence.
+                    "options": f"-c lock_timeout={LOCK_SECONDS * 1000} "
+                    f"-c idle_in_transaction_session_timeout={IDLE_SECONDS * 1000}",
+                    "keepalives": 1,
+                    "keepalives_idle": 10,
+                    "keepalives_interval": 5,
+                    "keepalives_count": 3,
+                },
                 reconnect_timeout=24 * 3600.0,
                 name="himga",
             )
@@ -109,6 +126,8 @@ class Database:
                     else psycopg.IsolationLevel.READ_COMMITTED
                 )
                 yield connection
+        except psycopg.DataError as error:  # a value PostgreSQL cannot hold: the caller's to fix
+            raise InvalidArgument("", _data_rule(error)) from error
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as error:
             self._check_soon()
             raise DatabaseUnavailable(
@@ -142,11 +161,22 @@ class Database:
             _log.debug("pool check: %s", error)
 
 
+def _data_rule(error: psycopg.DataError) -> str:
+    """What a request must change for PostgreSQL to store it."""
+    if "NUL" in str(error):
+        return (
+            "text holding the NUL character (U+0000) cannot be stored in PostgreSQL: remove it "
+            "from the request's strings"
+        )
+    return f"a value PostgreSQL cannot store: {_first_line(error)}"
+
+
 def migrate_schema(database: Database, upto: int = VERSION) -> int:
     """Bring the schema to version `upto` (every migration not yet run, each in its own
     transaction under the advisory lock); the version found before. IncompatibleStoreError
     when the database is of a newer version than this himga's."""
     with database.transaction() as connection:
+        connection.execute("SET LOCAL lock_timeout = 0")  # another server may be migrating
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
         connection.execute("CREATE TABLE IF NOT EXISTS himga_schema (version integer NOT NULL)")
         row = connection.execute("SELECT version FROM himga_schema").fetchone()
@@ -160,6 +190,7 @@ def migrate_schema(database: Database, upto: int = VERSION) -> int:
         )
     for version in range(found + 1, upto + 1):
         with database.transaction() as connection:
+            connection.execute("SET LOCAL lock_timeout = 0")  # another server may be migrating
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
             (now,) = connection.execute("SELECT version FROM himga_schema").fetchone() or (0,)
             if now >= version:  # another server ran it while this one waited for the lock
@@ -204,14 +235,20 @@ def recorded_memory(database: Database, namespace: str, memory: str | None) -> s
         return str(row[0])
 
 
+_SHOWN = ("host", "hostaddr", "port", "dbname", "user", "target_session_attrs", "sslmode")
+"""What of a connection string a message or the log may show: where, and as whom; never a
+password, a key's passphrase or anything else the string may carry."""
+
+
 def redacted(url: str) -> str:
-    """`url` without its password, for messages and logs."""
+    """`url` without its secrets (only the parts in _SHOWN), for messages and logs."""
     try:
         info = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError:
         return "(a malformed connection string)"
-    info.pop("password", None)
-    return psycopg.conninfo.make_conninfo("", **info)
+    return psycopg.conninfo.make_conninfo(
+        "", **{key: value for key, value in info.items() if key in _SHOWN}
+    )
 
 
 def _first_line(error: BaseException) -> str:
