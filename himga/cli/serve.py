@@ -217,14 +217,22 @@ def run(args: argparse.Namespace) -> int:
             )
     host = f"[{args.host}]" if ":" in args.host else args.host
     metrics = Metrics() if args.metrics_port is not None else None
-    database = _database(args.database) if args.database is not None else None
+    # Each call holds a connection: the gRPC port's workers, and the HTTP port's as many more.
+    calls = WORKERS * (2 if args.http_port is not None else 1)
+    database = _database(args.database, calls) if args.database is not None else None
     if isinstance(database, int):
         return database
     if args.database_tokens:
+        from himga.errors import HimgaError
         from himga.service import database_tokens
 
         assert database is not None
-        auth = database_tokens.DatabaseTokens(database)
+        try:
+            auth = database_tokens.DatabaseTokens(database)
+        except HimgaError as error:  # unreachable meanwhile, or a row it cannot read
+            _log.error("cannot read the tokens in the database: %s", error)
+            _close(database)
+            return 1
     try:
         server, port = create_server(
             f"{host}:{args.port}",
@@ -246,6 +254,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except RuntimeError as error:  # grpc cannot bind the address
         _log.error("cannot listen on %s:%s: %s", host, args.port, error)
+        _close(database)
+        return 1
+    except OSError as error:  # the HTTP port cannot bind its address (or read its TLS files)
+        _log.error("cannot serve HTTP on %s:%s: %s", host, args.http_port, error)
         _close(database)
         return 1
     if isinstance(auth, AuthFile):
@@ -298,19 +310,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _database(url: str) -> "Database | int":
-    """The database at `url`, its schema migrated; or the exit code after saying why not."""
+def _database(url: str, calls: int) -> "Database | int":
+    """The database at `url`, its schema migrated, with a connection for each of `calls` calls
+    at once (and two more: health's probe, the token watcher); or the exit code after saying
+    why not."""
     try:
-        from himga.storage.postgres import Database
+        import psycopg
+
+        from himga.storage.postgres import Database, redacted
     except ImportError:
         _log.error("--database needs PostgreSQL's driver: pip install 'himga[postgres]'")
         return 2
     from himga.errors import DatabaseUnavailable, IncompatibleStoreError
 
     try:
-        return Database(url, min_size=WORKERS, max_size=WORKERS + 2)
+        return Database(url, min_size=WORKERS, max_size=calls + 2)
     except (DatabaseUnavailable, IncompatibleStoreError) as error:
         _log.error("%s", error)
+        return 1
+    except psycopg.Error as error:  # e.g. a standby, read-only, named without read-write
+        _log.error(
+            "the database at %s refused to set up himga's schema (%s): give the primary, or "
+            "every host with target_session_attrs=read-write",
+            redacted(url),
+            str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__,
+        )
         return 1
 
 

@@ -118,7 +118,10 @@ class DatabaseTokens:
 
     def _watch(self) -> None:
         while not self._stopped.wait(self._check_seconds):
-            self.reload()
+            try:
+                self.reload()
+            except Exception:  # a row this himga cannot read: keep the tokens, keep watching
+                _log.exception("tokens not read again, keeping the last ones")
 
     def stop(self) -> None:
         self._stopped.set()

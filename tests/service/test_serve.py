@@ -2,6 +2,7 @@
 SIGTERM or SIGINT lets in-flight calls finish before exiting 0."""
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -98,3 +99,21 @@ def test_serve_refuses_a_port_in_use(processes: list[subprocess.Popen[str]]) -> 
     )
     assert second.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
+
+
+def test_serve_refuses_an_http_port_in_use() -> None:
+    command = [sys.executable, "-m", "himga", "serve", "--memory", "null", "--port", "0"]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        second = subprocess.run(
+            [*command, "--http-port", str(port)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=HANG_SECONDS,
+        )
+    assert second.returncode == 1
+    assert f"cannot serve HTTP on 127.0.0.1:{port}" in second.stderr
+    assert "Traceback" not in second.stderr
