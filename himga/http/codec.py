@@ -83,10 +83,9 @@ class JsonCodec:
             if _LOWER_CASE_TIME.search(data) is None:
                 json_format.Parse(bytes(data), message)
             else:
-                json_format.ParseDict(
-                    upper_case_times(json.loads(data), message.DESCRIPTOR), message
-                )
-        except Exception as error:  # ParseError, and UnicodeDecodeError for bytes not UTF-8
+                value = json.loads(data, object_pairs_hook=_once_each)
+                json_format.ParseDict(upper_case_times(value, message.DESCRIPTOR), message)
+        except Exception as error:  # ParseError, UnicodeDecodeError, RecursionError (nesting)
             return _failed(message, error, data, json_violations(data, message.DESCRIPTOR))
         return message
 
@@ -168,7 +167,22 @@ def json_violations(data: bytes | bytearray, descriptor: Any) -> list[FieldViola
         value = json.loads(data)
     except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
         return [FieldViolation("", f"the body is not JSON: {error}")]
-    return _object(value, descriptor, "")
+    except RecursionError:
+        return [FieldViolation("", "the body nests arrays or objects too deeply")]
+    try:
+        return _object(upper_case_times(value, descriptor), descriptor, "")
+    except RecursionError:
+        return [FieldViolation("", "the body nests objects too deeply")]
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; ValueError for a key given twice (as ProtoJSON has it)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} is given twice")
+        found[key] = value
+    return found
 
 
 def _object(value: Any, descriptor: Descriptor, path: str) -> list[FieldViolation]:

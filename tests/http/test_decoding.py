@@ -36,6 +36,22 @@ MALFORMED: list[tuple[str, Any, list[tuple[str, str]]]] = [
     ),
     ("Retrieve", b'{"namespace": "n"', [("", "the body is not JSON: ")]),
     ("Retrieve", b'{"namespace": "\xff"}', [("", "the body is not JSON: ")]),
+    ("Retrieve", b"[" * 100_000, [("", "the body nests arrays or objects too deeply")]),
+    (
+        "Retrieve",
+        b'{"namespace": "n", "namespace": "m", "query": "x"}',
+        [("", "the request does not decode: ")],
+    ),
+    (  # the same on the path that reads lower-case date-times
+        "Retrieve",
+        b'{"namespace": "n", "namespace": "m", "filter": {"after": "2023-01-01t00:00:00z"}}',
+        [("", "the request does not decode: the key 'namespace' is given twice")],
+    ),
+    (
+        "Retrieve",
+        b'{"namespace": "n", "filter": {"after": "2023-01-01t00:00:00zz"}}',
+        [("filter.after", "must be an RFC 3339 date-time in UTC")],
+    ),
     ("Retrieve", ["n", "x"], [("", "must be a JSON object (RetrieveRequest)")]),
     ("Retrieve", {"namespace": 7, "query": "x"}, [("namespace", "must be a string")]),
     (
