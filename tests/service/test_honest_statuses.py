@@ -133,7 +133,12 @@ def test_a_write_past_its_deadline_is_rolled_back(gated: tuple[str, object]) -> 
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
         with pytest.raises(grpc.RpcError) as caught:
             stub.Ingest(ingest_request("late", name), timeout=1.0)
-        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        # The client's own timer says DEADLINE_EXCEEDED; on a loaded machine the server's
+        # answer for a caller gone (CANCELLED, reason CALLER_GONE) may reach it first.
+        assert caught.value.code() in (
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            grpc.StatusCode.CANCELLED,
+        )
         # On a loaded machine the deadline may pass before the call reaches the memory at all.
         if gate.started.wait(5):
             assert gate.ended.wait(HANG_SECONDS)
