@@ -126,6 +126,12 @@ def test_a_cancelled_write_is_rolled_back(gated: tuple[str, object]) -> None:
         assert stored(stub, "cancelled", "already") == ["already here"]
 
 
+# How a call whose deadline passes ends for its client: the client's own timer says
+# DEADLINE_EXCEEDED, but on a loaded machine the server's answer for a caller gone (CANCELLED,
+# reason CALLER_GONE) may reach it first. Either way nothing is committed, which is what counts.
+PAST_DEADLINE = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
+
+
 def test_a_write_past_its_deadline_is_rolled_back(gated: tuple[str, object]) -> None:
     target, _ = gated
     name, gate = new_gate()
@@ -133,12 +139,7 @@ def test_a_write_past_its_deadline_is_rolled_back(gated: tuple[str, object]) -> 
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
         with pytest.raises(grpc.RpcError) as caught:
             stub.Ingest(ingest_request("late", name), timeout=1.0)
-        # The client's own timer says DEADLINE_EXCEEDED; on a loaded machine the server's
-        # answer for a caller gone (CANCELLED, reason CALLER_GONE) may reach it first.
-        assert caught.value.code() in (
-            grpc.StatusCode.DEADLINE_EXCEEDED,
-            grpc.StatusCode.CANCELLED,
-        )
+        assert caught.value.code() in PAST_DEADLINE
         # On a loaded machine the deadline may pass before the call reaches the memory at all.
         if gate.started.wait(5):
             assert gate.ended.wait(HANG_SECONDS)
@@ -283,7 +284,7 @@ def test_a_delete_past_its_deadline_is_rolled_back(gated: tuple[str, object]) ->
         kept = stub.Ingest(ingest_request("late-delete", "still here")).id
         with pytest.raises(grpc.RpcError) as caught:
             stub.Delete(pb.DeleteRequest(namespace="late-delete", ids=[kept, name]), timeout=1.0)
-        assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert caught.value.code() in PAST_DEADLINE
         if gate.started.wait(5):  # see test_a_write_past_its_deadline_is_rolled_back
             assert gate.ended.wait(HANG_SECONDS)
             assert isinstance(gate.outcome, commit.CallerGone)
