@@ -5,9 +5,10 @@ It holds the postings of each term (himga.memory.postings), where each turn sits
 (himga.memory.windows) and what filters read of it (himga.memory.facets). A memory loads them
 from its store when it opens, reads appended rows in as other connections add them, and keeps
 them current after its own writes: `placing` numbers a batch's turns (known ids keep theirs,
-new ones follow on), `place` puts the committed batch in, `drop` takes deleted turns out. A
-search ranks here and reads nothing from the store but its hits; a filtered listing or delete
-picks its turns here. Not thread-safe: the memory's lock guards it.
+new ones follow on), `place` puts the committed batch in, `drop` takes deleted turns out;
+`replace` puts in the rows another writer replaced (read back from the store). A search ranks
+here and reads nothing from the store but its hits; a filtered listing or delete picks its
+turns here. Not thread-safe: the memory's lock guards it.
 """
 
 import builtins
@@ -97,15 +98,49 @@ class DerivedIndex:
         (one list each) and in at their place, new turns appended."""
         numbers = placing.numbers
         if placing.replaced:
-            self.postings.drop(placing.replaced_numbers, old_terms)
-            for i in placing.replaced:
-                self.postings.insert(numbers[i], turns.terms[i])
-            self.windows.replace(*_columns(turns, placing.replaced, numbers))
+            self._replace(
+                *_columns(turns, placing.replaced, numbers),
+                old_terms,
+                [turns.terms[i] for i in placing.replaced],
+            )
         if placing.new:
             self.postings.add(placing.first, [turns.terms[i] for i in placing.new])
             _, sessions, lengths, speakers = _columns(turns, placing.new, numbers)
             self.windows.add(sessions, lengths, speakers)
         self.facets.add(numbers, turns.roles, turns.times, turns.metadata)
+
+    def replace(
+        self,
+        numbers: Sequence[int],
+        sessions: Sequence[str],
+        lengths: Sequence[int],
+        speakers: Sequence[str],
+        roles: Sequence[str],
+        times: Sequence[int | None],
+        metadata: Sequence[Mapping[str, str]],
+        old_terms: Sequence[Sequence[str]],
+        terms: Sequence[Sequence[str]],
+    ) -> None:
+        """Put stored turns' new rows in, as `load` reads rows, in place of the turns held (their
+        own terms: `old_terms`, one list each), keeping their numbers."""
+        self._replace(numbers, sessions, lengths, speakers, old_terms, terms)
+        self.facets.add(numbers, roles, times, metadata)
+
+    def _replace(
+        self,
+        numbers: Sequence[int],
+        sessions: Sequence[str],
+        lengths: Sequence[int],
+        speakers: Sequence[str],
+        old_terms: Sequence[Sequence[str]],
+        terms: Sequence[Sequence[str]],
+    ) -> None:
+        """Replaced turns out of the postings of their `old_terms`, in at their place with
+        their new `terms`, and their windows made anew."""
+        self.postings.drop(numbers, old_terms)
+        for number, own in zip(numbers, terms, strict=True):
+            self.postings.insert(number, own)
+        self.windows.replace(numbers, sessions, lengths, speakers)
 
     def drop(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> int:
         """Take deleted turns out (their terms: `old_terms`); how many were stored."""

@@ -7,9 +7,13 @@ it derives in process (himga.memory.derived: the postings, each turn's place in 
 what filters read of it): loaded once when a server first opens the namespace, then kept
 current incrementally. Before each call it reads the namespace's row (one primary-key lookup):
 an unchanged `version` means nothing to read; otherwise the rows numbered past what it holds
-are read in (appended by another server), unless `generation` moved (a delete, a replacement,
-a reset), when everything is read again. A search then ranks in process and reads only its
-hits, by primary key: the database sees no scan and no text search.
+are read in (appended by another server). When `generation` moved (a delete, a replacement, a
+reset), the change log (`himga_changes`, written by each delete and correction in its
+transaction) says which turns changed and what terms they held: deleted ones are taken out and
+replaced ones read again by primary key, in place, as their writer did; after a reset, or when
+the log no longer reaches back to what this server holds, everything is read again. A search
+then ranks in process and reads only its hits, by primary key: the database sees no scan and
+no text search.
 
 A write takes the namespace's row FOR UPDATE (writers to one namespace serialise across
 servers; readers never wait: they read a snapshot), reads in what others committed, numbers
@@ -46,9 +50,13 @@ from himga.storage.postgres import Database, namespace_id
 
 T = TypeVar("T")
 _LOAD_ROWS = 10_000
-_PLACES = """
+_PLACES_OF = """
     SELECT number, session_id, length, speaker, role, time, metadata, terms
-    FROM himga_messages WHERE namespace = %s AND number >= %s ORDER BY number"""
+    FROM himga_messages WHERE namespace = %s"""
+_PLACES = f"{_PLACES_OF} AND number >= %s ORDER BY number"
+CHANGES_KEPT = 1_000
+"""How many of a namespace's newest versions the change log keeps rows of: a server that last
+looked further back reads the namespace anew."""
 _STORED = """
     SELECT number, turn_id, session_id, role, content, date_str, time, timestamp,
         session_timestamp, metadata
@@ -131,9 +139,9 @@ class PostgresKeywordMemory(ContextFromHits):
         version, generation, next_number = row
         if version == self._version:
             return version, generation
-        if generation != self._generation:  # not only appended rows (or the first look): anew
-            self._index.clear()
-            self._generation = generation
+        if generation != self._generation and not self._apply_changes(connection, generation):
+            self._read_anew()
+        self._generation = generation
         with connection.cursor(name="himga_places") as cursor:
             cursor.itersize = _LOAD_ROWS
             cursor.execute(_PLACES, (self._id, self._index.end))
@@ -155,6 +163,75 @@ class PostgresKeywordMemory(ContextFromHits):
         self._index.skip_to(next_number)
         self._version = version
         return version, generation
+
+    def _read_anew(self) -> None:
+        """Forget what is held: the namespace's rows are all read in again (a reset, a change
+        the log no longer holds, or the first look)."""
+        self._index.clear()
+
+    def _apply_changes(self, connection: psycopg.Connection[Any], generation: int) -> bool:
+        """Apply in place the deletes and corrections others made since this process's version,
+        as their writers did, from the change log: whether it held them all (one row for each
+        step of the generation; a reset writes none). Rows numbered from `end` on are read in
+        after, as they are now, by the caller."""
+        if self._version is None or self._generation is None:
+            return False
+        rows = connection.execute(
+            "SELECT numbers, old_terms FROM himga_changes "
+            "WHERE namespace = %s AND version > %s ORDER BY version",
+            (self._id, self._version),
+        ).fetchall()
+        if len(rows) != generation - self._generation:
+            return False
+        held: dict[int, builtins.list[str]] = {}  # each turn's terms before its first change
+        end, holds = self._index.end, self._index.windows.holds
+        for numbers, old_terms in rows:
+            for number, terms in zip(numbers, old_terms, strict=True):
+                if number < end and number not in held and holds(number):
+                    held[number] = terms.split()
+        if not held:
+            return True
+        found = connection.execute(
+            f"{_PLACES_OF} AND number = ANY(%s) ORDER BY number",
+            (self._id, sorted(held)),
+        ).fetchall()
+        gone = sorted(held.keys() - {row[0] for row in found})
+        if gone:
+            self._index.drop(gone, [held[number] for number in gone])
+        if found:
+            numbers, sessions, lengths, speakers, roles, times, metadata, terms = zip(
+                *found, strict=True
+            )
+            self._index.replace(
+                numbers,
+                sessions,
+                lengths,
+                speakers,
+                roles,
+                times,
+                [json.loads(m) if m else {} for m in metadata],
+                [held[number] for number in numbers],
+                [text.split() for text in terms],
+            )
+        return True
+
+    def _log_change(
+        self,
+        connection: psycopg.Connection[Any],
+        version: int,
+        numbers: Sequence[int],
+        old_terms: Sequence[Sequence[str]],
+    ) -> None:
+        """Record, in the write's transaction, the turns a write setting `version` deleted or
+        replaced and their own terms before it; forget the rows past the newest CHANGES_KEPT."""
+        connection.execute(
+            "DELETE FROM himga_changes WHERE namespace = %s AND version <= %s",
+            (self._id, version - CHANGES_KEPT),
+        )
+        connection.execute(
+            "INSERT INTO himga_changes VALUES (%s, %s, %s, %s)",
+            (self._id, version, builtins.list(numbers), [" ".join(own) for own in old_terms]),
+        )
 
     def _check_method(self) -> None:
         """Index the namespace again if its terms were made by another text method."""
@@ -211,6 +288,7 @@ class PostgresKeywordMemory(ContextFromHits):
                 self._write(connection, turns, placing.numbers, set(placing.replaced_numbers))
                 if placing.replaced:
                     generation += 1
+                    self._log_change(connection, version + 1, placing.replaced_numbers, old_terms)
                 self._raise(connection, generation, placing.first + len(placing.new))
                 commit.before_commit(self._keeper(connection), turns.item_ids)
             self._placed(
@@ -330,6 +408,7 @@ class PostgresKeywordMemory(ContextFromHits):
                     )
                     generation += 1
                     self._raise(connection, generation)
+                    self._log_change(connection, version + 1, numbers, old_terms)
                 # Even when nothing matched: a retry of this delete then answers 0 again.
                 commit.before_commit(self._keeper(connection), len(numbers))
             if not numbers:

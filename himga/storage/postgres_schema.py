@@ -23,6 +23,12 @@ Tables (all keyed by the namespace's id):
   the write's transaction; `kind` keeps messages' and episodes' apart.
 - `himga_episodes`, `himga_episode_files`: each episode's wire form, the columns its listings
   filter on, its ranking features, and `seq` (the namespace's episode_version that wrote it).
+- `himga_changes`: the change log of messages: one row for each write that raised `generation`
+  other than a reset (a delete, a correction), under the `version` it set: the turn numbers it
+  deleted or replaced and each one's own terms before it (as `terms` held them). Another server
+  holding the namespace applies these in place (himga.memory.postgres); a write keeps the rows
+  of the newest versions only (himga.memory.postgres.CHANGES_KEPT); a server further behind
+  reads anew.
 - `himga_tokens`, `himga_counters`: the tokens servers accept (himga.service.database_tokens),
   and a counter raised by every change to them.
 """
@@ -119,6 +125,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """UPDATE himga_namespaces SET next_number = coalesce((
             SELECT max(number) + 1 FROM himga_messages WHERE namespace = himga_namespaces.id
         ), 0)""",
+    ),
+    # 5: the change log: what each delete or correction took out, so that other servers apply
+    # it in place instead of reading the namespace again
+    (
+        """CREATE TABLE himga_changes (
+            namespace bigint NOT NULL REFERENCES himga_namespaces (id) ON DELETE CASCADE,
+            version bigint NOT NULL,
+            numbers integer[] NOT NULL,
+            old_terms text[] NOT NULL,
+            PRIMARY KEY (namespace, version)
+        )""",
     ),
 )
 VERSION = len(MIGRATIONS)
