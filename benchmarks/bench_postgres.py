@@ -14,7 +14,13 @@ memory and the SQLite memory held in this process, the same natural corpus
 (benchmarks.corpus) in each, asked the same 200 questions in turn; each latency the fastest of
 three asks (the machine is shared), p50 and p99.
 
-    python -m benchmarks.bench_postgres [--runs 3] [--calls 2000]
+Part 3, following another server's delete at 100k messages: one memory deletes a message,
+then the first call (a search) of a second one that holds the namespace is timed: applying the
+delete from the change log in place, beside (in the same run, in alternating order) a memory
+that reads the namespace anew as every server did before the log (its log reading disabled).
+Five runs; min / median / max of each time and of their ratio.
+
+    python -m benchmarks.bench_postgres [--runs 3] [--calls 2000] [--only-follow]
 """
 
 import argparse
@@ -257,6 +263,44 @@ def latency(postgres: postgres_cluster.Postgres, locomo: str, size: int) -> None
     )
 
 
+class _Rereading(PostgresKeywordMemory):
+    """A memory that reads the namespace anew after any delete or correction (the baseline)."""
+
+    def _apply_changes(self, connection: Any, generation: int) -> bool:
+        return False
+
+
+def follow(postgres: postgres_cluster.Postgres, locomo: str, size: int, runs: int = 5) -> None:
+    data = natural(locomo, size)
+    with Database(_fresh(postgres)) as database:
+        writer = PostgresKeywordMemory(database, "follow")
+        ids: list[str] = []
+        for i in range(0, len(data), 10_000):
+            ids += writer.store(data[i : i + 10_000])
+        followers = {
+            "incremental": PostgresKeywordMemory(database, "follow"),
+            "reload": _Rereading(database, "follow"),
+        }
+        for follower in followers.values():
+            follower.search("hello")
+        times: dict[str, list[float]] = {name: [] for name in followers}
+        for run in range(runs):
+            writer.delete([ids[run * 997]])
+            names = list(followers) if run % 2 == 0 else list(reversed(followers))
+            for name in names:
+                start = time.perf_counter()
+                followers[name].search("hello")
+                times[name].append(time.perf_counter() - start)
+    ratios = [r / i for r, i in zip(times["reload"], times["incremental"], strict=True)]
+    incremental = _spread([1000 * t for t in times["incremental"]], "{:.1f}")
+    print(
+        f"\nfirst call after another server deleted one of {size:,} messages ({runs} runs, "
+        f"min / median / max): incremental {incremental} ms; "
+        f"reload {_spread([1000 * t for t in times['reload']], '{:.0f}')} ms; "
+        f"reload / incremental {_spread(ratios, '{:.0f}x')}"
+    )
+
+
 def _percentiles(values: list[float]) -> tuple[float, float]:
     values = sorted(values)
     return 1000 * values[len(values) // 2], 1000 * values[
@@ -276,9 +320,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--only-follow", action="store_true", help="part 3 only")
     args = parser.parse_args()
     sizes = [100_000] + ([1_000_000] if os.environ.get("HIMGA_BENCH_MILLION") else [])
     with postgres_cluster.primary() as postgres:
+        follow(postgres, args.locomo, 100_000)
+        if args.only_follow:
+            return 0
         if not args.skip_throughput:
             throughput(postgres, args.locomo, args.runs, args.calls)
         for size in sizes:
