@@ -28,6 +28,7 @@ from himga.episodes.features import Features
 from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, listed_files
+from himga.episodes.registry import DATABASE_STORE, place_problem
 from himga.episodes.sqlite import features_of, row_of, row_values, where_of
 from himga.memory import commit
 from himga.memory.postgres import keep_receipt, read_receipt
@@ -64,8 +65,9 @@ class PostgresEpisodes(IndexedStore):
     @classmethod
     def for_namespace(cls, namespace: str, place: Place) -> "PostgresEpisodes":
         """The registry's factory: the namespace in the server's database."""
-        if not isinstance(place, Database):
-            raise ValueError("episode store postgres needs a database: --database URL")
+        problem = place_problem(DATABASE_STORE, place)
+        if problem is not None or not isinstance(place, Database):
+            raise ValueError(problem or f"episode store {DATABASE_STORE} needs a database")
         return cls(place, namespace)
 
     def close(self) -> None:
