@@ -54,7 +54,7 @@ class IndexedStore(EpisodeStore):
     @abstractmethod
     def _write(self, rows: builtins.list[tuple[Row, Features]], recorded: int) -> None:
         """Store the rows (replacing those of the same ids): all, or on any error none; and
-        only while the write is still wanted (himga.memory.commit), `recorded` being what the
+        only while the write is still wanted (himga.storage.commit), `recorded` being what the
         call answers."""
 
     @abstractmethod
