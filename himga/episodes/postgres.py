@@ -178,11 +178,14 @@ class PostgresEpisodes(IndexedStore):
         return erased > 0
 
     def _touch(self, ids: list[str], when: datetime) -> None:
-        self._db.cursor().executemany(
-            "UPDATE himga_episodes SET access_count = access_count + 1, last_accessed = %s "
-            "WHERE namespace = %s AND id = %s",
-            [(to_utc_isoformat(when), self._id, episode_id) for episode_id in sorted(ids)],
-        )
+        # In a savepoint: a count the database cannot write (a full disk) rolls back alone,
+        # and the read it is part of answers.
+        with self._db.transaction(), self._db.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE himga_episodes SET access_count = access_count + 1, last_accessed = %s "
+                "WHERE namespace = %s AND id = %s",
+                [(to_utc_isoformat(when), self._id, episode_id) for episode_id in sorted(ids)],
+            )
 
     def _listed(self, filters: EpisodeFilter, start: Position | None, count: int) -> list[Row]:
         files = f"SELECT id FROM himga_episode_files WHERE namespace = {self._id} AND"

@@ -44,6 +44,7 @@ from himga.storage import commit
 from himga.storage.files import create_private
 from himga.storage.layout import episodes_database
 from himga.storage.receipts import SQLITE_TABLE, Receipt, keep_sqlite, read_sqlite
+from himga.storage.sqlite import connect
 from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 
 FORMAT = f"episodes 1; terms: {STEMMER} stems, stopwords"
@@ -88,10 +89,7 @@ class SQLiteEpisodes(IndexedStore):
         if self.path is not None:
             # Created 0600 (its folders 0700) before SQLite opens it: -wal and -shm take its mode.
             create_private(self.path)
-        target = str(self.path) if self.path is not None else ":memory:"
-        self._db = sqlite3.connect(
-            target, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_S
-        )
+        self._db = connect(self.path, _BUSY_TIMEOUT_S)  # opens on a full disk too
         try:
             self._open()
         except BaseException:
@@ -107,8 +105,6 @@ class SQLiteEpisodes(IndexedStore):
 
     def _open(self) -> None:
         db = self._db
-        if self.path is not None:
-            db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         self._version: int | None = None
         # A store of this format opens by reading alone (so it opens on a full disk).
@@ -147,11 +143,12 @@ class SQLiteEpisodes(IndexedStore):
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                self._db.execute("ROLLBACK")
             self._version = None  # read everything again next time
             raise
-        self._db.execute("COMMIT")
 
     @contextmanager
     def _call(self, *, write: bool = False) -> Iterator[None]:
@@ -204,6 +201,7 @@ class SQLiteEpisodes(IndexedStore):
         return erased > 0
 
     def _touch(self, ids: list[str], when: datetime) -> None:
+        version = self._version  # counts are not in the index: it stays good if this fails
         self._db.execute("PRAGMA synchronous=NORMAL")
         try:
             with self._transaction():
@@ -212,6 +210,9 @@ class SQLiteEpisodes(IndexedStore):
                     "WHERE id = ?",
                     [(to_utc_isoformat(when), episode_id) for episode_id in ids],
                 )
+        except BaseException:
+            self._version = version
+            raise
         finally:
             self._db.execute("PRAGMA synchronous=FULL")
 

@@ -16,6 +16,7 @@ opener closes idle stores to make room (himga.storage.namespaces).
 (the weakest first), then the context's end, until it fits.
 """
 
+import contextlib
 import logging
 import os
 import threading
@@ -27,6 +28,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga.errors import DatabaseUnavailable, HimgaError
 from himga.service.errors import ResourceExhausted, StoreUnavailable
 from himga.storage import exhaustion
+from himga.storage.files import make_private_dir
 
 _log = logging.getLogger(__name__)
 
@@ -92,6 +94,9 @@ class StoreHealth:
     def check(self) -> None:
         """Probe now (as the server starts): a store that cannot write is NOT_SERVING from the
         first health check, not from the first write that fails."""
+        if self.data_dir is not None:
+            with contextlib.suppress(OSError):  # the probe says what is wrong
+                make_private_dir(self.data_dir)  # a server's data dir is made as it starts
         if self._probe is not None and not self._probe():
             self.failed("no write could land as the server started")
 

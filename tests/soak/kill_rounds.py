@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -208,14 +209,19 @@ class Client:
 
 
 def serve(
-    data_dir: Path, *options: str, log: Path | None = None
+    data_dir: Path,
+    *options: str,
+    log: Path | None = None,
+    prefix: Sequence[str] = (),
+    max_open: int = 16,
 ) -> tuple[subprocess.Popen[str], str]:
-    """`himga serve` on `data_dir`, its log drained (into `log`, by default `server.log`
-    beside `data_dir`) so that a full pipe never blocks it."""
+    """`himga serve` on `data_dir` (run under the command `prefix`, if given: `prlimit ...`),
+    its log drained (into `log`, by default `server.log` beside `data_dir`) so that a full pipe
+    never blocks it."""
     process, target = start_listening(
         [
-            sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "sqlite",
-            "--data-dir", str(data_dir), "--max-open-namespaces", "16", *options,
+            *prefix, sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "sqlite",
+            "--data-dir", str(data_dir), "--max-open-namespaces", str(max_open), *options,
         ]
     )  # fmt: skip
     assert process.stderr is not None

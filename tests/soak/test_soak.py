@@ -1,10 +1,11 @@
 """The fault suite, short (`make soak` runs it long): SIGKILL rounds lose and duplicate
-nothing acknowledged; a full disk refuses honestly and recovers; random and mutated bytes get
+nothing acknowledged; a full disk refuses honestly and recovers; a server with few descriptors
+answers every call OK or RESOURCE_EXHAUSTED and loses nothing; random and mutated bytes get
 no INTERNAL and no crash."""
 
 from pathlib import Path
 
-from tests.soak import full_disk, fuzz, kill_rounds
+from tests.soak import descriptors, full_disk, fuzz, kill_rounds
 
 
 def test_kill_rounds_lose_and_duplicate_nothing(tmp_path: Path) -> None:
@@ -31,3 +32,13 @@ def test_random_and_mutated_bytes_get_no_internal(tmp_path: Path) -> None:
     assert report.failures == []
     assert "INVALID_ARGUMENT" in report.statuses
     assert report.good_calls == 1500 // fuzz.GOOD_EVERY
+
+
+def test_few_descriptors_get_answers_and_lose_nothing(tmp_path: Path) -> None:
+    """The issue's numbers: 600 namespaces, 8 threads, a server at 256 descriptors."""
+    report = descriptors.run(tmp_path, namespaces=600, threads=8, limit=256)
+    assert report.unexpected == []
+    assert set(report.statuses) <= {"OK", "RESOURCE_EXHAUSTED"}
+    assert report.statuses["OK"] >= 600 * 6  # two writes and four reads a namespace
+    assert (report.lost, report.duplicated, report.not_serving_seen) == (0, 0, 0)
+    assert report.accepted_at_end
