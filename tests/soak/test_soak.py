@@ -13,7 +13,9 @@ def test_kill_rounds_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     assert tally.rounds == 4
     assert tally.messages_acknowledged > 0
     assert tally.deletes_acknowledged > 0
+    assert tally.episodes_acknowledged > 0 and tally.episode_reads > 0
     assert (tally.lost, tally.duplicated, tally.resurrected, tally.undeleted) == (0, 0, 0, 0)
+    assert (tally.episodes_lost, tally.episodes_undeleted, tally.episodes_unexpected) == (0, 0, 0)
     assert tally.unexpected == []
 
 
@@ -23,6 +25,8 @@ def test_a_disk_that_fills_mid_run(tmp_path: Path) -> None:
     assert report.not_serving_seen and report.serving_again
     assert report.reads_while_full > 0
     assert (report.tally.lost, report.tally.duplicated, report.tally.resurrected) == (0, 0, 0)
+    assert report.tally.episodes_acknowledged > 0
+    assert (report.tally.episodes_lost, report.tally.episodes_unexpected) == (0, 0)
     assert report.tally.unexpected == []
 
 
