@@ -7,6 +7,7 @@ small tmpfs the test mounts (the tests run as root)."""
 
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +17,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
+from himga.episodes.indexed import skipped_access_counts
+from himga.episodes.postgres import PostgresEpisodes
+from himga.records import TaskContext
 from himga.service import convert, create_server
 from himga.service.metrics import Metrics
 from himga.status import reason_of
+from himga.storage.postgres import Database
 from tests.episodes.helpers import episode
 
 HANG_SECONDS = 60  # protection against a hang only
@@ -168,3 +173,38 @@ def test_a_full_disk_refuses_writes_honestly_and_recovers(small_disk: Path) -> N
             every_read_answers(channel, [*acknowledged, 1001], 10)
     finally:
         server.stop(None).wait()
+
+
+def test_an_access_count_a_database_cannot_write_is_skipped(database: Database) -> None:
+    """PostgreSQL refusing the count's UPDATE as a full disk does (SQLSTATE 53100, raised here
+    by a trigger on this namespace's rows alone): GetEpisode and SearchEpisodes answer, and the
+    counts are skipped and counted."""
+    namespace = f"full-{uuid.uuid4().hex}"
+    store = PostgresEpisodes(database, namespace)
+    store.record_many([episode(1), episode(2)])
+    function = f"himga_test_full_{uuid.uuid4().hex}"
+    with database.transaction() as connection:
+        connection.execute(
+            f"""CREATE FUNCTION {function}() RETURNS trigger AS $$
+            BEGIN
+                IF NEW.namespace = (SELECT id FROM himga_namespaces WHERE name = '{namespace}') THEN
+                    RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full';
+                END IF;
+                RETURN NEW;
+            END $$ LANGUAGE plpgsql"""
+        )
+        connection.execute(
+            f"CREATE TRIGGER {function} BEFORE UPDATE ON himga_episodes "
+            f"FOR EACH ROW EXECUTE FUNCTION {function}()"
+        )
+    try:
+        before = skipped_access_counts()
+        assert store.get("ep-0001").access_count == 0
+        assert [hit.episode.id for hit in store.search(TaskContext(goal="pagination")).hits]
+        assert skipped_access_counts() > before
+        assert store.get("ep-0001").access_count == 0  # as stored: the count was not written
+    finally:
+        with database.transaction() as connection:
+            connection.execute(f"DROP TRIGGER {function} ON himga_episodes")
+            connection.execute(f"DROP FUNCTION {function}()")
+    assert store.get("ep-0001").access_count == 1  # written again once the database can
