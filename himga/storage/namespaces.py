@@ -25,9 +25,9 @@ Each namespace has two sides, its messages (a memory) and its episodes (an episo
   released) and opened again, transparently, by its next call. In a data directory, before a
   store is opened, idle stores are closed the same way while fewer than `ROOM_DESCRIPTORS`
   descriptors are free, so a server below its descriptor limit keeps room for new connections
-  and answers; when every open store is in use the call is refused with OSError EMFILE (the
-  server answers RESOURCE_EXHAUSTED: nothing changed). Stores in process memory are never
-  closed so (they would lose what they hold).
+  and answers; when every open store is in use and not even a store's few are free, the call is
+  refused with OSError EMFILE (the server answers RESOURCE_EXHAUSTED: nothing changed). Stores
+  in process memory are never closed so (they would lose what they hold).
 - It closes every store at `close()`.
 
 Memories need not be thread-safe: each open namespace's messages come with a lock its callers
@@ -58,6 +58,8 @@ T = TypeVar("T")
 ROOM_DESCRIPTORS = 48
 """Descriptors kept free when a store is opened in a data directory: for new connections, the
 health probe and a store being opened (a SQLite database takes three: its file, -wal, -shm)."""
+STORE_DESCRIPTORS = 4
+"""The descriptors a store may take as it opens (SQLite: its file, -wal, -shm, and one spare)."""
 MESSAGES = "messages"
 EPISODES = "episodes"
 
@@ -277,7 +279,8 @@ class NamespaceStores:
 
     def _make_room(self) -> None:
         """In a data directory, close idle stores, least recently used first, while fewer than
-        ROOM_DESCRIPTORS descriptors are free; OSError EMFILE when none is left to close."""
+        ROOM_DESCRIPTORS descriptors are free; OSError EMFILE when none is left to close and
+        fewer than a store's STORE_DESCRIPTORS are free."""
         if self.data_dir is None:
             return
         free = exhaustion.free_descriptors()
@@ -288,9 +291,8 @@ class NamespaceStores:
             free = exhaustion.free_descriptors()
             if free is None or free >= ROOM_DESCRIPTORS:
                 return
-        raise OSError(
-            errno.EMFILE, f"fewer than {ROOM_DESCRIPTORS} file descriptors free, all in use"
-        )
+        if free < STORE_DESCRIPTORS:
+            raise OSError(errno.EMFILE, f"{free} file descriptors free, every open store in use")
 
     def _hold(self, key: tuple[str, str], opened: OpenNamespace | OpenEpisodes) -> None:
         self._open.move_to_end(key)

@@ -21,7 +21,7 @@ from himga.service.auth import METHOD_RIGHTS
 from himga.service.errors import ResourceExhausted
 from himga.service.resources import classify
 from himga.storage import namespaces as opener
-from himga.storage.namespaces import ROOM_DESCRIPTORS, NamespaceStores
+from himga.storage.namespaces import ROOM_DESCRIPTORS, STORE_DESCRIPTORS, NamespaceStores
 from himga.storage.postgres import Database
 from tests.episodes.helpers import episode
 
@@ -184,17 +184,23 @@ def test_short_of_descriptors_idle_stores_make_room_or_the_call_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stores = NamespaceStores(tmp_path, memory="sqlite", episodes="sqlite")
-    # Room for two open stores, whatever this process holds.
-    monkeypatch.setattr(
-        opener.exhaustion,
-        "free_descriptors",
-        lambda: ROOM_DESCRIPTORS - 1 if len(stores) >= 2 else ROOM_DESCRIPTORS + 100,
-    )
+
+    # Room for two open stores, whatever this process holds: short of the room kept beyond
+    # them, out of descriptors beyond three.
+    def free() -> int:
+        return {0: 100, 1: 100, 2: ROOM_DESCRIPTORS - 1}.get(len(stores), STORE_DESCRIPTORS - 1)
+
+    monkeypatch.setattr(opener.exhaustion, "free_descriptors", free)
     try:
         for number in range(6):
             ingest(stores, f"ns-{number}", f"word{number}")
             assert len(stores) <= 2
-        with stores.messages("ns-4", create=False), stores.episodes("ns-5"):
+        with (
+            stores.messages("ns-4", create=False),
+            stores.episodes("ns-5"),
+            stores.messages("ns-3", create=False),  # the third: short of room, but it fits
+        ):
+            assert len(stores) == 3
             with pytest.raises(OSError) as caught:
                 ingest(stores, "one-more", "x")
             assert isinstance(classify(caught.value), ResourceExhausted)
