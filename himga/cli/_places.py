@@ -1,4 +1,4 @@
-"""Where `himga export` and `himga import` find a namespace: a server (`--target HOST:PORT`,
+"""Where `himga export` finds a namespace: a server (`--target HOST:PORT`,
 through the wire), or its stores themselves (`--data-dir DIR` or `--database URL`: opened as a
 server opens them, by himga.storage.namespaces, beside any server running over them)."""
 

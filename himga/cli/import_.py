@@ -4,17 +4,14 @@ Reads what `himga export` writes (one Session document a line, with its messages
 stdin), checks every line first, and stores nothing when any line is not a valid Session: it
 prints `FILE:LINE: $.path: reason` for each problem and exits 1. Then it stores the messages in
 order, in IngestBatch calls of at most BATCH messages; a message whose id is stored already
-replaces it. With `--data-dir DIR` (or `--database URL`) instead of `--target`, it stores into
-the namespace's stores themselves, opened as a server opens them (created and recorded if new).
-Exits 0 when all was stored, 1 on a refused call or bad input, 2 when no server answered.
+replaces it. Exits 0 when all was stored, 1 on a refused call or bad input, 2 when no server
+answered.
 """
 
 import argparse
 import sys
 from pathlib import Path
 from typing import Any
-
-from himga.cli._places import add_place_arguments, namespace_memory
 
 BATCH = 500
 
@@ -26,8 +23,11 @@ def add_parser(subparsers: Any) -> None:
         description="Store the messages of a JSON Lines file of Session documents in a "
         "namespace, in order, after checking every line (nothing is stored if one is invalid).",
     )
+    parser.add_argument("--target", required=True, help="the server, as HOST:PORT")
     parser.add_argument("--namespace", required=True, help="the namespace to store into")
-    add_place_arguments(parser)
+    parser.add_argument(
+        "--memory", default="", help="the namespace's memory (default: the server's)"
+    )
     parser.add_argument("file", metavar="FILE", help="the JSON Lines file, or '-' for stdin")
     parser.set_defaults(run=run)
 
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     from himga.errors import HimgaError
     from himga.memory.dump import read_line
+    from himga.service import RemoteMemory
 
     shown = "<stdin>" if args.file == "-" else args.file
     try:
@@ -58,10 +59,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"himga import: {problems} problems; nothing stored", file=sys.stderr)
         return 1
     try:
-        with namespace_memory(args, create=True) as memory:
+        with RemoteMemory(args.target, args.namespace, memory=args.memory) as memory:
             for start in range(0, len(items), BATCH):
                 memory.store(items[start : start + BATCH])
-    except (HimgaError, ValueError, OSError) as error:  # OSError: a data dir it cannot open
+    except (HimgaError, ValueError) as error:
         print(f"himga import: {error}", file=sys.stderr)
         return 1
     except grpc.RpcError as error:

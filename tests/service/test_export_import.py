@@ -14,6 +14,8 @@ from himga.cli import main
 from himga.data import Message, Session, load_dataset
 from himga.memory.filters import MessageFilter
 from himga.service import RemoteMemory, create_server
+from himga.storage.namespaces import NamespaceStores
+from himga.storage.postgres import Database
 from tests.memory.test_contract import NON_STORING
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "locomo" / "locomo-mini.json"
@@ -119,12 +121,11 @@ def test_export_of_a_server_that_is_not_there_exits_2(capsys: pytest.CaptureFixt
     assert "himga export" in capsys.readouterr().err
 
 
-def test_export_and_import_open_a_data_directory_as_the_server_does(
+def test_export_opens_a_data_directory_as_the_server_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--data-dir`: the same documents as through a server over that directory, the namespace
-    made and recorded as a server makes it, and a namespace never written exports nothing and
-    makes nothing."""
+    """`--data-dir`: the same documents as through a server over that directory, read beside
+    the running server; a namespace never written exports nothing and makes nothing."""
     data = tmp_path / "data"
     server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=data)
     target = f"127.0.0.1:{port}"
@@ -134,39 +135,32 @@ def test_export_and_import_open_a_data_directory_as_the_server_does(
         wire = export(target, "original", "sqlite", tmp_path / "wire.jsonl")
         code = main(["export", "--data-dir", str(data), "--namespace", "original"])
         assert code == 0
-        local = capsys.readouterr().out  # read beside the running server
+        local = capsys.readouterr().out
         # The same documents (a metadata object's keys may come in another order off the wire).
         assert [json.loads(line) for line in local.splitlines()] == [
             json.loads(line) for line in wire.decode("utf-8").splitlines()
         ]
-    finally:
-        server.stop(None).wait()
-    code = main(
-        ["import", "--data-dir", str(data), "--namespace", "copy", str(tmp_path / "wire.jsonl")]
-    )
-    assert code == 0
-    before = sorted(data.rglob("*"))
-    assert main(["export", "--data-dir", str(data), "--namespace", "never"]) == 0
-    assert capsys.readouterr().out == ""
-    assert sorted(data.rglob("*")) == before
-    server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=data)
-    try:  # the server finds the imported namespace, recorded, with every message
-        assert export(f"127.0.0.1:{port}", "copy", "sqlite", tmp_path / "copy.jsonl") == wire
+        before = sorted(data.rglob("*"))
+        assert main(["export", "--data-dir", str(data), "--namespace", "never"]) == 0
+        assert capsys.readouterr().out == ""
+        assert sorted(data.rglob("*")) == before
     finally:
         server.stop(None).wait()
 
 
-def test_export_and_import_open_a_database_as_the_server_does(
-    postgres: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_export_opens_a_database_as_the_server_does(
+    postgres: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    namespace = f"copy-{uuid.uuid4().hex}"
-    dump = tmp_path / "dump.jsonl"
-    good = {"session_id": "s1", "messages": [{"role": "Ada", "content": "kept", "turn_id": "G"}]}
-    dump.write_text(json.dumps(good) + "\n", encoding="utf-8")
-    place = ["--database", postgres.url, "--namespace", namespace]
-    assert main(["import", *place, str(dump)]) == 0
-    capsys.readouterr()
-    assert main(["export", *place]) == 0
+    namespace = f"kept-{uuid.uuid4().hex}"
+    with Database(postgres.url) as database:
+        stores = NamespaceStores(database)
+        try:
+            with stores.messages(namespace) as opened:
+                assert opened is not None
+                opened.memory.ingest(Message(role="Ada", content="kept"), Session(session_id="s"))
+        finally:
+            stores.close()
+    assert main(["export", "--database", postgres.url, "--namespace", namespace]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert [m["content"] for m in json.loads(line)["messages"]] == ["kept"]
     assert main(["export", "--database", postgres.url, "--namespace", f"never-{namespace}"]) == 0
