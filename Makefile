@@ -137,7 +137,7 @@ bench-episodes: $(SETUP)
 eval-episodes: $(SETUP)
 	$(BIN)/himga eval-episodes
 
-## soak: the fault suite (about 6 min; root, for its tmpfs): SIGKILL rounds, a full disk, fuzzing
+## soak: the fault suite (about 9 min; root, for its tmpfs): kills, a full disk, few descriptors, fuzz
 soak: $(SETUP)
 	$(PY) -m tests.soak
 
