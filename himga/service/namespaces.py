@@ -1,4 +1,5 @@
-"""The namespaces a server holds: the naming rule, and one memory per namespace, made on demand.
+"""The namespaces a server holds: one memory per namespace, made on demand (the naming rule,
+which clients check too, is himga.service.names).
 
 Memories need not be thread-safe (the seed's are not), while gRPC runs calls on a thread pool:
 each namespace has its own lock, so calls to one namespace run one at a time and calls to
@@ -19,7 +20,6 @@ again, transparently, by its next call. In-process memories are never closed so 
 lose what they hold).
 """
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -31,20 +31,9 @@ from himga.memory.base import BaseMemory
 from himga.memory.registry import MemoryFactory, memory_factory, namespace_file, place_problem
 from himga.service import resources
 from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch, ResourceExhausted
+from himga.service.names import namespace_violations as namespace_violations
 from himga.storage.files import write_private
 from himga.storage.place import Place
-
-NAMESPACE_RULE = "1 to 128 characters of letters, digits, '.', '_', '-' and ':'"
-_NAMESPACE = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
-
-
-def namespace_violations(namespace: str, path: str = "namespace") -> list[FieldViolation]:
-    """What is wrong with `namespace` as a namespace name (nothing: an empty list)."""
-    if not namespace:
-        return [FieldViolation(path, f"required: {NAMESPACE_RULE}")]
-    if _NAMESPACE.fullmatch(namespace) is None:
-        return [FieldViolation(path, f"must be {NAMESPACE_RULE}")]
-    return []
 
 
 @dataclass(slots=True)
