@@ -73,7 +73,7 @@ serve: $(SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
-bench: bench-validate bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api \
+bench: bench-validate bench-validate-cli bench-cold-start bench-service bench-async bench-memory bench-episodes bench-api \
        bench-http bench-postgres
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
@@ -83,6 +83,10 @@ bench-validate: $(SETUP)
 ## bench-validate-cli: `himga validate` beside check-jsonschema on the bundles, same files
 bench-validate-cli: $(SETUP)
 	$(PY) -m benchmarks.bench_validate_cli
+
+## bench-cold-start: server CPU of the first invalid EpisodeTrace in a fresh server beside a second
+bench-cold-start: $(SETUP)
+	$(PY) -m benchmarks.bench_cold_start
 
 ## bench-service: the server's calls per second beside a health check's
 bench-service: $(SETUP)
