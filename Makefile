@@ -100,7 +100,8 @@ bench-async: $(SETUP)
 bench-http: $(SETUP)
 	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_http
 
-## screenshot-browser: a PNG of the memory browser (PNG=memory-browser.png), in Debian's Chromium
+## screenshot-browser: PNGs of the memory browser 400, 800 and 1400 px wide, in Debian's Chromium
+## (PNG=memory-browser.png makes memory-browser-400.png, memory-browser-800.png, ...)
 screenshot-browser: $(SETUP) $(NODE)
 	bash scripts/chromium.sh
 	$(PY) -m tests.http.screenshot $(or $(PNG),memory-browser.png)
