@@ -243,6 +243,9 @@ const scenarios = {
         contentLeft: Math.min(...content.map((r) => r.left)),
         contentRight: Math.max(...content.map((r) => r.right)),
         contentWidth: Math.min(...content.map((r) => r.width)),
+        // Buttons whose label does not fit in them (their text runs out of their box).
+        squeezed: [...document.querySelectorAll("button")].filter((b) => b.offsetWidth
+          && b.scrollWidth > b.clientWidth + 1).map((b) => b.textContent),
       };
     });
   },

@@ -185,4 +185,5 @@ def test_the_page_fits_the_window(stored: str, width: int) -> None:
     assert seen["page"] <= width  # nothing scrolls sideways
     assert seen["cells"] <= width  # no cell, field or button is cut at the right
     assert seen["contentLeft"] >= 0 and seen["contentRight"] <= width
+    assert seen["squeezed"] == []  # every button holds its label
     assert seen["contentWidth"] >= 200  # room for a line of some 30 characters of content
