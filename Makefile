@@ -87,7 +87,7 @@ serve: $(SERVE_SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --http-port $(HTTP_PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
-bench: bench-validate bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api \
+bench: bench-validate bench-validate-cli bench-cold-start bench-service bench-async bench-memory bench-episodes bench-api \
        bench-http bench-postgres
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
@@ -97,6 +97,10 @@ bench-validate: $(SETUP)
 ## bench-validate-cli: `himga validate` beside check-jsonschema on the bundles, same files
 bench-validate-cli: $(SETUP)
 	$(PY) -m benchmarks.bench_validate_cli
+
+## bench-cold-start: server CPU of the first invalid EpisodeTrace in a fresh server beside a second
+bench-cold-start: $(SETUP)
+	$(PY) -m benchmarks.bench_cold_start
 
 ## bench-service: the server's calls per second beside a health check's
 bench-service: $(SETUP)
@@ -110,7 +114,8 @@ bench-async: $(SETUP)
 bench-http: $(SETUP)
 	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_http
 
-## screenshot-browser: a PNG of the memory browser (PNG=memory-browser.png), in Debian's Chromium
+## screenshot-browser: PNGs of the memory browser 400, 800 and 1400 px wide, in Debian's Chromium
+## (PNG=memory-browser.png makes memory-browser-400.png, memory-browser-800.png, ...)
 screenshot-browser: $(SETUP) $(NODE)
 	bash scripts/chromium.sh
 	$(PY) -m tests.http.screenshot $(or $(PNG),memory-browser.png)

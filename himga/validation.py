@@ -7,6 +7,7 @@ an installed himga validates without a checkout. `validate` is the reference: it
 two to the same verdict on every conformance vector.
 """
 
+import calendar
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,8 +23,8 @@ from referencing.jsonschema import DRAFT202012
 from himga.errors import SchemaError, UnknownTypeError
 
 if TYPE_CHECKING:
-    # Imported where used: `jsonschema` takes about two seconds to import (its IRI grammar),
-    # which the fast path, the server and `himga --help` should not pay for.
+    # Imported where used (the reference, and messages for invalid documents only), so the fast
+    # path and `himga --help` do not pay for it.
     from jsonschema import Draft202012Validator, FormatChecker
     from jsonschema import ValidationError as _JsonschemaError
 
@@ -32,6 +33,7 @@ __all__ = [
     "UnknownTypeError",
     "fast_validator",
     "format_checker",
+    "formats_used",
     "is_valid",
     "json_path",
     "reference_validator",
@@ -47,29 +49,55 @@ _SCHEMA_PACKAGE = "himga_schema"
 _SCHEMA_DIR = "json/v1"
 
 
-def _date_time_in_one_line(instance: object) -> bool:
-    """RFC 3339 date-time, minus a quirk: the stock checker lets a trailing newline through."""
+# RFC 3339's date-time, as the reference has always checked it (rfc3339-validator's grammar,
+# which jsonschema's format extras use: T and Z in either case, a leap second allowed), held to
+# the whole string: the stock checker lets a trailing newline through, RFC 3339 does not.
+_DATE_TIME_GRAMMAR = re.compile(
+    r"(\d{4})-(0[1-9]|1[0-2])-(\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?"
+    r"(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)",
+    re.IGNORECASE,
+)
+
+
+def _date_time(instance: object) -> bool:
+    """Whether `instance` is an RFC 3339 date-time (anything but a string passes, as formats
+    apply to strings only): the grammar, then the calendar (no year 0, no 30 February)."""
     if not isinstance(instance, str):
         return True
-    if instance.endswith("\n"):
+    found = _DATE_TIME_GRAMMAR.fullmatch(instance)
+    if found is None:
         return False
-    from jsonschema import Draft202012Validator
-
-    conforms: bool = Draft202012Validator.FORMAT_CHECKER.conforms(instance, "date-time")
-    return conforms
+    year, month, day = (int(part) for part in found.groups())
+    return year > 0 and 1 <= day <= calendar.monthrange(year, month)[1]
 
 
 @cache
 def format_checker() -> "FormatChecker":
-    """The format checker of the reference validator: every format `jsonschema` can check with
-    its format extras, with `date-time` made as strict as RFC 3339 (and the other languages) are.
-    """
+    """The format checker of the reference validator: every format the shipped schemas use,
+    `date-time` (the only one today) checked as strictly as RFC 3339 (and the other languages)
+    check it, by himga itself, so that no format package (jsonschema's `format-nongpl` extras
+    take seconds to import) is needed. A format added to a schema is taken from `jsonschema`'s
+    own checker, or refused here, never left unchecked."""
     from jsonschema import Draft202012Validator, FormatChecker
 
-    checker = FormatChecker()
-    checker.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
-    checker.checks("date-time")(_date_time_in_one_line)
+    checker = FormatChecker(formats=())
+    checker.checks("date-time")(_date_time)
+    stock = Draft202012Validator.FORMAT_CHECKER.checkers
+    for name in sorted(formats_used() - set(checker.checkers)):
+        if name not in stock:
+            raise UnknownTypeError(f"the shipped schemas use the format {name!r}, unchecked here")
+        checker.checkers[name] = stock[name]
     return checker
+
+
+def formats_used() -> set[str]:
+    """Every `format` a shipped schema names."""
+    return {
+        subschema["format"]
+        for schema in _shipped().by_type.values()
+        for _, subschema in _subschemas(schema, "")
+        if isinstance(subschema.get("format"), str)
+    }
 
 
 @dataclass(frozen=True)

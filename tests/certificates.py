@@ -1,5 +1,6 @@
 """Certificates the TLS tests make for themselves: a CA, a server certificate for 127.0.0.1 and
-localhost, client certificates (good, expired, from another CA), written as PEM files."""
+localhost (good, expired, not valid yet, valid past 2050), client certificates (good, expired,
+from another CA), written as PEM files."""
 
 import datetime
 import ipaddress
@@ -12,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 _DAY = datetime.timedelta(days=1)
+Valid = tuple[datetime.datetime, datetime.datetime] | None  # (not before, not after)
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class Certificates:
     other_ca: Path  # a CA nobody here trusts
     server: Pair
     server_expired: Pair
+    server_not_yet_valid: Pair
+    server_past_2050: Pair  # valid until 2060: its end is a GeneralizedTime, not a UTCTime
     server_from_other_ca: Pair
     client: Pair
     client_expired: Pair
@@ -67,10 +71,14 @@ class _Authority:
             .sign(self.key, hashes.SHA256())
         )
 
-    def issue(self, name: str, *, server: bool, expired: bool = False) -> tuple[bytes, bytes]:
+    def issue(
+        self, name: str, *, server: bool, expired: bool = False, valid: Valid = None
+    ) -> tuple[bytes, bytes]:
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
         start, end = (now - 30 * _DAY, now - _DAY) if expired else (now - _DAY, now + 30 * _DAY)
+        if valid is not None:
+            start, end = valid
         builder = (
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
@@ -101,14 +109,23 @@ def make_certificates(directory: Path) -> Certificates:
     """Make every certificate into `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     ca, other = _Authority("himga test CA"), _Authority("another CA")
+    now = datetime.datetime.now(datetime.UTC)
+    later, in_2060 = now + 30 * _DAY, datetime.datetime(2060, 1, 1, tzinfo=datetime.UTC)
 
     def write_ca(name: str, authority: _Authority) -> Path:
         path = directory / f"{name}.pem"
         path.write_bytes(authority.cert.public_bytes(serialization.Encoding.PEM))
         return path
 
-    def pair(name: str, authority: _Authority, *, server: bool, expired: bool = False) -> Pair:
-        cert, key = authority.issue(name, server=server, expired=expired)
+    def pair(
+        name: str,
+        authority: _Authority,
+        *,
+        server: bool,
+        expired: bool = False,
+        valid: Valid = None,
+    ) -> Pair:
+        cert, key = authority.issue(name, server=server, expired=expired, valid=valid)
         (directory / f"{name}.pem").write_bytes(cert)
         (directory / f"{name}-key.pem").write_bytes(key)
         (directory / f"{name}-key.pem").chmod(0o600)
@@ -119,6 +136,8 @@ def make_certificates(directory: Path) -> Certificates:
         other_ca=write_ca("other-ca", other),
         server=pair("server", ca, server=True),
         server_expired=pair("server-expired", ca, server=True, expired=True),
+        server_not_yet_valid=pair("server-later", ca, server=True, valid=(now + _DAY, later)),
+        server_past_2050=pair("server-2060", ca, server=True, valid=(now - _DAY, in_2060)),
         server_from_other_ca=pair("server-other", other, server=True),
         client=pair("client", ca, server=False),
         client_expired=pair("client-expired", ca, server=False, expired=True),

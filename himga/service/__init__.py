@@ -1,24 +1,42 @@
 """himga.service: the MemoryService and EpisodeService over gRPC: their server
-(`create_server`) and their clients (`RemoteMemory`, a BaseMemory; `AsyncRemoteMemory`, the
-same methods for asyncio; `RemoteEpisodes`, an EpisodeStore). The only part of himga that
-imports grpc."""
+(`create_server`), and what the server shares with its clients (`convert`, `errors`, `names`).
+The clients are himga.client's (`RemoteMemory`, `AsyncRemoteMemory`, `RemoteEpisodes`); they
+are named here too, as before. Every name below is loaded on first use, so importing one of
+the shared modules (as himga.client does) loads nothing of the server."""
 
-from himga.service.async_client import AsyncRemoteMemory
-from himga.service.client import RemoteMemory
-from himga.service.credentials import ClientTls, ServerTls
-from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch
-from himga.service.remote_episodes import RemoteEpisodes
-from himga.service.server import MemoryServer, create_server
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "AsyncRemoteMemory",
-    "ClientTls",
-    "FieldViolation",
-    "InvalidRequest",
-    "MemoryMismatch",
-    "MemoryServer",
-    "RemoteEpisodes",
-    "RemoteMemory",
-    "ServerTls",
-    "create_server",
-]
+if TYPE_CHECKING:
+    from himga.client.async_memory import AsyncRemoteMemory as AsyncRemoteMemory
+    from himga.client.channels import ClientTls as ClientTls
+    from himga.client.episodes import RemoteEpisodes as RemoteEpisodes
+    from himga.client.memory import RemoteMemory as RemoteMemory
+    from himga.service.credentials import ServerTls as ServerTls
+    from himga.service.errors import FieldViolation as FieldViolation
+    from himga.service.errors import InvalidRequest as InvalidRequest
+    from himga.service.errors import MemoryMismatch as MemoryMismatch
+    from himga.service.server import MemoryServer as MemoryServer
+    from himga.service.server import create_server as create_server
+
+_HOMES = {
+    "AsyncRemoteMemory": "himga.client.async_memory",
+    "ClientTls": "himga.client.channels",
+    "FieldViolation": "himga.service.errors",
+    "InvalidRequest": "himga.service.errors",
+    "MemoryMismatch": "himga.service.errors",
+    "MemoryServer": "himga.service.server",
+    "RemoteEpisodes": "himga.client.episodes",
+    "RemoteMemory": "himga.client.memory",
+    "ServerTls": "himga.service.credentials",
+    "create_server": "himga.service.server",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

@@ -1,5 +1,6 @@
-"""The namespaces a server holds: the naming rule, and their stores, opened by the one opener
-of himga.storage.namespaces (create, record, open, bound, close), which this adapts to the
+"""The namespaces a server holds: their stores, opened by the one opener
+of himga.storage.namespaces (create, record, open, bound, close; the naming rule is
+himga.service.names), which this adapts to the
 servicers: a memory named in a call is checked into field violations, and the episodes of a
 namespace never written read as an empty store.
 
@@ -8,7 +9,6 @@ nothing and creates nothing (no file, no row); `--max-open-namespaces` bounds th
 messages and episodes alike.
 """
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,6 +16,7 @@ from himga.episodes.base import EpisodeStore
 from himga.episodes.inprocess import InProcessEpisodes
 from himga.errors import MemoryMismatch
 from himga.service.errors import FieldViolation
+from himga.service.names import NAMESPACE_RULE, namespace_violations
 from himga.storage.namespaces import NamespaceStores, OpenNamespace
 from himga.storage.place import Place
 
@@ -26,18 +27,6 @@ __all__ = [
     "OpenNamespace",
     "namespace_violations",
 ]
-
-NAMESPACE_RULE = "1 to 128 characters of letters, digits, '.', '_', '-' and ':'"
-_NAMESPACE = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
-
-
-def namespace_violations(namespace: str, path: str = "namespace") -> list[FieldViolation]:
-    """What is wrong with `namespace` as a namespace name (nothing: an empty list)."""
-    if not namespace:
-        return [FieldViolation(path, f"required: {NAMESPACE_RULE}")]
-    if _NAMESPACE.fullmatch(namespace) is None:
-        return [FieldViolation(path, f"must be {NAMESPACE_RULE}")]
-    return []
 
 
 class Namespaces(NamespaceStores):

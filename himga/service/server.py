@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from himga_proto.memory.v1 import memory_pb2, memory_pb2_grpc
 
 from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE
+from himga.limits import MAX_MESSAGE_BYTES
 from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY
 from himga.service import reflection
 from himga.service.auth import AuthInterceptor, TokenSource
@@ -29,8 +30,6 @@ from himga.storage.place import Place
 
 SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
 EPISODE_SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["EpisodeService"].full_name
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-"""The largest request or response, either way; a larger request gets RESOURCE_EXHAUSTED."""
 ABANDON_SECONDS = 5.0
 """After the grace period, how long a stopping server waits for abandoned calls to roll back
 (or to finish committing) before gRPC ends whatever is left."""

@@ -6,6 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rfc3339_validator
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from himga import validation
@@ -31,6 +34,45 @@ def test_the_reference_really_checks_date_times() -> None:
 def test_a_trailing_newline_is_not_a_date_time() -> None:
     # The stock checker accepts it; RFC 3339, ajv, Go and jsonschema-rs do not.
     assert not validation.format_checker().conforms("2024-05-08T13:56:00Z\n", "date-time")
+
+
+def test_every_format_the_schemas_use_is_checked() -> None:
+    assert validation.formats_used() == {"date-time"}
+    assert validation.formats_used() <= set(validation.format_checker().checkers)
+
+
+@pytest.mark.parametrize(
+    ("text", "holds"),
+    [
+        ("2024-02-29T00:00:00Z", True),  # a leap year's day
+        ("2023-02-29T00:00:00Z", False),  # a day the calendar lacks
+        ("2024-04-31T00:00:00Z", False),
+        ("0000-01-01T00:00:00Z", False),  # no year 0
+        ("2024-05-08t13:56:00.123456z", True),  # T and Z in either case
+        ("2024-05-08T13:56:60+05:30", True),  # a leap second, an offset
+        ("2024-05-08T24:00:00Z", False),
+        ("2024-05-08 13:56:00Z", False),
+        ("2024-05-08T13:56:00", False),  # no offset
+        ("2024-05-08T13:56:00Z ", False),
+    ],
+)
+def test_date_times_are_checked_by_rfc_3339(text: str, holds: bool) -> None:
+    assert validation.format_checker().conforms(text, "date-time") is holds
+
+
+_SHAPED = (
+    r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,3})?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})?\n?\Z"
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.from_regex(_SHAPED), st.text(max_size=30)))
+def test_himga_checks_date_times_as_jsonschema_s_format_extras_did(text: str) -> None:
+    """The reference's date-time before it checked them itself: rfc3339-validator, as
+    jsonschema's format extras call it (upper-cased), minus the trailing newline it let by."""
+    expected = not text.endswith("\n") and rfc3339_validator.validate_rfc3339(text.upper())
+    assert validation.format_checker().conforms(text, "date-time") is expected
 
 
 def test_schemas_come_from_the_installed_package_not_the_working_directory(

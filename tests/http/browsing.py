@@ -3,8 +3,10 @@ few episodes stored through the public HTTP API, and `drive`, which runs a scena
 browser.mjs in Debian's Chromium and returns what the page showed."""
 
 import json
+import os
 import subprocess
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +89,41 @@ def store_episodes(base: str, namespace: str) -> None:
         post(base, "EpisodeService", "RecordEpisode", {"namespace": namespace, "episode": trace})
 
 
-def drive(scenario: str, url: str, namespace: str, *args: str) -> Any:
-    """Runs a scenario of browser.mjs on the page at `url`; what the page showed."""
-    shown = subprocess.run(
-        ["node", str(BROWSER), scenario, url, namespace, *args],
+def drive(
+    scenario: str,
+    url: str,
+    namespace: str,
+    *args: str,
+    width: int | None = None,
+    between: Callable[[], None] | None = None,
+) -> Any:
+    """Runs a scenario of browser.mjs on the page at `url`, in a window `width` CSS pixels wide
+    (None: its default); what the page showed. With `between`, the scenario stops once it
+    prints "ready", `between()` runs (it stops the server, say), and the scenario goes on."""
+    env = {**os.environ, "HIMGA_BROWSER_WIDTH": str(width)} if width else None
+    command = ["node", str(BROWSER), scenario, url, namespace, *args]
+    if between is None:
+        shown = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+        assert shown.returncode == 0, shown.stderr
+        return json.loads(shown.stdout)
+    process = subprocess.Popen(
+        command,
         cwd=REPO,
-        capture_output=True,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=True,
     )
-    return json.loads(shown.stdout)
+    assert process.stdout is not None and process.stdin is not None
+    try:
+        ready = process.stdout.readline()
+        assert ready.strip() == "ready", ready
+        between()
+        out, err = process.communicate("go\n", timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err
+    return json.loads(out)
