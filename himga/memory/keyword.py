@@ -15,7 +15,6 @@ import builtins
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from pathlib import Path
 
 from himga.data.conversation import Message, Session
 from himga.memory.base import (
@@ -36,6 +35,7 @@ from himga.memory.ranking import DEFAULT_METHOD, Method, Turns
 from himga.memory.text import query_terms, terms_of
 from himga.memory.times import from_micros
 from himga.memory.windows import Windows
+from himga.storage.place import Place
 
 # What a turn's hit and listing report besides its facets: turn_id, session_id, role, content,
 # date_str, its own timestamp and its session's.
@@ -139,10 +139,16 @@ class KeywordMemory(ContextFromHits):
         self._method = method
         self._index = _Index(method)
 
+    @property
+    def method(self) -> Method:
+        """The ranking's parameters it was made with."""
+        return self._method
+
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> KeywordMemory:
-        """The registry's factory: in-process, so every namespace starts empty and none is kept."""
-        return cls()
+    def for_namespace(cls, namespace: str, place: Place, options: Method) -> KeywordMemory:
+        """The registry's factory: in-process, so every namespace starts empty and none is kept;
+        `options` are the ranking's parameters."""
+        return cls(options)
 
     def ingest(self, message: Message, session: Session) -> None:
         self.store([(message, session)])

@@ -37,6 +37,7 @@ import psycopg
 
 from himga.data.conversation import Message, Session
 from himga.errors import InvalidArgument
+from himga.kinds import NoOptions
 from himga.memory import commit
 from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, Hit, Page, StoredMessage, hit_of
 from himga.memory.context import ContextFromHits
@@ -93,7 +94,9 @@ class PostgresKeywordMemory(ContextFromHits):
         self._check_method()
 
     @classmethod
-    def for_namespace(cls, namespace: str, place: Place) -> "PostgresKeywordMemory":
+    def for_namespace(
+        cls, namespace: str, place: Place, options: NoOptions
+    ) -> "PostgresKeywordMemory":
         """The registry's factory: the namespace in the server's database."""
         problem = place_problem("postgres", place)
         if problem is not None or not isinstance(place, Database):

@@ -47,30 +47,18 @@ from typing import Self
 from himga.data.conversation import Message, Session, optional_text
 from himga.memory import _ranking
 from himga.memory.base import message_id
+from himga.memory.method import (
+    DEFAULT_METHOD,
+    K1,
+    NEAR_TURNS,
+    NEAR_WEIGHT,
+    OWN_WEIGHT,
+    SPEAKER_BOOST,
+    B,
+    Method,
+)
 from himga.memory.text import STEMMER, terms, terms_of
 from himga.memory.times import micros, session_time, stated
-
-NEAR_TURNS = 2
-OWN_WEIGHT = 1.0
-NEAR_WEIGHT = 0.5
-SPEAKER_BOOST = 1.0
-K1 = 1.2
-B = 0.75
-
-
-@dataclass(frozen=True, slots=True)
-class Method:
-    """The method's parameters, as the module's text names them. The memories rank with
-    DEFAULT_METHOD; others exist to be compared with it (himga.eval.folds)."""
-
-    near_turns: int = NEAR_TURNS
-    near_weight: float = NEAR_WEIGHT
-    speaker_boost: float = SPEAKER_BOOST
-    k1: float = K1
-    b: float = B
-
-
-DEFAULT_METHOD = Method()
 
 # Written into each SQLite database: one indexed by another method is refused, not misread.
 METHOD = (

@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from himga.data.conversation import Message, Session
+from himga.kinds import NoOptions
 from himga.memory import commit
 from himga.memory.base import (
     DEFAULT_LIMIT,
@@ -143,7 +144,9 @@ class SQLiteKeywordMemory(ContextFromHits):
             raise
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "SQLiteKeywordMemory":
+    def for_namespace(
+        cls, namespace: str, data_dir: Path | None, options: NoOptions
+    ) -> "SQLiteKeywordMemory":
         """The registry's factory: the namespace's database in `data_dir`, in memory if None."""
         if data_dir is None:
             return cls()

@@ -5,7 +5,7 @@ thread-safe, so calls to one namespace need no lock of the server's."""
 import threading
 
 from himga.episodes.base import EpisodeStore
-from himga.episodes.registry import place_problem, store_factory
+from himga.episodes.registry import place_problem, store_factory, store_kind
 from himga.storage.place import Place
 
 
@@ -29,7 +29,9 @@ class EpisodeStores:
             with self._opening:
                 store = self._open.get(namespace)
                 if store is None:
-                    store = self._open[namespace] = self._factory(namespace, self.place)
+                    store = self._open[namespace] = self._factory(
+                        namespace, self.place, store_kind(self.kind).default_options()
+                    )
         return store
 
     def close(self) -> None:

@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from himga.memory.base import BaseMemory
-from himga.memory.registry import MemoryFactory, memory_factory, namespace_file, place_problem
+from himga.memory.registry import (
+    MemoryFactory,
+    memory_factory,
+    memory_kind,
+    namespace_file,
+    place_problem,
+)
 from himga.service import resources
 from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch, ResourceExhausted
 from himga.storage.files import write_private
@@ -135,13 +141,14 @@ class Namespaces:
         """The memory of `namespace`; when the process is out of file descriptors, every idle
         durable namespace is closed and it is tried once more (called under the lock)."""
         factory = self._factory(memory)
+        options = memory_kind(memory).default_options()
         try:
-            return factory(namespace, self.place)
+            return factory(namespace, self.place, options)
         except Exception as error:
             if not isinstance(resources.classify(error), ResourceExhausted):
                 raise
             self._close_idle(keep=0)
-        return factory(namespace, self.place)
+        return factory(namespace, self.place, options)
 
     def _exists(self, namespace: str) -> bool:
         """Whether a namespace that is not open was ever made (it has a record)."""
