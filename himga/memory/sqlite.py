@@ -68,17 +68,13 @@ AUTOMERGE = 8
 CHUNK_TURNS = 2048
 """A batch is read and written this many turns at a time (in its one transaction)."""
 
-# The connection's data_version (moved by every other connection's commit) and the generation.
-_COUNTERS = """
-    SELECT (SELECT data_version FROM pragma_data_version()),
-        (SELECT value FROM himga_meta WHERE key = 'generation')"""
 # Every term's postings, as turn numbers (FTS5 rowids are message ids, from 1; turns count from
 # 0), one per occurrence: what a memory opening reads into its Postings.
 _ALL_POSTINGS = "SELECT term, group_concat(doc - 1, ' ') FROM turns_vocab GROUP BY term"
-# Each turn's place and facets (and its content, for its terms), for Windows and Facets.
+# Each turn's place and facets, for Windows and Facets (with its content, for its terms, in
+# place of {}: NULL when the postings are read apart).
 _PLACES_OF = """
-    SELECT messages.id - 1, sessions.key, messages.length, speakers.key, role, time, metadata,
-        content
+    SELECT messages.id - 1, sessions.key, messages.length, speakers.key, role, time, metadata, {}
     FROM messages
     JOIN speakers ON speakers.id = messages.speaker
     JOIN sessions ON sessions.id = messages.session"""
@@ -183,8 +179,12 @@ class SQLiteKeywordMemory(IndexedMemory):
 
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Rows]:
-        with self._begin("IMMEDIATE" if write else "DEFERRED"):
-            yield self._rows
+        try:
+            with self._begin("IMMEDIATE" if write else "DEFERRED"):
+                yield self._rows
+        except BaseException:
+            self._rows.forget()
+            raise
 
     @property
     def durable(self) -> bool:
@@ -206,22 +206,36 @@ class _SQLiteRows:
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
+        self._seen: Version | None = None  # the counters last read or left by a commit here
+
+    def forget(self) -> None:
+        """Read the generation again next time (a transaction rolled back)."""
+        self._seen = None
 
     def counters(self, *, lock: bool) -> Version:
-        version, generation = self._db.execute(_COUNTERS).fetchone()
-        return Version(version, int(generation))
+        # data_version moves with every other connection's commit; the generation, read only
+        # then, moves with this connection's own commits, which `bump` saw.
+        (version,) = self._db.execute("PRAGMA data_version").fetchone()
+        seen = self._seen
+        if seen is None or seen.version != version:
+            (generation,) = self._db.execute(
+                "SELECT value FROM himga_meta WHERE key = 'generation'"
+            ).fetchone()
+            seen = self._seen = Version(version, int(generation))
+        return seen
 
     def postings(self, first: int) -> Iterable[tuple[str, str]] | None:
         return self._db.execute(_ALL_POSTINGS) if first == 0 else None
 
     def loaded(self, first: int, *, terms: bool) -> Iterator[Loaded]:
-        cursor = self._db.execute(_PLACES, (first,))
+        cursor = self._db.execute(_PLACES.format("content" if terms else "NULL"), (first,))
         while rows := cursor.fetchmany(_LOAD_ROWS):
             yield _loaded(rows, terms=terms)
 
     def loaded_of(self, numbers: Sequence[int]) -> Loaded:
         chosen = json.dumps([number + 1 for number in numbers])
-        return _loaded(self._db.execute(_PLACES_BY_IDS, (chosen,)).fetchall(), terms=True)
+        rows = self._db.execute(_PLACES_BY_IDS.format("content"), (chosen,)).fetchall()
+        return _loaded(rows, terms=True)
 
     def changes(self, version: int, generation: int, now: Version) -> None:
         return None  # no change log: another connection's changes are read anew
@@ -306,7 +320,8 @@ class _SQLiteRows:
     def bump(self, seen: Version, change: Change | None, end: int | None) -> Version:
         # This connection's own commit leaves its data_version as it was.
         if change is None or change.numbers:
-            return Version(seen.version, int(bump_generation(self._db)))
+            self._seen = Version(seen.version, int(bump_generation(self._db)))
+            return self._seen
         return seen
 
     def stored(self, numbers: Sequence[int]) -> dict[int, StoredMessage]:

@@ -113,6 +113,7 @@ def test_every_kind_has_an_example_and_a_reason_of_its_own() -> None:
     assert len(set(reasons)) == len(reasons) and all(reasons)
 
 
+@pytest.mark.filterwarnings("ignore:himga.* is deprecated:DeprecationWarning")
 def test_every_himga_error_is_sent_as_a_kind_or_is_local_only() -> None:
     for module in pkgutil.walk_packages(himga.__path__, "himga."):
         if not module.name.endswith("__main__"):
