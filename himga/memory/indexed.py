@@ -3,7 +3,7 @@
 
 The skeleton holds the lock, opens a transaction of the store, reads in what others committed
 since it last looked (`_refresh`), numbers a batch's turns, has the store write them, raise its
-counters and, just before COMMIT, asks himga.memory.commit whether the write is still wanted
+counters and, just before COMMIT, asks himga.storage.commit whether the write is still wanted
 (and writes its receipt); once committed, it places the write in the index it derives
 (himga.memory.derived: postings, windows, facets). A search ranks in that index and reads only
 its hits from the store; a filter costs no query. A write committed but not placed (an error in
@@ -23,7 +23,6 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TypeVar
 
 from himga.data.conversation import Message, Session
-from himga.memory import commit
 from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, Hit, Page, hit_of
 from himga.memory.context import ContextFromHits
 from himga.memory.derived import DerivedIndex
@@ -32,6 +31,7 @@ from himga.memory.method import DEFAULT_METHOD, Method
 from himga.memory.ranking import Turns
 from himga.memory.rows import Change, Rows, Version
 from himga.memory.text import query_terms
+from himga.storage import commit
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ memory, in dictionaries.
 Nothing touches the disk. It is the skeleton every keyword memory shares (himga.memory.indexed)
 over a store of dictionaries: a turn's row by its number, a number by its id. A transaction's
 writes are kept aside and applied when it ends, so a write that fails, or that its caller no
-longer wants when it would commit (himga.memory.commit), changes nothing. The counters never
+longer wants when it would commit (himga.storage.commit), changes nothing. The counters never
 move (no one else writes), so a call reads nothing in; the index is read from the rows only
 when a write was stored but could not be placed in it. One lock guards every method, so threads
 may share an instance.
@@ -19,7 +19,6 @@ from datetime import datetime
 from types import MappingProxyType
 
 from himga.memory.base import StoredMessage
-from himga.memory.commit import Receipt
 from himga.memory.derived import Placing
 from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD, Method
@@ -28,6 +27,7 @@ from himga.memory.rows import Change, Loaded, Rows, Version
 from himga.memory.text import terms_of
 from himga.memory.times import from_micros
 from himga.storage.place import Place
+from himga.storage.receipts import Receipt
 
 _Row = tuple[
     str,  # turn_id

@@ -17,7 +17,7 @@ sees no scan and no text search.
 
 A write takes the namespace's row FOR UPDATE (writers to one namespace serialise across
 servers; readers never wait: they read a snapshot), reads in what others committed, numbers
-its turns, writes them, raises the counters, asks `himga.memory.commit.before_commit` whether
+its turns, writes them, raises the counters, asks `himga.storage.commit.before_commit` whether
 it is still wanted and writes its receipt, in the same transaction, then commits. A write that
 returned is committed (with a synchronous standby, on both servers); one whose COMMIT was lost
 with the connection raises DatabaseUnavailable, and its retry with the same request id is
@@ -26,7 +26,6 @@ answered from its receipt on whichever server it reaches.
 
 import builtins
 import json
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -35,7 +34,6 @@ import psycopg
 
 from himga.errors import InvalidArgument
 from himga.kinds import NoOptions
-from himga.memory import commit
 from himga.memory.base import StoredMessage
 from himga.memory.derived import Placing, said_columns, stored_of
 from himga.memory.indexed import IndexedMemory
@@ -45,6 +43,9 @@ from himga.memory.rows import Change, Loaded, Rows, Version
 from himga.memory.text import terms_of
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
+from himga.storage.receipts import Receipt
+from himga.storage.receipts import keep_postgres as keep_receipt
+from himga.storage.receipts import read_postgres as read_receipt
 
 _LOAD_ROWS = 10_000
 _PLACES_OF = """
@@ -144,7 +145,7 @@ class PostgresKeywordMemory(IndexedMemory):
                 (METHOD, self._id),
             )
 
-    def receipt(self, request_id: str) -> commit.Receipt | None:
+    def receipt(self, request_id: str) -> Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
         with self._database.transaction(snapshot=True) as connection:
             return read_receipt(connection, self._id, MESSAGES, request_id)
@@ -278,7 +279,7 @@ class _PostgresRows:
         rows = self._connection.execute(HITS, (self._id, builtins.list(numbers)))
         return {row[0]: stored_of(row) for row in rows}
 
-    def keep_receipt(self, receipt: commit.Receipt) -> None:
+    def keep_receipt(self, receipt: Receipt) -> None:
         keep_receipt(self._connection, self._id, MESSAGES, receipt)
 
 
@@ -297,34 +298,3 @@ def _loaded(rows: Sequence[Sequence[Any]]) -> Loaded:
         [json.loads(m) if m else {} for m in metadata],
         [text.split() for text in terms],
     )
-
-
-def read_receipt(
-    connection: psycopg.Connection[Any], namespace: int, kind: str, request_id: str
-) -> commit.Receipt | None:
-    """The receipt of the write of `kind` made with `request_id` within the window, if any."""
-    found = connection.execute(
-        "SELECT digest, answer FROM himga_receipts "
-        "WHERE namespace = %s AND kind = %s AND request_id = %s AND at >= %s",
-        (namespace, kind, request_id, time.time() - commit.RECEIPT_WINDOW_SECONDS),
-    ).fetchone()
-    if found is None:
-        return None
-    return commit.Receipt(request_id, found[0], commit.answer_from_json(found[1]))
-
-
-def keep_receipt(
-    connection: psycopg.Connection[Any], namespace: int, kind: str, receipt: commit.Receipt
-) -> None:
-    """Record `receipt` in the write's transaction, forgetting those past the window."""
-    now = time.time()
-    connection.execute(
-        "DELETE FROM himga_receipts WHERE namespace = %s AND kind = %s AND at < %s",
-        (namespace, kind, now - commit.RECEIPT_WINDOW_SECONDS),
-    )
-    inserted = connection.execute(
-        "INSERT INTO himga_receipts VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (namespace, kind, receipt.request_id, receipt.digest, json.dumps(receipt.answer), now),
-    )
-    if inserted.rowcount == 0:  # another server's write of the same request id came first
-        raise commit.ReceiptTaken(receipt.request_id)

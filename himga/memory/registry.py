@@ -11,8 +11,6 @@ A server over a database is one of several over it, so it offers only the memori
 says they are shared (`shared_memories`); `place_problem` says why another is refused.
 """
 
-import hashlib
-import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from himga import kinds
 from himga.kinds import Keeps, Kind
 from himga.memory.base import BaseMemory
 from himga.memory.method import Method
+from himga.storage.layout import namespace_file as namespace_file  # its earlier path
 from himga.storage.place import Place
 
 MemoryFactory = Callable[[str, Place, Any], BaseMemory]
@@ -117,15 +116,3 @@ def open_memory(name: str, namespace: str, place: Place, options: Any = None) ->
     return memory_factory(name)(
         namespace, place, kind.default_options() if options is None else options
     )
-
-
-def namespace_file(data_dir: Path, folder: str, namespace: str, suffix: str) -> Path:
-    """Where `namespace` keeps a file of one kind in a data directory:
-    `<data_dir>/<folder>/<namespace>-<hash><suffix>`.
-
-    The namespace is percent-encoded in the name so a person can tell the files apart; the hash
-    of the exact name keeps names distinct where file systems fold case or the encoded name had
-    to be shortened."""
-    readable = urllib.parse.quote(namespace, safe="")[:80]
-    digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
-    return Path(data_dir) / folder / f"{readable}-{digest}{suffix}"

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from himga.memory.base import StoredMessage
-from himga.memory.commit import Receipt
 from himga.memory.derived import Placing
 from himga.memory.ranking import Turns
+from himga.storage.receipts import Receipt
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,5 +118,5 @@ class Rows(Protocol):
         ...
 
     def keep_receipt(self, receipt: Receipt) -> None:
-        """Record a write's receipt in this transaction (himga.memory.commit)."""
+        """Record a write's receipt in this transaction (himga.storage.commit)."""
         ...

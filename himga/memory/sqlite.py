@@ -22,7 +22,7 @@ reach FTS5's query syntax: a query's terms are looked up as exact strings.
 Durability: WAL journal, `synchronous=FULL`, one transaction per call that writes, so a store or
 delete that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
 leaves nothing behind. The skeleton's lock serialises the connection's use, so threads may share
-it. Just before COMMIT a write asks `himga.memory.commit.before_commit` whether it is still
+it. Just before COMMIT a write asks `himga.storage.commit.before_commit` whether it is still
 wanted (a server's caller may have gone: it then rolls back) and writes the receipt of its
 request id in `himga_receipts`, in the same transaction. A store that has its schema opens by
 reading alone, so it can be read on a full disk. The file is created 0600 (himga.storage.files),
@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from himga.kinds import NoOptions
-from himga.memory import commit
 from himga.memory.base import StoredMessage
 from himga.memory.derived import Placing, said_columns, stored_of
 from himga.memory.indexed import IndexedMemory
@@ -59,6 +58,8 @@ from himga.memory.sqlite_schema import (
 )
 from himga.memory.text import terms_of
 from himga.storage.files import create_private
+from himga.storage.receipts import Receipt
+from himga.storage.sqlite import connect
 
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
@@ -114,17 +115,14 @@ class SQLiteKeywordMemory(IndexedMemory):
         super().__init__()
         if path is None or str(path) == ":memory:":
             self.path: Path | None = None
-            target = ":memory:"
         else:
             self.path = Path(path)
             if self.path.is_dir():
                 self.path = self.path / DATABASE_NAME
             # Created 0600 before SQLite opens it: its -wal and -shm files take its mode.
             create_private(self.path)
-            target = str(self.path)
-        self._db = sqlite3.connect(
-            target, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
-        )
+        # WAL, and on a full disk (no room for -shm) the log's index in memory instead.
+        self._db = connect(self.path, _BUSY_TIMEOUT_MS / 1000)
         self._rows = _SQLiteRows(self._db)
         try:
             self._open()
@@ -195,7 +193,7 @@ class SQLiteKeywordMemory(IndexedMemory):
         with self._lock:
             self._db.close()
 
-    def receipt(self, request_id: str) -> commit.Receipt | None:
+    def receipt(self, request_id: str) -> Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
         with self._lock, self._begin():
             return read_receipt(self._db, request_id)
@@ -332,7 +330,7 @@ class _SQLiteRows:
             rows = self._db.execute(_BY_IDS.format(",".join("?" * len(chosen))), chosen)
         return {row[0]: stored_of(row) for row in rows}
 
-    def keep_receipt(self, receipt: commit.Receipt) -> None:
+    def keep_receipt(self, receipt: Receipt) -> None:
         keep_receipt(self._db, receipt)
 
 

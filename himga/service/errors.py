@@ -22,6 +22,7 @@ from himga.errors import (
     HimgaError,
     IncompatibleStoreError,
     InvalidArgument,
+    MemoryMismatch,
     NotFoundError,
     Unsupported,
 )
@@ -34,10 +35,6 @@ _log = logging.getLogger(__name__)
 InvalidRequest = InvalidArgument
 """A request breaks one or more rules; `violations` names every offending field. The one
 bad-argument class (himga.errors.InvalidArgument) under the name the service has used."""
-
-
-class MemoryMismatch(HimgaError, RuntimeError):
-    """A call names another memory than the one its namespace was opened with."""
 
 
 class Unauthenticated(HimgaError, PermissionError):

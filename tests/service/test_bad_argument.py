@@ -9,7 +9,7 @@ import pytest
 from himga.errors import InvalidArgument
 from himga.memory.base import BaseMemory
 from himga.memory.filters import MessageFilter
-from himga.memory.registry import memory_factory, memory_names
+from himga.memory.registry import memory_names, open_memory
 from himga.service import RemoteMemory
 from himga.storage.place import Place
 from tests.memory.sync_over_async import SyncOverAsync
@@ -37,7 +37,7 @@ def test_a_bad_delete_raises_the_same_class_in_process_and_remotely(
     server_of: Callable[[str], str],
 ) -> None:
     namespace = f"bad-argument-{uuid.uuid4().hex}"
-    local = memory_factory(name)(namespace, place_of(name), None)
+    local = open_memory(name, namespace, place_of(name))
     remote = RemoteMemory(server_of(name), namespace, memory=name)
     asynchronous = SyncOverAsync(server_of(name), namespace, memory=name)
     try:
