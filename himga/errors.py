@@ -1,5 +1,8 @@
 """The exceptions himga raises: one package base, each also a builtin callers already catch."""
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 
 class HimgaError(Exception):
     """Base of every error himga raises on purpose, so callers can catch them all at once."""
@@ -54,15 +57,31 @@ class NotFoundError(HimgaError, LookupError):
     """A record asked for by its id is not stored (an episode GetEpisode names, for one)."""
 
 
-class InvalidArgument(HimgaError, ValueError):
-    """An argument breaks a rule of the call: `field` names it as the proto does (`page_token`,
-    `filter.before`), `rule` says what it must be. Over the wire it is INVALID_ARGUMENT naming
-    that field."""
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    """One broken rule of a request: the field's path (`items[3].message.role`; empty: the
+    whole request) and the rule."""
 
-    def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"{field}: {rule}")
-        self.field = field
-        self.rule = rule
+    field: str
+    description: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.description}" if self.field else self.description
+
+
+class InvalidArgument(HimgaError, ValueError):
+    """A call breaks rules of its arguments: `violations` names every one (a field as the proto
+    names it, `page_token`, `filter.before`, and what it must be); `field` and `rule` are the
+    first's. Raised alike by an in-process memory (`InvalidArgument("ids", rule)`) and by a
+    client for a server's INVALID_ARGUMENT answer (`InvalidArgument(violations)`), so one
+    mistake is one class wherever the memory runs."""
+
+    def __init__(self, field: "str | Iterable[FieldViolation]", rule: str = "") -> None:
+        violations = [FieldViolation(field, rule)] if isinstance(field, str) else list(field)
+        super().__init__("; ".join(str(v) for v in violations))
+        self.violations = violations
+        self.field = violations[0].field if violations else ""
+        self.rule = violations[0].description if violations else ""
 
 
 class Unsupported(HimgaError, RuntimeError):

@@ -3,7 +3,6 @@ himga that speaks gRPC (the server, the clients, the conformance kit): the Error
 reason that tell the kinds of error apart, and the BadRequest field violations of a bad request.
 """
 
-from dataclasses import dataclass
 from typing import TypeVar
 
 import grpc
@@ -12,22 +11,12 @@ from google.protobuf.message import Message as ProtoMessage
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from himga.errors import FieldViolation
+
 ERROR_DOMAIN = "himga.dev"
 """The ErrorInfo domain of every error a himga server sends."""
 
 D = TypeVar("D", bound=ProtoMessage)
-
-
-@dataclass(frozen=True, slots=True)
-class FieldViolation:
-    """One broken rule of a request: the field's path (`items[3].message.role`; empty: the
-    whole request) and the rule."""
-
-    field: str
-    description: str
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.description}" if self.field else self.description
 
 
 class Undecodable:

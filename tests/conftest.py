@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY
+from himga.episodes.registry import store_kind
+from himga.kinds import Keeps
+from himga.memory.registry import DEFAULT_MEMORY, memory_kind, memory_names
 from himga.service import create_server
 from himga.storage.place import Place
 from himga.storage.postgres import Database
@@ -71,13 +73,20 @@ def postgres_memory_server(database: Database) -> Iterator[str]:
         server.stop(None).wait()
 
 
+def in_database(kind: str) -> bool:
+    """Whether the memory (else the episode store) called `kind` declares that it keeps its
+    namespaces in a database."""
+    declared = memory_kind(kind) if kind in memory_names() else store_kind(kind)
+    return declared.keeps is Keeps.DATABASE
+
+
 @pytest.fixture
 def place_of(request: pytest.FixtureRequest, tmp_path: Path) -> "Callable[[str], Place]":
     """Where a memory or episode store of a kind keeps a namespace in these tests: the
-    session's database for the PostgreSQL ones, else a fresh data directory."""
+    session's database for those that keep namespaces in one, else a fresh data directory."""
 
     def place(kind: str) -> Place:
-        if kind == DATABASE_MEMORY:
+        if in_database(kind):
             database: Database = request.getfixturevalue("database")
             return database
         return tmp_path
@@ -89,7 +98,7 @@ def place_of(request: pytest.FixtureRequest, tmp_path: Path) -> "Callable[[str],
 def server_of(request: pytest.FixtureRequest) -> "Callable[[str], str]":
     """The session's server that offers a memory or episode store of a kind."""
     return lambda kind: request.getfixturevalue(
-        "postgres_memory_server" if kind == DATABASE_MEMORY else "memory_server"
+        "postgres_memory_server" if in_database(kind) else "memory_server"
     )
 
 

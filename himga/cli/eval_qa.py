@@ -170,7 +170,7 @@ def _evaluate(
     from himga.eval import batch_judge, compute_metrics, run_eval
     from himga.eval.metrics import score_result
     from himga.memory.base import BaseMemory
-    from himga.memory.registry import memory_factory
+    from himga.memory.registry import open_memory
 
     memory: BaseMemory
     if args.target is not None:
@@ -178,7 +178,7 @@ def _evaluate(
 
         memory = RemoteMemory(args.target, f"{args.namespace}-{name}", memory=name)
     else:
-        memory = memory_factory(name)(f"{args.namespace}-{name}", None)
+        memory = open_memory(name, f"{args.namespace}-{name}", None)
     with memory:
         agent = BaseAgent(memory=memory, llm=llm)
         results = run_eval(

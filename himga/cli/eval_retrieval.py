@@ -5,7 +5,10 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from himga.data import Sample
+    from himga.memory.base import BaseMemory
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -25,6 +28,13 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     parser.add_argument(
         "--memory", metavar="NAME", help="the memory to measure (default: the server default)"
+    )
+    parser.add_argument(
+        "--memory-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an option of the memory's kind (repeatable; keyword: near_turns, k1, b, ...)",
     )
     parser.add_argument(
         "--k",
@@ -60,11 +70,16 @@ def run(args: argparse.Namespace) -> int:
 
     from himga.data import DatasetError, load_dataset
     from himga.eval import evaluate_retrieval, format_report
-    from himga.memory.registry import DEFAULT_MEMORY, memory_factory
+    from himga.kinds import option_pairs
+    from himga.memory.registry import DEFAULT_MEMORY, memory_options, open_memory
 
     name = args.memory or DEFAULT_MEMORY
     try:
-        factory = memory_factory(name)
+        options = memory_options(name, dict(option_pairs(args.memory_option)))
+
+        def factory(namespace: str, place: "Path | None") -> "BaseMemory":
+            return open_memory(name, namespace, place, options)
+
         samples = load_dataset("locomo", args.dataset)
     except (DatasetError, ValueError) as error:
         print(f"himga eval-retrieval: error: {error}", file=sys.stderr)

@@ -38,4 +38,4 @@ __all__ = [
 ]
 
 # Each built-in store class, from the module the registry loads it from.
-__getattr__ = lazy_classes(__name__, BUILTIN)
+__getattr__ = lazy_classes(__name__, {n: (k.module, k.factory) for n, k in BUILTIN.items()})

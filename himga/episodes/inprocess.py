@@ -8,13 +8,14 @@ order is kept as a sorted list of positions.
 import bisect
 import json
 from datetime import datetime
-from pathlib import Path
 
 from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, passes, position
+from himga.kinds import NoOptions
 from himga.storage import commit
+from himga.storage.place import Place
 from himga.timeutil import to_utc_isoformat
 
 
@@ -27,7 +28,7 @@ class InProcessEpisodes(IndexedStore):
         self._order: list[Position] = []  # every episode's position, ascending
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "InProcessEpisodes":
+    def for_namespace(cls, namespace: str, place: Place, options: NoOptions) -> "InProcessEpisodes":
         """The registry's factory: every namespace starts empty, and none is kept."""
         return cls()
 

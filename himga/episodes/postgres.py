@@ -30,6 +30,7 @@ from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, listed_files
 from himga.episodes.registry import DATABASE_STORE, place_problem
 from himga.episodes.sqlite import features_of, row_of, row_values, where_of
+from himga.kinds import NoOptions
 from himga.storage import commit
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
@@ -63,7 +64,7 @@ class PostgresEpisodes(IndexedStore):
         self._connection: psycopg.Connection[Any] | None = None
 
     @classmethod
-    def for_namespace(cls, namespace: str, place: Place) -> "PostgresEpisodes":
+    def for_namespace(cls, namespace: str, place: Place, options: NoOptions) -> "PostgresEpisodes":
         """The registry's factory: the namespace in the server's database."""
         problem = place_problem(DATABASE_STORE, place)
         if problem is not None or not isinstance(place, Database):

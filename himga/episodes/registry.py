@@ -1,41 +1,60 @@
 """The episode stores a server or a command can be asked for by name.
 
-Each entry makes the store of one namespace: `factory(namespace, place)`, where `place`
-(himga.storage.place) is the server's data directory, its PostgreSQL database, or None (keep
-nothing). A server over a database keeps episodes there alone (`DATABASE_STORE`), where every
-server over it sees them.
+Each entry is a `Kind` (himga.kinds): where the store keeps a namespace's episodes, whether
+servers over one place share them, the options it takes, and its factory,
+`factory(namespace, place, options)`: `place` (himga.storage.place) is the server's data
+directory, its PostgreSQL database, or None (keep nothing), `options` an instance of the kind's
+options class. A server over a database keeps episodes only in a store its kind says is shared,
+where every server over it sees them.
 """
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from himga import kinds
 from himga.episodes.base import EpisodeStore
+from himga.kinds import Keeps, Kind
 from himga.storage.place import Place
 
-StoreFactory = Callable[[str, Place], EpisodeStore]
+StoreFactory = Callable[[str, Place, Any], EpisodeStore]
 
-# name -> (module, attribute): the attribute is called as factory(namespace, place).
-BUILTIN: dict[str, tuple[str, str]] = {
-    "inprocess": ("himga.episodes.inprocess", "InProcessEpisodes.for_namespace"),
-    "sqlite": ("himga.episodes.sqlite", "SQLiteEpisodes.for_namespace"),
-    "postgres": ("himga.episodes.postgres", "PostgresEpisodes.for_namespace"),
+BUILTIN: dict[str, Kind] = {
+    "inprocess": Kind(
+        "himga.episodes.inprocess", "InProcessEpisodes.for_namespace", Keeps.PROCESS, shared=False
+    ),
+    "sqlite": Kind(
+        "himga.episodes.sqlite", "SQLiteEpisodes.for_namespace", Keeps.DATA_DIRECTORY, shared=False
+    ),
+    "postgres": Kind(
+        "himga.episodes.postgres", "PostgresEpisodes.for_namespace", Keeps.DATABASE, shared=True
+    ),
 }
 DEFAULT_STORE = "sqlite"
 DATABASE_STORE = "postgres"
+"""The default episode store of a server over a database."""
+
+
+def store_kind(name: str) -> Kind:
+    """The declaration of the store called `name`; ValueError naming the known ones otherwise."""
+    try:
+        return BUILTIN[name]
+    except KeyError:
+        known = ", ".join(store_names())
+        raise ValueError(f"unknown episode store {name!r}; known stores: {known}") from None
+
+
+def shared_stores() -> list[str]:
+    """The stores a server over a database offers, sorted (their kinds say `shared`)."""
+    return sorted(name for name, kind in BUILTIN.items() if kind.shared)
 
 
 def place_problem(name: str, place: Place) -> str | None:
     """Why episode store `name` cannot keep namespaces in `place`, or None when it can."""
-    database = place is not None and not isinstance(place, Path)
-    if database and name != DATABASE_STORE:
-        return (
-            f"this server keeps its namespaces in PostgreSQL, shared by every server over it: "
-            f"episodes must be {DATABASE_STORE} ({name!r} would keep them in one server alone)"
-        )
-    if not database and name == DATABASE_STORE:
-        return "episode store postgres keeps episodes in PostgreSQL: start with --database URL"
-    return None
+    problem = kinds.place_problem("episode store", name, store_kind(name), place)
+    if problem is not None and place is not None and not isinstance(place, Path):
+        problem += f"; episodes must be {' or '.join(shared_stores())}"
+    return problem
 
 
 def store_names() -> list[str]:
@@ -45,13 +64,19 @@ def store_names() -> list[str]:
 
 def store_factory(name: str) -> StoreFactory:
     """The factory of the store called `name`; ValueError naming the known ones otherwise."""
-    try:
-        module_name, attribute = BUILTIN[name]
-    except KeyError:
-        known = ", ".join(store_names())
-        raise ValueError(f"unknown episode store {name!r}; known stores: {known}") from None
-    target: object = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        target = getattr(target, part)
-    factory: StoreFactory = target  # type: ignore[assignment]
+    factory: StoreFactory = store_kind(name).load()
     return factory
+
+
+def store_options(name: str, given: dict[str, object] | None = None) -> Any:
+    """The options of store `name`: its defaults, with `given` in their place; InvalidArgument
+    naming the option for a bad one."""
+    return kinds.parse_options(name, store_kind(name), given or {})
+
+
+def open_store(name: str, namespace: str, place: Place, options: Any = None) -> EpisodeStore:
+    """The store `name` of `namespace` in `place`, with `options` (its defaults if None)."""
+    kind = store_kind(name)
+    return store_factory(name)(
+        namespace, place, kind.default_options() if options is None else options
+    )

@@ -39,6 +39,7 @@ from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, listed_files, micros
 from himga.errors import IncompatibleStoreError
+from himga.kinds import NoOptions
 from himga.memory.text import STEMMER
 from himga.storage import commit
 from himga.storage.files import create_private
@@ -97,7 +98,9 @@ class SQLiteEpisodes(IndexedStore):
             raise
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "SQLiteEpisodes":
+    def for_namespace(
+        cls, namespace: str, data_dir: Path | None, options: NoOptions
+    ) -> "SQLiteEpisodes":
         """The registry's factory: the namespace's database in `data_dir`, in memory if None."""
         if data_dir is None:
             return cls()

@@ -22,12 +22,12 @@ class Stores:
 
 def embedded(namespace: str, data_dir: Path | None, memory: str, episodes: str) -> Stores:
     """The stores of `namespace` in `data_dir` (None: kept in memory, gone at exit)."""
-    from himga.episodes.registry import store_factory
-    from himga.memory.registry import memory_factory
+    from himga.episodes.registry import open_store
+    from himga.memory.registry import open_memory
 
     return Stores(
-        memory_factory(memory)(namespace, data_dir),
-        store_factory(episodes)(namespace, data_dir),
+        open_memory(memory, namespace, data_dir),
+        open_store(episodes, namespace, data_dir),
     )
 
 

@@ -43,8 +43,7 @@ class Hit:
 class StoredMessage(NamedTuple):
     """A message as a memory holds it: its id, what was said, its session as given, and its
     time (`time`: its own `timestamp`, else the session's, else read from `date_str`). A named
-    tuple: a listing makes one a message, and a tuple is made three times faster than a frozen
-    dataclass."""
+    tuple: a listing makes one a message, and a tuple is made faster than a frozen dataclass."""
 
     id: str
     session_id: str

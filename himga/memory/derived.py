@@ -1,5 +1,5 @@
-"""DerivedIndex: what a durable keyword memory derives from its store and keeps in process
-memory, and its upkeep, shared by the SQLite and the PostgreSQL memory (each keeps its own SQL).
+"""DerivedIndex: what a keyword memory derives from its store's rows and keeps in process
+memory, and its upkeep; every keyword memory holds one (himga.memory.indexed).
 
 It holds the postings of each term (himga.memory.postings), where each turn sits in its session
 (himga.memory.windows) and what filters read of it (himga.memory.facets). A memory loads them
@@ -7,8 +7,8 @@ from its store when it opens, reads appended rows in as other connections add th
 them current after its own writes: `placing` numbers a batch's turns (known ids keep theirs,
 new ones follow on), `place` puts the committed batch in, `drop` takes deleted turns out;
 `replace` puts in the rows another writer replaced (read back from the store). A search ranks
-here and reads nothing from the store but its hits; a filtered listing or delete picks its
-turns here. Not thread-safe: the memory's lock guards it.
+here and reads nothing from the store but its hits; a listing or delete picks its turns here.
+Not thread-safe: the memory's lock guards it.
 """
 
 import builtins
@@ -20,6 +20,7 @@ from typing import Any
 from himga.memory.base import Page, StoredMessage
 from himga.memory.facets import Facets
 from himga.memory.filters import MessageFilter
+from himga.memory.method import DEFAULT_METHOD, Method
 from himga.memory.paging import check_page_size, decode, encode
 from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
@@ -43,14 +44,15 @@ class Placing:
 
 
 class DerivedIndex:
-    """The postings, Windows and Facets of one namespace's stored turns."""
+    """The postings, Windows and Facets of one namespace's stored turns, ranked by `method`."""
 
-    def __init__(self) -> None:
+    def __init__(self, method: Method = DEFAULT_METHOD) -> None:
+        self.method = method
         self.clear()
 
     def clear(self) -> None:
         """Forget every turn (before reading the store again from the start)."""
-        self.windows = Windows()
+        self.windows = Windows(self.method)
         self.facets = Facets()
         self.postings = Postings()
 
@@ -165,31 +167,23 @@ class DerivedIndex:
         chosen: MessageFilter | None,
         page_size: int,
         page_token: str,
-        rows_after: Callable[[int, int], Sequence[Sequence[Any]]],
         stored: Callable[[Sequence[int]], Mapping[int, StoredMessage]],
     ) -> Page:
-        """A page of a listing. Unfiltered, the store's rows (as `stored_of` reads them) from
-        `rows_after(after, count)`: up to `count` numbered after `after`, in order; filtered,
-        the turns the index selects, read by number with `stored`."""
+        """A page of a listing: the turns `chosen` selects (all without a filter), in number
+        order, read by number with `stored`."""
         size = check_page_size(page_size)
-        after = decode(page_token)
-        if not chosen:
-            rows = rows_after(after, size + 1)
-            numbers = [row[0] for row in rows]
-            messages = [stored_of(row) for row in rows[:size]]
-        else:
-            numbers = self.listed(chosen, after, size)
-            found = stored(numbers[:size])
-            messages = [found[number] for number in numbers[:size]]
+        numbers = self.listed(chosen, decode(page_token), size)
+        found = stored(numbers[:size])
+        messages = [found[number] for number in numbers[:size]]
         return Page(messages, encode(numbers[size - 1]) if len(numbers) > size else "")
 
-    def listed(self, chosen: MessageFilter, after: int, size: int) -> builtins.list[int]:
-        """Up to `size` + 1 stored turns `chosen` selects, numbered after `after`, rising (one
-        more than a page, to tell whether another follows)."""
-        allowed = self.facets.selector(chosen, self.windows)
+    def listed(self, chosen: MessageFilter | None, after: int, size: int) -> builtins.list[int]:
+        """Up to `size` + 1 stored turns `chosen` selects (all, if None), numbered after
+        `after`, rising (one more than a page, to tell whether another follows)."""
+        allowed = self.facets.selector(chosen, self.windows) if chosen else None
         numbers: builtins.list[int] = []
         for number in self.windows.stored(after + 1):
-            if allowed(number):
+            if allowed is None or allowed(number):
                 numbers.append(number)
                 if len(numbers) > size:
                     break
@@ -229,8 +223,8 @@ def deletable(
 
 
 def said_columns(turns: Turns) -> tuple[Sequence[Any], ...]:
-    """What both durable memories store of each turn besides its number, session, speaker and
-    length, column by column, in their tables' order: turn_id, role, content, date_str,
+    """What the SQL stores keep of each turn besides its number, session, speaker and length,
+    column by column, in their tables' order: turn_id, role, content, date_str,
     timestamp, session_timestamp and time (microseconds, or None), metadata (JSON or None)."""
     return (
         turns.turn_ids,
@@ -252,7 +246,7 @@ def metadata_json(pairs: Mapping[str, str]) -> str | None:
 def stored_of(row: Sequence[Any]) -> StoredMessage:
     """The StoredMessage of a stored row: (number, turn_id, session_id, role, content,
     date_str, time, timestamp, session_timestamp, metadata), times in microseconds, metadata
-    as JSON text or NULL (how both durable memories select them)."""
+    as JSON text or NULL (how the SQL stores select them)."""
     _, turn_id, session_id, role, content, date_str, time, timestamp, session_time, pairs = row
     return StoredMessage(
         turn_id,

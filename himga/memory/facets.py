@@ -1,5 +1,5 @@
 """Facets: what a filter reads of each stored turn besides its session (which Windows keeps):
-its role, its time and its metadata, by turn number, for both keyword memories.
+its role, its time and its metadata, by turn number, for every keyword memory.
 
 A filtered search checks only the turns the query's terms reach, and a filtered listing or
 delete each stored turn once, all in process memory: about 16 bytes a turn (roles and distinct

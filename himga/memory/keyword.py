@@ -1,204 +1,191 @@
-"""KeywordMemory: the shared keyword method (himga.memory.ranking) over an in-process index.
+"""KeywordMemory: the shared keyword method (himga.memory.ranking) over rows kept in process
+memory, in dictionaries.
 
-Nothing touches the disk. Ingest is incremental: a new turn appends its number to the postings
-of its own terms (himga.memory.postings: 4 bytes an occurrence, where a dict entry costs about
-100) and its place to the Windows (himga.memory.windows); nothing else is re-indexed. A
-replaced or deleted turn's number is taken out of the postings of its old terms and relinked
-or unlinked in the Windows, and a replaced turn's number goes into the postings of its new
-terms at its place. A filter is applied by the C ranking core to each turn it scores. One lock
-guards every method, so threads may share an instance.
+Nothing touches the disk. It is the skeleton every keyword memory shares (himga.memory.indexed)
+over a store of dictionaries: a turn's row by its number, a number by its id. A transaction's
+writes are kept aside and applied when it ends, so a write that fails, or that its caller no
+longer wants when it would commit (himga.storage.commit), changes nothing. The counters never
+move (no one else writes), so a call reads nothing in; the index is read from the rows only
+when a write was stored but could not be placed in it. One lock guards every method, so threads
+may share an instance.
 """
 
 from __future__ import annotations
 
 import builtins
-import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
+from types import MappingProxyType
 
-from himga.data.conversation import Message, Session
-from himga.memory.base import (
-    DEFAULT_LIMIT,
-    DEFAULT_PAGE_SIZE,
-    Hit,
-    Page,
-    StoredMessage,
-    hit_of,
-)
-from himga.memory.context import ContextFromHits
-from himga.memory.derived import deletable
-from himga.memory.facets import Facets
-from himga.memory.filters import MessageFilter, deletion
-from himga.memory.paging import check_page_size, decode, encode
-from himga.memory.postings import Postings
-from himga.memory.ranking import DEFAULT_METHOD, Method, Turns
-from himga.memory.text import query_terms, terms_of
+from himga.memory.base import StoredMessage
+from himga.memory.derived import Placing
+from himga.memory.indexed import IndexedMemory
+from himga.memory.method import DEFAULT_METHOD, Method
+from himga.memory.ranking import Turns, speaker_key
+from himga.memory.rows import Change, Loaded, Rows, Version
+from himga.memory.text import terms_of
 from himga.memory.times import from_micros
-from himga.memory.windows import Windows
+from himga.storage.place import Place
+from himga.storage.receipts import Receipt
 
-# What a turn's hit and listing report besides its facets: turn_id, session_id, role, content,
-# date_str, its own timestamp and its session's.
-_Said = tuple[str, str, str, str, str, datetime | None, datetime | None]
+_Row = tuple[
+    str,  # turn_id
+    str,  # session_id
+    str,  # role
+    str,  # content
+    str,  # date_str
+    int | None,  # time, in microseconds
+    datetime | None,  # timestamp
+    datetime | None,  # session_timestamp
+    Mapping[str, str],  # metadata
+]
+_STILL = Version(0, 0)
+"""The counters of a store no one else writes."""
+_NO_METADATA: Mapping[str, str] = MappingProxyType({})
 
 
-class _Index:
-    def __init__(self, method: Method) -> None:
-        self.windows = Windows(method)
-        self.facets = Facets()
-        self.postings = Postings()
-        # turn number -> what it said (None: no turn has that number any more)
-        self.said: list[_Said | None] = []
-        self.numbers: dict[str, int] = {}  # id -> turn number
+class _Dictionaries:
+    """The rows of one memory, and the Rows of its transactions (one at a time: the memory's
+    lock)."""
 
-    def put(self, turns: Turns) -> None:
-        """Store `turns`: new ids at the end, known ids in place of what they replace."""
-        numbers = [self.numbers.get(id_, -1) for id_ in turns.turn_ids]
-        replaced = [i for i, n in enumerate(numbers) if n >= 0]
-        if replaced:
-            self._drop_postings([numbers[i] for i in replaced])
-            self.windows.replace(
-                [numbers[i] for i in replaced],
-                [turns.session_ids[i] for i in replaced],
-                [len(turns.terms[i]) for i in replaced],
-                [turns.speakers[i] for i in replaced],
-            )
-        new = [i for i, n in enumerate(numbers) if n < 0]
-        first = self.windows.end
-        for offset, i in enumerate(new):
-            numbers[i] = first + offset
-            self.numbers[turns.turn_ids[i]] = first + offset
-        if new:
-            self.windows.add(
-                [turns.session_ids[i] for i in new],
-                [len(turns.terms[i]) for i in new],
-                [turns.speakers[i] for i in new],
-            )
-            self.said.extend([None] * len(new))
+    def __init__(self) -> None:
+        self.rows: dict[int, _Row] = {}  # number -> row, numbers rising
+        self.by_id: dict[str, int] = {}  # id -> number
+        self._metadata: dict[frozenset[tuple[str, str]], Mapping[str, str]] = {}
+        self._pending: builtins.list[Callable[[], None]] = []
+
+    @contextmanager
+    def transaction(self) -> Iterator[_Dictionaries]:
+        self._pending = []
+        yield self
+        for change in self._pending:
+            change()
+        self._pending = []
+
+    def counters(self, *, lock: bool) -> Version:
+        return _STILL
+
+    def postings(self, first: int) -> None:
+        return None
+
+    def loaded(self, first: int, *, terms: bool) -> Iterator[Loaded]:
+        numbers = sorted(number for number in self.rows if number >= first)
+        if numbers:
+            yield self.loaded_of(numbers)
+
+    def loaded_of(self, numbers: Sequence[int]) -> Loaded:
+        rows = [(number, self.rows[number]) for number in numbers if number in self.rows]
+        own = terms_of([row[3] for _, row in rows])
+        return Loaded(
+            [number for number, _ in rows],
+            [row[1] for _, row in rows],
+            [len(terms) for terms in own],
+            [speaker_key(row[2]) for _, row in rows],
+            [row[2] for _, row in rows],
+            [row[5] for _, row in rows],
+            [row[8] for _, row in rows],
+            own,
+        )
+
+    def changes(self, version: int, generation: int, now: Version) -> None:
+        return None
+
+    def numbers(self, ids: Sequence[str]) -> dict[str, int]:
+        known = self.by_id
+        return {id_: known[id_] for id_ in ids if id_ in known}
+
+    def terms(self, numbers: Sequence[int]) -> builtins.list[builtins.list[str]]:
+        return terms_of([self.rows[number][3] for number in numbers])
+
+    def write(self, turns: Turns, placing: Placing, old_terms: Sequence[Sequence[str]]) -> None:
         said = zip(
             turns.turn_ids,
             turns.session_ids,
             turns.roles,
             turns.contents,
             turns.date_strs,
+            turns.times,
             turns.timestamps,
             turns.session_timestamps,
+            map(self._kept, turns.metadata),
             strict=True,
         )
-        for number, entry in zip(numbers, said, strict=True):
-            self.said[number] = entry
-        self.facets.add(numbers, turns.roles, turns.times, turns.metadata)
-        postings = self.postings
-        for i in replaced:  # before the newest turns: each entry at its place
-            postings.insert(numbers[i], turns.terms[i])
-        if new:  # after every turn held: appended
-            postings.add(first, [turns.terms[i] for i in new])
+        rows = builtins.list(zip(placing.numbers, said, strict=True))
 
-    def remove(self, numbers: Sequence[int]) -> int:
-        self._drop_postings(numbers)
+        def apply() -> None:
+            for number, row in rows:
+                self.rows[number] = row
+                self.by_id[row[0]] = number
+
+        self._pending.append(apply)
+
+    def _kept(self, pairs: Mapping[str, str]) -> Mapping[str, str]:
+        """Metadata as the memory keeps it: a copy, one for equal pairs."""
+        if not pairs:
+            return _NO_METADATA
+        key = frozenset(pairs.items())
+        kept = self._metadata.get(key)
+        if kept is None:
+            kept = self._metadata[key] = dict(pairs)
+        return kept
+
+    def delete(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> None:
+        def apply() -> None:
+            for number in numbers:
+                del self.by_id[self.rows.pop(number)[0]]
+
+        self._pending.append(apply)
+
+    def reset(self) -> None:
+        def apply() -> None:
+            self.rows.clear()
+            self.by_id.clear()
+            self._metadata.clear()
+
+        self._pending.append(apply)
+
+    def bump(self, seen: Version, change: Change | None, end: int | None) -> Version:
+        return seen
+
+    def stored(self, numbers: Sequence[int]) -> dict[int, StoredMessage]:
+        found = {}
         for number in numbers:
-            said = self.said[number]
-            assert said is not None
-            del self.numbers[said[0]]
-            self.said[number] = None
-        return self.windows.remove(numbers)
+            turn_id, session_id, role, content, date_str, time, stamp, session_stamp, pairs = (
+                self.rows[number]
+            )
+            found[number] = StoredMessage(
+                turn_id,
+                session_id,
+                role,
+                content,
+                date_str,
+                None if time is None else from_micros(time),
+                stamp,
+                session_stamp,
+                pairs,
+            )
+        return found
 
-    def _drop_postings(self, numbers: Sequence[int]) -> None:
-        """Take turns out of the postings of the terms they hold now."""
-        contents = []
-        for number in numbers:
-            said = self.said[number]
-            assert said is not None
-            contents.append(said[3])
-        self.postings.drop(numbers, terms_of(contents))
-
-    def stored(self, number: int) -> StoredMessage:
-        said = self.said[number]
-        assert said is not None
-        turn_id, session_id, role, content, date_str, timestamp, session_timestamp = said
-        time = self.facets.time(number)
-        return StoredMessage(
-            turn_id,
-            session_id,
-            role,
-            content,
-            date_str,
-            None if time is None else from_micros(time),
-            timestamp,
-            session_timestamp,
-            self.facets.metadata(number),
-        )
+    def keep_receipt(self, receipt: Receipt) -> None:
+        """Nothing: a server keeps an in-process memory's receipts itself."""
 
 
-class KeywordMemory(ContextFromHits):
+class KeywordMemory(IndexedMemory):
     """In-process BM25 over each turn and its neighbours; see himga.memory.ranking. `method`
     sets its parameters (the default is the one every memory uses)."""
 
     def __init__(self, method: Method = DEFAULT_METHOD) -> None:
-        self._lock = threading.Lock()
-        self._method = method
-        self._index = _Index(method)
+        super().__init__(method)
+        self._store = _Dictionaries()
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> KeywordMemory:
-        """The registry's factory: in-process, so every namespace starts empty and none is kept."""
-        return cls()
+    def for_namespace(cls, namespace: str, place: Place, options: Method) -> KeywordMemory:
+        """The registry's factory: in-process, so every namespace starts empty and none is kept;
+        `options` are the ranking's parameters."""
+        return cls(options)
 
-    def ingest(self, message: Message, session: Session) -> None:
-        self.store([(message, session)])
-
-    def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
-        return len(self.store(items))
-
-    def store(self, items: Iterable[tuple[Message, Session]]) -> builtins.list[str]:
-        """Index every item; the items are read (and checked) before the index changes."""
-        turns = Turns.of(items)
-        with self._lock:
-            self._index.put(turns)
-        return turns.item_ids
-
-    def search(
-        self, query: str, limit: int = DEFAULT_LIMIT, *, filter: MessageFilter | None = None
-    ) -> builtins.list[Hit]:
-        wanted = query_terms(query)
-        if limit <= 0 or not wanted:
-            return []
-        with self._lock:
-            index = self._index
-            allowed = index.facets.selection(filter, index.windows) if filter else None
-            postings = index.postings.of(wanted)
-            best = index.windows.best(postings, set(wanted), limit, allowed)
-            return [hit_of(index.stored(number), score) for number, score in best]
-
-    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
-        wanted, chosen = deletion(ids, filter)
-        with self._lock:
-            index = self._index
-            known = [index.numbers[i] for i in wanted if i in index.numbers] if wanted else None
-            return index.remove(deletable(index.windows, index.facets, known, chosen))
-
-    def list(
-        self,
-        *,
-        filter: MessageFilter | None = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
-        page_token: str = "",
-    ) -> Page:
-        size = check_page_size(page_size)
-        start = decode(page_token) + 1
-        with self._lock:
-            index = self._index
-            allowed = index.facets.selector(filter, index.windows) if filter else None
-            numbers: builtins.list[int] = []
-            for number in index.windows.stored(start):
-                if allowed is None or allowed(number):
-                    numbers.append(number)
-                    if len(numbers) == size + 1:
-                        break
-            page = [index.stored(number) for number in numbers[:size]]
-        more = len(numbers) > size
-        return Page(page, encode(numbers[size - 1]) if more else "")
-
-    def reset(self) -> None:
-        with self._lock:
-            self._index = _Index(self._method)
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[Rows]:
+        with self._store.transaction() as rows:
+            yield rows

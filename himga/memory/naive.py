@@ -14,9 +14,9 @@ messages (himga.memory.filters), in hits and context alike; a budget keeps the c
 import builtins
 import threading
 from collections.abc import Iterable
-from pathlib import Path
 
 from himga.data.conversation import Message, Session, optional_text
+from himga.kinds import NoOptions
 from himga.memory.base import (
     DEFAULT_LIMIT,
     DEFAULT_PAGE_SIZE,
@@ -31,6 +31,7 @@ from himga.memory.budget import check_budget, fit_lines
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.paging import check_page_size, decode, encode
 from himga.memory.times import message_time, micros, stated
+from himga.storage.place import Place
 
 RETRIEVE_LINES = 10
 
@@ -50,7 +51,9 @@ class SimpleKeywordMemory(BaseMemory):
         self._numbers: dict[str, int] = {}  # id -> number
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "SimpleKeywordMemory":
+    def for_namespace(
+        cls, namespace: str, place: Place, options: NoOptions
+    ) -> "SimpleKeywordMemory":
         """The registry's factory: in-process, nothing kept on disk."""
         return cls()
 

@@ -2,13 +2,14 @@
 
 import builtins
 from collections.abc import Iterable
-from pathlib import Path
 
-from himga.data.schema import Message, Session
+from himga.data.conversation import Message, Session
+from himga.kinds import NoOptions
 from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory, Hit, Page
 from himga.memory.budget import check_budget
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.paging import check_page_size, decode
+from himga.storage.place import Place
 
 
 class NullMemory(BaseMemory):
@@ -17,7 +18,7 @@ class NullMemory(BaseMemory):
     nothing, and the calls check their arguments as every memory does."""
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "NullMemory":
+    def for_namespace(cls, namespace: str, place: Place, options: NoOptions) -> "NullMemory":
         """The registry's factory: a NullMemory needs neither name nor directory."""
         return cls()
 

@@ -2,12 +2,12 @@
 
 A term's postings are the number of each turn holding it, once per occurrence (a term said
 twice in a turn lists the turn twice), ascending: an array("i"), 4 bytes an occurrence, which
-himga.memory.ranking hands to its C core as it is. Both keyword memories keep one in process
-memory: KeywordMemory as its index, SQLiteKeywordMemory as a copy of its FTS5 table read in when
-it opens. A new turn appends its number to the postings of its own terms and changes nothing
-else. A deleted or replaced turn's number is taken out of the postings of its old terms (found
-by bisection, each array cut once per call), and a replaced turn's number goes into those of
-its new terms at its place; the memory relinks it in its Windows under the same lock.
+himga.memory.ranking hands to its C core as it is. Every keyword memory keeps one in process
+memory, in the index it derives from its store (himga.memory.derived), read in when it opens.
+A new turn appends its number to the postings of its own terms and changes nothing else. A
+deleted or replaced turn's number is taken out of the postings of its old terms (found by
+bisection, each array cut once per call), and a replaced turn's number goes into those of its
+new terms at its place; the memory relinks it in its Windows under the same lock.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""The retrieval method both keyword memories share: BM25 over each turn and its neighbours.
+"""The retrieval method every keyword memory shares: BM25 over each turn and its neighbours.
 
 A turn is scored as if it were one document holding its own terms and, at NEAR_WEIGHT, the terms
 of its neighbours (up to NEAR_TURNS turns before and after it in the same session). Questions
 about a conversation often use the words of the turn that prompted an answer, or of the reply
-to it; on the LoCoMo dev conversations this lifts recall@10 from about 0.60 to 0.78.
+to it; on the LoCoMo dev conversations this lifts recall@10 (README, Figures: `make
+eval-retrieval`).
 
 The stores index each turn's own terms only. The neighbour window is applied here, at query
 time, from the postings of the query's terms (himga.memory.postings) and where each turn sits
@@ -22,16 +23,16 @@ dl, and idf(t) = ln(1 + (N - n + 0.5) / (n + 0.5)) over the N turns, n of which 
 window (Lucene's form, always positive). A window holds five turns, so a term said in a tenth of
 the turns is in about half of the windows, where the classic form ln((N - n + 0.5) / (n + 0.5))
 falls to zero (SQLite FTS5 floors it at 1e-6) and the term stops counting. Lucene's form adds
-0.017 to recall@10 on the LoCoMo dev conversations, on each of the three.
+to recall@10 on each LoCoMo dev conversation (README: the alternatives tried).
 
-Both stores number turns in the order their ids were first stored (a correction keeps its
+Every store numbers turns in the order their ids were first stored (a correction keeps its
 turn's number), and ties go to the earlier turn.
 
 A turn said by someone the query names counts (1 + SPEAKER_BOOST) times its score: questions
-about a conversation name the person they ask about, and on the LoCoMo dev conversations 94% of
-evidence turns are said by a person their question names (against about half of all turns).
-Doubling adds about 0.03 to recall@10 on each dev conversation. A speaker is named when all the
-terms of their name are among the query's terms.
+about a conversation name the person they ask about, and on the LoCoMo dev conversations most
+evidence turns are said by a person their question names (far more than of all turns).
+Doubling adds to recall@10 on each dev conversation (README: the alternatives tried). A speaker
+is named when all the terms of their name are among the query's terms.
 """
 
 from __future__ import annotations
@@ -47,30 +48,18 @@ from typing import Self
 from himga.data.conversation import Message, Session, optional_text
 from himga.memory import _ranking
 from himga.memory.base import message_id
+from himga.memory.method import (
+    DEFAULT_METHOD,
+    K1,
+    NEAR_TURNS,
+    NEAR_WEIGHT,
+    OWN_WEIGHT,
+    SPEAKER_BOOST,
+    B,
+    Method,
+)
 from himga.memory.text import STEMMER, terms, terms_of
 from himga.memory.times import micros, session_time, stated
-
-NEAR_TURNS = 2
-OWN_WEIGHT = 1.0
-NEAR_WEIGHT = 0.5
-SPEAKER_BOOST = 1.0
-K1 = 1.2
-B = 0.75
-
-
-@dataclass(frozen=True, slots=True)
-class Method:
-    """The method's parameters, as the module's text names them. The memories rank with
-    DEFAULT_METHOD; others exist to be compared with it (himga.eval.folds)."""
-
-    near_turns: int = NEAR_TURNS
-    near_weight: float = NEAR_WEIGHT
-    speaker_boost: float = SPEAKER_BOOST
-    k1: float = K1
-    b: float = B
-
-
-DEFAULT_METHOD = Method()
 
 # Written into each SQLite database: one indexed by another method is refused, not misread.
 METHOD = (
@@ -160,7 +149,7 @@ def is_named(key: str, query: Collection[str]) -> bool:
 
 @dataclass(slots=True)
 class Turns:
-    """A batch of messages as both keyword memories store them, column by column: what their
+    """A batch of messages as the keyword memories store them, column by column: what their
     hits report, their own terms, their speakers' keys, their times and metadata. Each column is
     read in one pass and zipped straight into a store's insert, with no object a message in
     between.

@@ -1,56 +1,83 @@
 """The memories a server or a command can be asked for by name.
 
-Each entry makes the memory of one namespace: `factory(namespace, place)`, where `place`
-(himga.storage.place) is where the server keeps its namespaces: its data directory, its
-PostgreSQL database, or None (keep nothing). Classes are imported on first use, so naming one
-memory does not load the others.
+Each entry is a `Kind` (himga.kinds): where the memory keeps a namespace, whether servers over
+one place share it, the options it takes, and its factory, `factory(namespace, place,
+options)`: `place` (himga.storage.place) is where the server keeps its namespaces (its data
+directory, its PostgreSQL database, or None: keep nothing), `options` an instance of the
+kind's options class. Factories are imported on first use, so naming one memory does not load
+the others.
 
-A server over a database is one of several over it, so it offers only the memories that keep a
-namespace there for all of them (`SHARED`); `place_problem` says why another is refused.
+A server over a database is one of several over it, so it offers only the memories whose kind
+says they are shared (`shared_memories`); `place_problem` says why another is refused.
 """
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from himga import kinds
+from himga.kinds import Keeps, Kind
 from himga.memory.base import BaseMemory
+from himga.memory.method import Method
 from himga.storage.layout import namespace_file as namespace_file  # its earlier path
 from himga.storage.place import Place
 
-MemoryFactory = Callable[[str, Place], BaseMemory]
+MemoryFactory = Callable[[str, Place, Any], BaseMemory]
 
-# name -> (module, attribute): the attribute is called as factory(namespace, place).
-BUILTIN: dict[str, tuple[str, str]] = {
-    "null": ("himga.memory.null", "NullMemory.for_namespace"),
-    "naive": ("himga.memory.naive", "SimpleKeywordMemory.for_namespace"),
-    "keyword": ("himga.memory.keyword", "KeywordMemory.for_namespace"),
-    "sqlite": ("himga.memory.sqlite", "SQLiteKeywordMemory.for_namespace"),
-    "postgres": ("himga.memory.postgres", "PostgresKeywordMemory.for_namespace"),
+BUILTIN: dict[str, Kind] = {
+    "null": Kind("himga.memory.null", "NullMemory.for_namespace", Keeps.NOTHING, shared=True),
+    "naive": Kind(
+        "himga.memory.naive", "SimpleKeywordMemory.for_namespace", Keeps.PROCESS, shared=False
+    ),
+    "keyword": Kind(
+        "himga.memory.keyword",
+        "KeywordMemory.for_namespace",
+        Keeps.PROCESS,
+        shared=False,
+        options=Method,
+    ),
+    "sqlite": Kind(
+        "himga.memory.sqlite",
+        "SQLiteKeywordMemory.for_namespace",
+        Keeps.DATA_DIRECTORY,
+        shared=False,
+    ),
+    "postgres": Kind(
+        "himga.memory.postgres",
+        "PostgresKeywordMemory.for_namespace",
+        Keeps.DATABASE,
+        shared=True,
+    ),
 }
 _ENTRIES = dict(BUILTIN)
 
 DEFAULT_MEMORY = "sqlite"
 DATABASE_MEMORY = "postgres"
-"""The default of a server over a database, and the one memory that needs a database."""
-SHARED = frozenset({DATABASE_MEMORY, "null"})
-"""The memories a server over a database offers: every server over it sees the same namespace
-(`null` keeps nothing, so nothing to share). `keyword` and `naive` would keep a namespace in one
-server's process, `sqlite` on one server's disk."""
+"""The default memory of a server over a database."""
+
+
+def memory_kind(name: str) -> Kind:
+    """The declaration of the memory called `name`; ValueError naming the known ones otherwise."""
+    try:
+        return _ENTRIES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown memory {name!r}; known memories: {', '.join(memory_names())}"
+        ) from None
+
+
+def shared_memories() -> list[str]:
+    """The memories a server over a database offers, sorted: those every server over it sees
+    alike (their kinds say `shared`)."""
+    return sorted(name for name, kind in _ENTRIES.items() if kind.shared)
 
 
 def place_problem(name: str, place: Place) -> str | None:
     """Why memory `name` cannot keep namespaces in `place`, or None when it can."""
-    if place is not None and not isinstance(place, Path):
-        if name in SHARED:
-            return None
-        return (
-            f"this server keeps its namespaces in PostgreSQL, shared by every server over it: "
-            f"memory must be {' or '.join(sorted(SHARED))} ({name!r} would keep a namespace in "
-            "one server alone)"
-        )
-    if name == DATABASE_MEMORY:
-        return "memory postgres keeps namespaces in PostgreSQL: start the server with --database"
-    return None
+    problem = kinds.place_problem("memory", name, memory_kind(name), place)
+    if problem is not None and place is not None and not isinstance(place, Path):
+        problem += f"; memory must be {' or '.join(shared_memories())}"
+    return problem
 
 
 def memory_names() -> list[str]:
@@ -58,14 +85,12 @@ def memory_names() -> list[str]:
     return sorted(_ENTRIES)
 
 
-def register(name: str, module: str, attribute: str) -> None:
+def register(name: str, kind: Kind) -> None:
     """Make a memory known by `name` without editing this file (a plugin's, or a test's).
-
-    `attribute` is a dotted path in `module` to `factory(namespace, place)`. A name already
-    known is a ValueError: one name, one memory."""
+    A name already known is a ValueError: one name, one memory."""
     if name in _ENTRIES:
         raise ValueError(f"memory {name!r} is already registered")
-    _ENTRIES[name] = (module, attribute)
+    _ENTRIES[name] = kind
 
 
 def unregister(name: str) -> None:
@@ -75,14 +100,19 @@ def unregister(name: str) -> None:
 
 def memory_factory(name: str) -> MemoryFactory:
     """The factory of the memory called `name`; ValueError naming the known ones otherwise."""
-    try:
-        module_name, attribute = _ENTRIES[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown memory {name!r}; known memories: {', '.join(memory_names())}"
-        ) from None
-    target: object = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        target = getattr(target, part)
-    factory: MemoryFactory = target  # type: ignore[assignment]
+    factory: MemoryFactory = memory_kind(name).load()
     return factory
+
+
+def memory_options(name: str, given: dict[str, object] | None = None) -> Any:
+    """The options of memory `name`: its defaults, with `given` (option name -> value, as text
+    or typed) in their place; InvalidArgument naming the option for a bad one."""
+    return kinds.parse_options(name, memory_kind(name), given or {})
+
+
+def open_memory(name: str, namespace: str, place: Place, options: Any = None) -> BaseMemory:
+    """The memory `name` of `namespace` in `place`, with `options` (its defaults if None)."""
+    kind = memory_kind(name)
+    return memory_factory(name)(
+        namespace, place, kind.default_options() if options is None else options
+    )

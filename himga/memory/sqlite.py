@@ -1,6 +1,8 @@
 """SQLiteKeywordMemory: the shared keyword method (himga.memory.ranking) in a durable SQLite store.
 
-One database per memory (its tables, format version and migrations: himga.memory.sqlite_schema):
+The skeleton every keyword memory shares (himga.memory.indexed) over a SQLite database: this
+module fills in its rows' SQL (himga.memory.rows). One database per memory (its tables, format
+version and migrations: himga.memory.sqlite_schema):
 - `messages`: each stored message under its id (`turn_id`), what was said, by whom (a
   `speakers` id), in which session (a `sessions` id), when, with what metadata, and how many
   terms it has. Row ids are turn numbers + 1, in the order ids were first stored.
@@ -10,26 +12,21 @@ One database per memory (its tables, format version and migrations: himga.memory
   indexed with (its stored text, turned into terms again by the same method; the database
   records the method, so they are the same).
 
-Where each turn sits in its session (himga.memory.windows), what filters read of it
-(himga.memory.facets) and the postings (himga.memory.postings, 4 bytes a stored term), kept
-together by himga.memory.derived (which the PostgreSQL memory shares), are derived from the
-database when the memory opens (the postings read from `turns_vocab` in one pass) and kept in
-process memory, so a search reads nothing from the database but its hits,
-and a filter costs no query. Appended rows are read in incrementally (their terms from their
-content); anything else (a reset, a delete, a replacement) bumps a `generation` in
-`himga_meta`, and another connection that sees it reads everything again before its next call
-(`PRAGMA data_version` tells it that something was committed); this connection's own deletes
-and replacements update its postings and Windows in place, under its lock. Queries never
+The index the skeleton derives (himga.memory.derived) is read from the database when the memory
+opens (the postings from `turns_vocab` in one pass); appended rows are read in incrementally
+(their terms from their content). Anything else (a reset, a delete, a replacement) bumps a
+`generation` in `himga_meta`, and another connection that sees it reads everything again before
+its next call (`PRAGMA data_version` tells it that something was committed). Queries never
 reach FTS5's query syntax: a query's terms are looked up as exact strings.
 
 Durability: WAL journal, `synchronous=FULL`, one transaction per call that writes, so a store or
 delete that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
-leaves nothing behind. One lock serialises the connection's use, so threads may share it.
-Just before COMMIT a write asks `himga.memory.commit.before_commit` whether it is still wanted
-(a server's caller may have gone: it then rolls back) and writes the receipt of its request id
-in `himga_receipts`, in the same transaction. A store that has its schema opens by reading
-alone, so it can be read on a full disk. The file is created 0600 (himga.storage.files), and
-SQLite gives its -wal and -shm files the same mode.
+leaves nothing behind. The skeleton's lock serialises the connection's use, so threads may share
+it. Just before COMMIT a write asks `himga.storage.commit.before_commit` whether it is still
+wanted (a server's caller may have gone: it then rolls back) and writes the receipt of its
+request id in `himga_receipts`, in the same transaction. A store that has its schema opens by
+reading alone, so it can be read on a full disk. The file is created 0600 (himga.storage.files),
+and SQLite gives its -wal and -shm files the same mode.
 
 Layout of a server's data directory: `<data_dir>/sqlite/<namespace>-<hash>.sqlite3`, one
 database per namespace (named by himga.memory.registry.namespace_file). Each namespace then has
@@ -39,26 +36,19 @@ its own BM25 statistics (a busy neighbour does not shift another's scores), its 
 
 import builtins
 import json
-import threading
+import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from himga.data.conversation import Message, Session
-from himga.memory import commit
-from himga.memory.base import (
-    DEFAULT_LIMIT,
-    DEFAULT_PAGE_SIZE,
-    Hit,
-    Page,
-    StoredMessage,
-    hit_of,
-)
-from himga.memory.context import ContextFromHits
-from himga.memory.derived import DerivedIndex, said_columns, stored_of
-from himga.memory.filters import MessageFilter, deletion
+from himga.kinds import NoOptions
+from himga.memory.base import StoredMessage
+from himga.memory.derived import Placing, said_columns, stored_of
+from himga.memory.indexed import IndexedMemory
 from himga.memory.ranking import Turns
 from himga.memory.registry import namespace_file
+from himga.memory.rows import Change, Loaded, Rows, Version
 from himga.memory.sqlite_schema import (
     bump_generation,
     is_current,
@@ -66,8 +56,9 @@ from himga.memory.sqlite_schema import (
     open_store,
     read_receipt,
 )
-from himga.memory.text import query_terms, terms_of
+from himga.memory.text import terms_of
 from himga.storage.files import create_private
+from himga.storage.receipts import Receipt
 from himga.storage.sqlite import connect
 
 DATABASE_NAME = "memory.sqlite3"
@@ -81,28 +72,27 @@ CHUNK_TURNS = 2048
 # Every term's postings, as turn numbers (FTS5 rowids are message ids, from 1; turns count from
 # 0), one per occurrence: what a memory opening reads into its Postings.
 _ALL_POSTINGS = "SELECT term, group_concat(doc - 1, ' ') FROM turns_vocab GROUP BY term"
-# What turns after the first `?` said: their numbers and terms, for the Postings, when another
-# connection has added them (cheaper than reading all of turns_vocab again).
-_CONTENTS = "SELECT id - 1, content FROM messages WHERE id > ? ORDER BY id"
-# Each turn's place and facets, for Windows and Facets: the rows after the first `?`, in order.
-_PLACES = """
-    SELECT messages.id - 1, sessions.key, messages.length, speakers.key, role, time, metadata
+# Each turn's place and facets, for Windows and Facets (with its content, for its terms, in
+# place of {}: NULL when the postings are read apart).
+_PLACES_OF = """
+    SELECT messages.id - 1, sessions.key, messages.length, speakers.key, role, time, metadata, {}
     FROM messages
     JOIN speakers ON speakers.id = messages.speaker
-    JOIN sessions ON sessions.id = messages.session
-    WHERE messages.id > ? ORDER BY messages.id"""
+    JOIN sessions ON sessions.id = messages.session"""
+_PLACES = f"{_PLACES_OF} WHERE messages.id > ? ORDER BY messages.id"
+_PLACES_BY_IDS = (
+    f"{_PLACES_OF} WHERE messages.id IN (SELECT value FROM json_each(?)) ORDER BY messages.id"
+)
 # What a StoredMessage holds, by rows; the FROM clause is added where it is used.
 _STORED = """
     SELECT messages.id - 1, turn_id, sessions.key, role, content, date_str, time, timestamp,
         session_timestamp, metadata
     FROM messages JOIN sessions ON sessions.id = messages.session"""
-# By ids: one `?` an id (three times faster than ids in json_each at 20k turns), up to
-# _MOST_VARIABLES ids; more (a search with a large limit) go through json_each, as SQLite caps
-# the number of `?` in a statement (32766 by default).
+# By ids: one `?` an id, up to _MOST_VARIABLES ids; more (a search with a large limit) go
+# through json_each, as SQLite caps the number of `?` in a statement (32766 by default).
 _BY_IDS = f"{_STORED} WHERE messages.id IN ({{}})"
 _BY_JSON_IDS = f"{_STORED} WHERE messages.id IN (SELECT value FROM json_each(?))"
 _MOST_VARIABLES = 1000
-_PAGE = f"{_STORED} WHERE messages.id > ? ORDER BY messages.id LIMIT ?"
 _INSERT = """
     INSERT INTO messages (id, session, speaker, length, turn_id, role, content, date_str,
         timestamp, session_timestamp, time, metadata)
@@ -113,7 +103,7 @@ _UPDATE = """
     WHERE id = ?"""
 
 
-class SQLiteKeywordMemory(ContextFromHits):
+class SQLiteKeywordMemory(IndexedMemory):
     """BM25 over each turn and its neighbours in SQLite FTS5; in memory when `path` is None.
 
     `path` is a database file (created with its parent directories if missing) or an existing
@@ -122,7 +112,7 @@ class SQLiteKeywordMemory(ContextFromHits):
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self._lock = threading.Lock()
+        super().__init__()
         if path is None or str(path) == ":memory:":
             self.path: Path | None = None
         else:
@@ -133,6 +123,7 @@ class SQLiteKeywordMemory(ContextFromHits):
             create_private(self.path)
         # WAL, and on a full disk (no room for -shm) the log's index in memory instead.
         self._db = connect(self.path, _BUSY_TIMEOUT_MS / 1000)
+        self._rows = _SQLiteRows(self._db)
         try:
             self._open()
         except BaseException:
@@ -140,7 +131,9 @@ class SQLiteKeywordMemory(ContextFromHits):
             raise
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "SQLiteKeywordMemory":
+    def for_namespace(
+        cls, namespace: str, data_dir: Path | None, options: NoOptions
+    ) -> "SQLiteKeywordMemory":
         """The registry's factory: the namespace's database in `data_dir`, in memory if None."""
         if data_dir is None:
             return cls()
@@ -152,151 +145,124 @@ class SQLiteKeywordMemory(ContextFromHits):
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
         # Up to CACHE_KIB of pages, taken only as the database grows: a search reads postings
-        # from all over the file, and at 100k turns the 2 MiB default measured slower.
+        # from all over the file, and the default cache is small for that.
         db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        self._version: int | None = None
-        self._generation: str | None = None
-        self._index = DerivedIndex()
         # A store of this format and method is opened by reading alone (it opens on a full disk).
-        with self._transaction():
-            if is_current(db):
-                self._refresh()
-                return
-        with self._transaction("IMMEDIATE"):
-            open_store(db, self.path.name if self.path else "database")
-            # FTS5 merges its segments when AUTOMERGE of them are on one level (default 4): 8
-            # measured 5% faster batch ingest at 10k and 100k turns, with no slower searches.
-            db.execute(f"INSERT INTO turns_fts (turns_fts, rank) VALUES ('automerge', {AUTOMERGE})")
-            self._refresh()
+        with self._begin():
+            current = is_current(db)
+        if not current:
+            with self._begin("IMMEDIATE"):
+                open_store(db, self.path.name if self.path else "database")
+                # FTS5 merges its segments when AUTOMERGE of them are on one level (default 4);
+                # merging less often speeds batch ingest (README, Figures).
+                db.execute(
+                    f"INSERT INTO turns_fts (turns_fts, rank) VALUES ('automerge', {AUTOMERGE})"
+                )
+        with self._lock, self._using(write=False):
+            pass  # the index, read in now
 
     @contextmanager
-    def _transaction(self, mode: str = "DEFERRED") -> Iterator[None]:
+    def _begin(self, mode: str = "DEFERRED") -> Iterator[None]:
         """One transaction: every read in it sees one state of the database; on any error it
-        rolls back, and what this connection caches is read again on its next call. A COMMIT
-        that fails (a full disk) leaves SQLite's transaction open: it is rolled back too."""
+        rolls back. A COMMIT that fails (a full disk) leaves SQLite's transaction open: it is
+        rolled back too."""
         self._db.execute(f"BEGIN {mode}")
         try:
             yield
             self._db.execute("COMMIT")
         except BaseException:
-            self._version = self._generation = None
             if self._db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
                 self._db.execute("ROLLBACK")
             raise
 
-    def _refresh(self) -> None:
-        """Read in what other connections have committed since this one last looked (called in
-        a transaction)."""
-        db = self._db
-        (version,) = db.execute("PRAGMA data_version").fetchone()
-        if version == self._version:
-            return
-        (generation,) = db.execute(
-            "SELECT value FROM himga_meta WHERE key = 'generation'"
-        ).fetchone()
-        if generation != self._generation:  # not only appended rows (or the first look): anew
-            self._index.clear()
-            self._generation = generation
-        self._speakers: dict[str, int] = dict(db.execute("SELECT key, id FROM speakers"))
-        self._sessions: dict[str, int] = {}
-        self._read_postings(self._index.end)
-        cursor = db.execute(_PLACES, (self._index.end,))
-        while rows := cursor.fetchmany(_LOAD_ROWS):
-            numbers, sessions, lengths, speakers, roles, times, metadata = zip(*rows, strict=True)
-            pairs = [json.loads(m) if m else {} for m in metadata]
-            self._index.load(numbers, sessions, lengths, speakers, roles, times, pairs)
-        self._version = version
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[Rows]:
+        try:
+            with self._begin("IMMEDIATE" if write else "DEFERRED"):
+                yield self._rows
+        except BaseException:
+            self._rows.forget()
+            raise
 
     @property
     def durable(self) -> bool:
         return self.path is not None
-
-    def _read_postings(self, first: int) -> None:
-        """Read the postings of the turns numbered from `first` on into the Postings: all of
-        turns_vocab for a memory that holds none, else the new turns' terms."""
-        if first == 0:
-            for term, numbers in self._db.execute(_ALL_POSTINGS):
-                self._index.postings.extend(term, numbers)
-        else:
-            rows = self._db.execute(_CONTENTS, (first,)).fetchall()
-            if rows:
-                numbers, contents = zip(*rows, strict=True)
-                self._index.postings.add_at(numbers, terms_of(contents))
 
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
         with self._lock:
             self._db.close()
 
-    def ingest(self, message: Message, session: Session) -> None:
-        self.store([(message, session)])
+    def receipt(self, request_id: str) -> Receipt | None:
+        """The receipt of the write made with `request_id` within the receipt window, if any."""
+        with self._lock, self._begin():
+            return read_receipt(self._db, request_id)
 
-    def ingest_many(self, items: Iterable[tuple[Message, Session]]) -> int:
-        return len(self.store(items))
 
-    def store(self, items: Iterable[tuple[Message, Session]]) -> builtins.list[str]:
-        """Store every item in one transaction: all of them are on disk when this returns, or
-        (on any error) none. A message whose id is stored replaces it, in its place."""
-        turns = Turns.of(items)
-        if not turns:
-            return turns.item_ids
-        with self._lock:
-            with self._transaction("IMMEDIATE"):
-                self._refresh()  # the write lock is held: numbers cannot change under us
-                self._ids("speakers", self._speakers, turns.speakers)
-                self._ids("sessions", self._sessions, turns.session_ids)
-                placing = self._index.placing(turns, self._numbers(turns.turn_ids))
-                old_terms: builtins.list[builtins.list[str]] = []
-                if placing.replaced:
-                    old_terms = self._unindex(placing.replaced_numbers)
-                    generation = bump_generation(self._db)
-                self._write(turns, placing.numbers, set(placing.replaced_numbers))
-                commit.before_commit(self._keep_receipt, turns.item_ids)
-            try:
-                if placing.replaced:
-                    self._generation = generation
-                self._index.place(turns, placing, old_terms)
-            except BaseException:  # committed but not placed: read it all again next time
-                self._version = self._generation = None
-                raise
-        return turns.item_ids
+class _SQLiteRows:
+    """The rows of a SQLite memory, in the transaction its connection has open."""
 
-    def _numbers(self, ids: Sequence[str]) -> dict[str, int]:
-        """The turn numbers of those of `ids` that are stored."""
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._seen: Version | None = None  # the counters last read or left by a commit here
+
+    def forget(self) -> None:
+        """Read the generation again next time (a transaction rolled back)."""
+        self._seen = None
+
+    def counters(self, *, lock: bool) -> Version:
+        # data_version moves with every other connection's commit; the generation, read only
+        # then, moves with this connection's own commits, which `bump` saw.
+        (version,) = self._db.execute("PRAGMA data_version").fetchone()
+        seen = self._seen
+        if seen is None or seen.version != version:
+            (generation,) = self._db.execute(
+                "SELECT value FROM himga_meta WHERE key = 'generation'"
+            ).fetchone()
+            seen = self._seen = Version(version, int(generation))
+        return seen
+
+    def postings(self, first: int) -> Iterable[tuple[str, str]] | None:
+        return self._db.execute(_ALL_POSTINGS) if first == 0 else None
+
+    def loaded(self, first: int, *, terms: bool) -> Iterator[Loaded]:
+        cursor = self._db.execute(_PLACES.format("content" if terms else "NULL"), (first,))
+        while rows := cursor.fetchmany(_LOAD_ROWS):
+            yield _loaded(rows, terms=terms)
+
+    def loaded_of(self, numbers: Sequence[int]) -> Loaded:
+        chosen = json.dumps([number + 1 for number in numbers])
+        rows = self._db.execute(_PLACES_BY_IDS.format("content"), (chosen,)).fetchall()
+        return _loaded(rows, terms=True)
+
+    def changes(self, version: int, generation: int, now: Version) -> None:
+        return None  # no change log: another connection's changes are read anew
+
+    def numbers(self, ids: Sequence[str]) -> dict[str, int]:
         select = (
             "SELECT turn_id, id - 1 FROM messages WHERE turn_id IN (SELECT value FROM json_each(?))"
         )
-        return dict(self._db.execute(select, (json.dumps(list(ids)),)))
+        return dict(self._db.execute(select, (json.dumps(builtins.list(ids)),)))
 
-    def receipt(self, request_id: str) -> commit.Receipt | None:
-        """The receipt of the write made with `request_id` within the receipt window, if any."""
-        with self._lock, self._transaction():
-            return read_receipt(self._db, request_id)
+    def terms(self, numbers: Sequence[int]) -> builtins.list[builtins.list[str]]:
+        if not numbers:
+            return []
+        select = "SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))"
+        rows = self._db.execute(select, (json.dumps([n + 1 for n in numbers]),)).fetchall()
+        by_id = dict(
+            zip([i for i, _ in rows], terms_of([content for _, content in rows]), strict=True)
+        )
+        return [by_id.get(n + 1, []) for n in numbers]
 
-    def _keep_receipt(self, receipt: commit.Receipt) -> None:
-        keep_receipt(self._db, receipt)
-
-    def _ids(self, table: str, known: dict[str, int], keys: Iterable[str]) -> None:
-        """Put the ids of `keys` in `table` (speakers or sessions) into `known`, adding the
-        missing rows in the order given (sessions are numbered in order of first use)."""
-        missing = [key for key in dict.fromkeys(keys) if key not in known]
-        if not missing:
-            return
-        select = f"SELECT key, id FROM {table} WHERE key IN (SELECT value FROM json_each(?))"
-        known.update(self._db.execute(select, (json.dumps(missing),)))
-        added = [key for key in missing if key not in known]
-        if added:
-            insert = f"INSERT INTO {table} (key) VALUES (?)"
-            self._db.executemany(insert, [(key,) for key in added])
-            known.update(self._db.execute(select, (json.dumps(added),)))
-
-    def _write(self, turns: Turns, numbers: Sequence[int], replaced: set[int]) -> None:
-        """Write the rows of `turns` under their turn numbers: an update for the numbers in
-        `replaced`, an insert for the others; and index their terms."""
+    def write(self, turns: Turns, placing: Placing, old_terms: Sequence[Sequence[str]]) -> None:
+        speakers = self._ids("speakers", turns.speakers)
+        sessions = self._ids("sessions", turns.session_ids)
+        replaced = set(placing.replaced_numbers)
+        self._unindex(placing.replaced_numbers, old_terms)
         rows = zip(
-            [n + 1 for n in numbers],
-            map(self._sessions.__getitem__, turns.session_ids),
-            map(self._speakers.__getitem__, turns.speakers),
+            [n + 1 for n in placing.numbers],
+            map(sessions.__getitem__, turns.session_ids),
+            map(speakers.__getitem__, turns.speakers),
             map(len, turns.terms),
             *said_columns(turns),
             strict=True,
@@ -310,41 +276,53 @@ class SQLiteKeywordMemory(ContextFromHits):
         self._db.executemany(_UPDATE, updates)
         self._db.executemany(_INSERT, inserts)
         indexed = (
-            (n + 1, " ".join(own)) for n, own in zip(numbers, turns.terms, strict=True) if own
+            (n + 1, " ".join(own))
+            for n, own in zip(placing.numbers, turns.terms, strict=True)
+            if own
         )
         self._db.executemany("INSERT INTO turns_fts (rowid, terms) VALUES (?, ?)", indexed)
 
-    def _unindex(self, numbers: Sequence[int]) -> builtins.list[builtins.list[str]]:
+    def _ids(self, table: str, keys: Iterable[str]) -> dict[str, int]:
+        """The ids of `keys` in `table` (speakers or sessions), adding the missing rows in the
+        order given (sessions are numbered in order of first use)."""
+        wanted = builtins.list(dict.fromkeys(keys))
+        select = f"SELECT key, id FROM {table} WHERE key IN (SELECT value FROM json_each(?))"
+        known = dict(self._db.execute(select, (json.dumps(wanted),)))
+        added = [key for key in wanted if key not in known]
+        if added:
+            insert = f"INSERT INTO {table} (key) VALUES (?)"
+            self._db.executemany(insert, [(key,) for key in added])
+            known.update(self._db.execute(select, (json.dumps(added),)))
+        return known
+
+    def _unindex(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> None:
         """Take the terms of stored turns out of the index: FTS5's `delete` for a contentless
-        table, given the terms each turn was indexed with (made again from its stored text).
-        Return those terms, one list for each of `numbers`, for the Postings."""
-        select = "SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))"
-        rows = self._db.execute(select, (json.dumps([n + 1 for n in numbers]),)).fetchall()
-        by_id = dict(
-            zip([i for i, _ in rows], terms_of([content for _, content in rows]), strict=True)
-        )
+        table, given the terms each turn was indexed with."""
         self._db.executemany(
             "INSERT INTO turns_fts (turns_fts, rowid, terms) VALUES ('delete', ?, ?)",
-            [(i, " ".join(own)) for i, own in by_id.items() if own],
+            [(n + 1, " ".join(own)) for n, own in zip(numbers, old_terms, strict=True) if own],
         )
-        return [by_id.get(n + 1, []) for n in numbers]
 
-    def search(
-        self, query: str, limit: int = DEFAULT_LIMIT, *, filter: MessageFilter | None = None
-    ) -> builtins.list[Hit]:
-        wanted = query_terms(query)
-        if limit <= 0 or not wanted:
-            return []
-        with self._lock, self._transaction():
-            self._refresh()
-            best = self._index.best(wanted, limit, filter)
-            if not best:
-                return []
-            stored = self._stored([number for number, _ in best])
-        return [hit_of(stored[number], score) for number, score in best]
+    def delete(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> None:
+        self._unindex(numbers, old_terms)
+        self._db.execute(
+            "DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([n + 1 for n in numbers]),),
+        )
 
-    def _stored(self, numbers: Sequence[int]) -> dict[int, StoredMessage]:
-        """The stored messages of these turn numbers, by number."""
+    def reset(self) -> None:
+        for table in ("messages", "speakers", "sessions"):
+            self._db.execute(f"DELETE FROM {table}")
+        self._db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
+
+    def bump(self, seen: Version, change: Change | None, end: int | None) -> Version:
+        # This connection's own commit leaves its data_version as it was.
+        if change is None or change.numbers:
+            self._seen = Version(seen.version, int(bump_generation(self._db)))
+            return self._seen
+        return seen
+
+    def stored(self, numbers: Sequence[int]) -> dict[int, StoredMessage]:
         chosen = [number + 1 for number in numbers]
         if len(chosen) > _MOST_VARIABLES:
             rows = self._db.execute(_BY_JSON_IDS, (json.dumps(chosen),))
@@ -352,59 +330,25 @@ class SQLiteKeywordMemory(ContextFromHits):
             rows = self._db.execute(_BY_IDS.format(",".join("?" * len(chosen))), chosen)
         return {row[0]: stored_of(row) for row in rows}
 
-    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
-        wanted, chosen = deletion(ids, filter)
-        with self._lock:
-            with self._transaction("IMMEDIATE"):
-                self._refresh()
-                known = sorted(self._numbers(sorted(wanted)).values()) if wanted else None
-                numbers = self._index.deletable(known, chosen)
-                old_terms: builtins.list[builtins.list[str]] = []
-                if numbers:
-                    old_terms = self._unindex(numbers)
-                    self._db.execute(
-                        "DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-                        (json.dumps([n + 1 for n in numbers]),),
-                    )
-                    generation = bump_generation(self._db)
-                # Even when nothing matched: a retry of this delete then answers 0 again.
-                commit.before_commit(self._keep_receipt, len(numbers))
-            if not numbers:
-                return 0
-            try:
-                self._generation = generation
-                return self._index.drop(numbers, old_terms)
-            except BaseException:  # committed but not placed: read it all again next time
-                self._version = self._generation = None
-                raise
+    def keep_receipt(self, receipt: Receipt) -> None:
+        keep_receipt(self._db, receipt)
 
-    def list(
-        self,
-        *,
-        filter: MessageFilter | None = None,
-        page_size: int = DEFAULT_PAGE_SIZE,
-        page_token: str = "",
-    ) -> Page:
-        with self._lock, self._transaction():
-            self._refresh()
-            return self._index.page(
-                filter,
-                page_size,
-                page_token,
-                lambda after, count: self._db.execute(_PAGE, (after + 1, count)).fetchall(),
-                self._stored,
-            )
 
-    def reset(self) -> None:
-        with self._lock:
-            with self._transaction("IMMEDIATE"):
-                for table in ("messages", "speakers", "sessions"):
-                    self._db.execute(f"DELETE FROM {table}")
-                self._db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
-                bump_generation(self._db)
-            self._version = None
-            with self._transaction():
-                self._refresh()
+def _loaded(rows: Sequence[Sequence[Any]], *, terms: bool) -> Loaded:
+    """Rows of `_PLACES_OF` as the skeleton reads them in."""
+    if not rows:
+        return Loaded([], [], [], [], [], [], [], [] if terms else None)
+    numbers, sessions, lengths, speakers, roles, times, metadata, contents = zip(*rows, strict=True)
+    return Loaded(
+        numbers,
+        sessions,
+        lengths,
+        speakers,
+        roles,
+        times,
+        [json.loads(m) if m else {} for m in metadata],
+        terms_of(contents) if terms else None,
+    )
 
 
 def namespace_path(data_dir: Path, namespace: str) -> Path:

@@ -1,6 +1,6 @@
 """How the keyword memories turn text into index terms: words, minus stopwords, Porter-stemmed.
 
-Both keyword memories index and query with `terms` alone, so they agree on what matches. Terms
+Every keyword memory indexes and queries with `terms` alone, so they agree on what matches. Terms
 are casefolded runs of letters and digits (NFKC first, so full-width and ligature forms match
 their plain spelling); English stopwords and single letters are dropped, then each word is
 reduced to its Porter stem ("adoption agencies" -> ["adopt", "agenc"]). Words of two letters
@@ -8,7 +8,7 @@ are kept as they are, as Porter's own implementation does ("us" stays "us").
 
 The stemmer is Snowball's implementation of the original Porter algorithm (PyStemmer), which
 Snowball keeps frozen, so stored indexes do not drift with its releases. It is C: stemming in
-Python cost about 10 us a new word, which dominated ingest.
+Python dominated ingest.
 """
 
 import re
@@ -27,7 +27,7 @@ STEMMER = "porter"
 _WORD = re.compile(r"[^\W_]+")
 _NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 _SPACES = bytes.maketrans(_NOT_ALNUM, b" " * len(_NOT_ALNUM))
-# Snowball's own cache of 10,000 words made stemming 4x slower than none; _terms caches instead.
+# Snowball's own cache of words made stemming slower than none; _terms caches instead.
 _stemmer = Stemmer.Stemmer(STEMMER, 0)
 # word -> its term, or "" for a word that is dropped, for the words met so far
 _terms: dict[str, str] = {}
@@ -79,7 +79,7 @@ def terms_of(texts: Iterable[str]) -> list[list[str]]:
 def _words(text: str) -> list[str]:
     """The casefolded words of `text`: its runs of letters and digits."""
     if text.isascii():
-        # The common case, about 3x faster than the pattern: for ASCII, NFKC and casefold change
+        # The common case, faster than the pattern: for ASCII, NFKC and casefold change
         # nothing that lower() does not.
         return text.encode().translate(_SPACES).decode().lower().split()
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())

@@ -11,8 +11,8 @@ windows of the turns just before it; nothing else changes. A delete or a replace
 the turns it touches and recomputes the windows of the turns within near_turns of them, nothing
 else. About 24 bytes a turn.
 
-Both keyword memories hold one: KeywordMemory as its index, SQLiteKeywordMemory rebuilt from
-its database (which stores only each turn's session, speaker and own length) when it opens.
+Every keyword memory holds one in the index it derives (himga.memory.derived), rebuilt from its
+store (which keeps only each turn's session, speaker and own length) when it opens.
 """
 
 from __future__ import annotations

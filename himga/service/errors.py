@@ -32,13 +32,9 @@ from himga.status import ERROR_DOMAIN, FieldViolation, field_violations, is_call
 _log = logging.getLogger(__name__)
 
 
-class InvalidRequest(HimgaError, ValueError):
-    """A request breaks one or more rules; `violations` names every offending field. (A memory
-    raises InvalidArgument for one field; it travels as an InvalidRequest naming that field.)"""
-
-    def __init__(self, violations: list[FieldViolation]) -> None:
-        super().__init__("; ".join(str(v) for v in violations))
-        self.violations = violations
+InvalidRequest = InvalidArgument
+"""A request breaks one or more rules; `violations` names every offending field. The one
+bad-argument class (himga.errors.InvalidArgument) under the name the service has used."""
 
 
 class Unauthenticated(HimgaError, PermissionError):
@@ -104,8 +100,6 @@ def error_kind(exc: Exception) -> ErrorKind:
 def abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
     """End the call with the status of `exc`: its code, its ErrorInfo, and its field violations
     as BadRequest. An unexpected exception is logged; the caller learns only that it happened."""
-    if isinstance(exc, InvalidArgument):
-        exc = InvalidRequest([FieldViolation(exc.field, exc.rule)])
     kind = error_kind(exc)
     if kind is INTERNAL:
         _log.exception("internal error", exc_info=exc)

@@ -2,16 +2,15 @@
 
 The server's calls share one interpreter lock. Two things held it for long stretches while a
 100,000-message batch was read and stored (measured by `make bench-isolation`): the cyclic
-garbage collector, walking every object the batch had made (up to about 0.5 s at once), and
-single C calls over the whole batch (about 0.2 s; the SQLite memory now reads a batch in
-chunks). `large_batch` switches the cyclic collector off while a large batch is in flight: what
-a batch makes is freed by reference counting when the call ends, so nothing piles up, and the
-collector runs again as soon as no large batch is in flight.
+garbage collector, walking every object the batch had made, and single C calls over the whole
+batch (README, Figures). `large_batch` switches the cyclic collector off while a large batch is
+in flight: what a batch makes is freed by reference counting when the call ends, so nothing
+piles up, and the collector runs again as soon as no large batch is in flight.
 
 A small call hands the interpreter lock back and forth a dozen times (gRPC's poller, the worker,
 SQLite, the answer); each time it waits for the thread holding the lock to let go, by default
 after up to 5 ms. `himga serve` shortens that to SWITCH_INTERVAL_SECONDS (`share_interpreter`),
-which measured about half the 99th-percentile latency of small calls beside large batches.
+which lowers the 99th-percentile latency of small calls beside large batches (README, Figures).
 """
 
 import gc

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from himga.episodes import registry as episode_kinds
 from himga.episodes.base import EpisodeStore
@@ -64,10 +64,12 @@ MESSAGES = "messages"
 EPISODES = "episodes"
 
 
-def make_store(factory: Callable[[str, Place], T], namespace: str, place: Place) -> T:
+def make_store(
+    factory: Callable[[str, Place, Any], T], namespace: str, place: Place, options: Any
+) -> T:
     """The one call of a registry's factory (memory or episode store): the store of `namespace`
-    in `place`."""
-    return factory(namespace, place)
+    in `place`, with its kind's `options`."""
+    return factory(namespace, place, options)
 
 
 @dataclass(slots=True, eq=False)
@@ -130,7 +132,7 @@ class NamespaceStores:
             episode_kinds.DATABASE_STORE if over_database else episode_kinds.DEFAULT_STORE
         )
         self.max_open = max_open
-        self._memories: dict[str, Callable[[str, Place], BaseMemory]] = {}
+        self._memories: dict[str, Callable[[str, Place, Any], BaseMemory]] = {}
         problem = self.memory_problem(self.default_memory)  # fail now, at start-up
         if problem is not None:
             raise ValueError(problem)
@@ -172,7 +174,8 @@ class NamespaceStores:
                 self._make_room()
                 _check_memory(namespace, self._recorded(namespace, memory), memory)
                 factory = self._memory_factory(memory)
-                opened = OpenNamespace(memory, self._make(factory, namespace))
+                options = memory_kinds.memory_kind(memory).default_options()
+                opened = OpenNamespace(memory, self._make(factory, namespace, options))
                 self._open[key] = opened
             if opened is not None:
                 self._hold(key, opened)
@@ -196,7 +199,8 @@ class NamespaceStores:
             opened = self._open.get(key)
             if opened is None and (create or self._has_episodes(namespace)):
                 self._make_room()
-                opened = OpenEpisodes(self._make(self._episodes, namespace))
+                options = episode_kinds.store_kind(self.episodes_kind).default_options()
+                opened = OpenEpisodes(self._make(self._episodes, namespace, options))
                 self._open[key] = opened
             if opened is not None:
                 self._hold(key, opened)
@@ -259,23 +263,23 @@ class NamespaceStores:
 
     # --- the bound -----------------------------------------------------------------------
 
-    def _memory_factory(self, memory: str) -> Callable[[str, Place], BaseMemory]:
+    def _memory_factory(self, memory: str) -> Callable[[str, Place, Any], BaseMemory]:
         factory = self._memories.get(memory)
         if factory is None:
             factory = self._memories[memory] = memory_kinds.memory_factory(memory)
         return factory
 
-    def _make(self, factory: Callable[[str, Place], T], namespace: str) -> T:
+    def _make(self, factory: Callable[[str, Place, Any], T], namespace: str, options: Any) -> T:
         """A store made by `factory` (room made for it by the caller); when the process ran
         out of descriptors all the same, every idle durable store is closed and it is tried
         once more (called under the lock)."""
         try:
-            return make_store(factory, namespace, self.place)
+            return make_store(factory, namespace, self.place, options)
         except Exception as error:
             if not exhaustion.out_of_descriptors(error):
                 raise
             self._close_idle(keep=0)
-        return make_store(factory, namespace, self.place)
+        return make_store(factory, namespace, self.place, options)
 
     def _make_room(self) -> None:
         """In a data directory, close idle stores, least recently used first, while fewer than

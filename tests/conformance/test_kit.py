@@ -19,10 +19,12 @@ from himga.conformance import CHECKS, CheckResult, run_checks
 from himga.conformance.checks import KINDS, OVERSIZED_BYTES
 from himga.conformance.report import render
 from himga.data.conversation import Message, Session
+from himga.kinds import Keeps, Kind, NoOptions
 from himga.memory import KeywordMemory
 from himga.memory.base import BaseMemory, Hit
 from himga.memory.filters import MessageFilter
-from himga.memory.registry import DATABASE_MEMORY, memory_names, register, unregister
+from himga.memory.method import Method
+from himga.memory.registry import memory_kind, memory_names, register, unregister
 from himga.service.server import create_server
 from tests.server_process import start_listening
 
@@ -87,11 +89,13 @@ def test_every_check_has_a_kind_and_a_unique_name() -> None:
     assert API_CAPABILITIES <= CAPABILITIES
 
 
-@pytest.mark.parametrize("memory", [m for m in memory_names() if m != "null"])
+@pytest.mark.parametrize(
+    "memory", [m for m in memory_names() if memory_kind(m).keeps is not Keeps.NOTHING]
+)
 def test_storing_memories_pass_every_check(
     memory: str, tmp_path: Path, server_of: Callable[[str], str]
 ) -> None:
-    if memory == DATABASE_MEMORY:  # the session's server over PostgreSQL (memory and episodes)
+    if memory_kind(memory).keeps is Keeps.DATABASE:  # the session's server over PostgreSQL
         target = server_of(memory)
         results = run_checks(target)
     else:
@@ -153,7 +157,7 @@ class _ListMemory(BaseMemory):
         return sorted(hits, key=lambda h: -h.score)[:limit]
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> BaseMemory:
+    def for_namespace(cls, namespace: str, data_dir: Path | None, options: NoOptions) -> BaseMemory:
         return cls()
 
 
@@ -168,7 +172,7 @@ class _OneStoreForAll(_ListMemory):
     shared: _ListMemory | None = None
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> BaseMemory:
+    def for_namespace(cls, namespace: str, data_dir: Path | None, options: NoOptions) -> BaseMemory:
         if cls.shared is None:
             cls.shared = _ListMemory()
         return cls.shared
@@ -218,7 +222,9 @@ def test_a_broken_memory_fails_exactly_its_checks(
     memory: type[BaseMemory], failing: set[str], tmp_path: Path
 ) -> None:
     name = f"test-{memory.__name__.strip('_').lower()}"
-    register(name, __name__, f"{memory.__name__}.for_namespace")
+    options = Method if issubclass(memory, KeywordMemory) else NoOptions  # the kind's options
+    factory = f"{memory.__name__}.for_namespace"
+    register(name, Kind(__name__, factory, Keeps.PROCESS, shared=False, options=options))
     try:
         with python_server(name, tmp_path) as target:
             results = run_checks(target)

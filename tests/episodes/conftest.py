@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from himga.episodes.base import EpisodeStore
-from himga.episodes.registry import store_factory, store_names
+from himga.episodes.registry import open_store, store_names
 from himga.service import RemoteEpisodes
 from himga.storage.place import Place
 
@@ -28,7 +28,7 @@ def new_store(
         if request.param == "remote":
             store: EpisodeStore = RemoteEpisodes(memory_server, namespace)
         else:
-            store = store_factory(request.param)(namespace, place_of(request.param))
+            store = open_store(request.param, namespace, place_of(request.param))
         made.append(store)
         return store
 

@@ -14,7 +14,7 @@ from himga.data import Sample, load_dataset
 from himga.eval import ALL, OVERALL, compute_metrics, run_eval
 from himga.llm import get_client
 from himga.llm.extractive import best_sentence
-from himga.memory.registry import memory_factory
+from himga.memory.registry import open_memory
 
 REPO = Path(__file__).parents[2]
 
@@ -34,7 +34,7 @@ def test_a_memory_shows_its_worth_without_a_key(dev_samples: list[Sample]) -> No
     f1 = {}
     questions = sum(len(s.qa_pairs) for s in dev_samples)
     for name in ["null", "naive", "keyword"]:
-        memory = memory_factory(name)(name, None)
+        memory = open_memory(name, name, None)
         results = run_eval(dev_samples, agent=BaseAgent(memory=memory, llm=reader))
         assert len(results) == questions
         # the reader answered from what the memory recalled, and nothing else

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from himga.data.conversation import Sample
 from himga.data.locomo import load_locomo
-from himga.data.schema import Sample
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests/fixtures/locomo/locomo-mini.json"

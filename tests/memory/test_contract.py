@@ -22,7 +22,7 @@ from himga.data.conversation import Message, Session
 from himga.memory.base import BaseMemory, Hit
 from himga.memory.budget import count_tokens
 from himga.memory.filters import MessageFilter
-from himga.memory.registry import memory_factory, memory_names
+from himga.memory.registry import memory_names, open_memory
 from himga.memory.times import message_time, micros
 from himga.service import RemoteMemory
 from himga.storage.place import Place
@@ -63,7 +63,7 @@ def kind(
     def new() -> BaseMemory:
         namespace = f"contract-{uuid.uuid4().hex}"
         if way == "local":
-            return memory_factory(name)(namespace, place_of(name))
+            return open_memory(name, namespace, place_of(name))
         client = RemoteMemory if way == "remote" else SyncOverAsync
         memory = client(server_of(name), namespace, memory=name)
         made.append(memory)

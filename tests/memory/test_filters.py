@@ -1,6 +1,8 @@
 """Filters: one definition (MessageFilter.matches), which the keyword memories' predicate over
-turn numbers (Facets.selector) follows exactly; page tokens; what a filter refuses."""
+turn numbers (Facets.selector) and the selection their ranking core applies (Facets.selection)
+follow exactly; page tokens; what a filter refuses."""
 
+from array import array
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -62,6 +64,30 @@ def test_the_selector_answers_as_the_definition(
     for number, (session, role, offset, pairs) in enumerate(turns):
         want = number not in deleted and chosen.matches(session, role, hour(offset), pairs)
         assert allowed(number) is want
+
+
+@settings(deadline=None)
+@given(st.lists(TURN, min_size=1, max_size=20), st.sets(st.integers(0, 19)), FILTER)
+def test_the_selection_the_ranking_core_applies_answers_as_the_definition(
+    turns: list[tuple[str, str, int | None, dict[str, str]]],
+    deleted: set[int],
+    chosen: MessageFilter,
+) -> None:
+    """Every stored turn holds the query's one term, so a search with a limit of all of them
+    returns exactly the turns the C core lets through: those `matches` selects."""
+    windows, facets = Windows(), Facets()
+    windows.add([t[0] for t in turns], [1] * len(turns), [""] * len(turns))
+    facets.add(range(len(turns)), [t[1] for t in turns], [hour(t[2]) for t in turns],
+               [t[3] for t in turns])  # fmt: skip
+    windows.remove(deleted)
+    postings = [array("i", [n for n in range(len(turns)) if n not in deleted])]
+    found = windows.best(postings, {"word"}, len(turns), facets.selection(chosen, windows))
+    want = {
+        number
+        for number, (session, role, offset, pairs) in enumerate(turns)
+        if number not in deleted and chosen.matches(session, role, hour(offset), pairs)
+    }
+    assert {number for number, _ in found} == want
 
 
 def test_a_message_without_a_time_never_matches_a_time_range() -> None:

@@ -12,9 +12,9 @@ import pytest
 
 from himga.data import Message, Session
 from himga.errors import IncompatibleStoreError
-from himga.memory import KeywordMemory, SQLiteKeywordMemory
+from himga.memory import BaseMemory, KeywordMemory, SQLiteKeywordMemory
 from himga.memory.ranking import METHOD
-from himga.memory.registry import memory_factory
+from himga.memory.registry import open_memory
 from himga.memory.sqlite import DATABASE_NAME, namespace_path
 from himga.memory.sqlite_schema import FORMAT
 
@@ -199,7 +199,9 @@ def test_a_database_of_a_newer_format_is_refused(tmp_path: Path) -> None:
 
 
 def test_one_database_per_namespace_in_the_data_directory(tmp_path: Path) -> None:
-    factory = memory_factory("sqlite")
+    def factory(namespace: str, data_dir: Path) -> BaseMemory:
+        return open_memory("sqlite", namespace, data_dir)
+
     names = ["alice", "Alice", "a/../../b", "", "名前 with spaces", "x" * 500]
     paths = {namespace_path(tmp_path, name) for name in names}
     assert len(paths) == len(names)  # distinct even where file systems fold case

@@ -9,6 +9,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session, optional_text
+from himga.kinds import Keeps, Kind, NoOptions
 from himga.memory import registry
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
 from himga.service import create_server
@@ -24,7 +25,9 @@ class ListMemory(BaseMemory):
         self.items: list[tuple[Message, Session]] = []
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "ListMemory":
+    def for_namespace(
+        cls, namespace: str, data_dir: Path | None, options: NoOptions
+    ) -> "ListMemory":
         return cls()
 
     def ingest(self, message: Message, session: Session) -> None:
@@ -63,8 +66,12 @@ class FailingMemory(ListMemory):
 @pytest.fixture(scope="session")
 def listing_server() -> Iterator[str]:
     """The target of a server whose default memory is ListMemory (FailingMemory on request)."""
-    registry.register(LISTING, __name__, "ListMemory.for_namespace")
-    registry.register(FAILING, __name__, "FailingMemory.for_namespace")
+    registry.register(
+        LISTING, Kind(__name__, "ListMemory.for_namespace", Keeps.PROCESS, shared=False)
+    )
+    registry.register(
+        FAILING, Kind(__name__, "FailingMemory.for_namespace", Keeps.PROCESS, shared=False)
+    )
     server, port = create_server("127.0.0.1:0", memory=LISTING)
     try:
         yield f"127.0.0.1:{port}"

@@ -8,13 +8,16 @@ from pathlib import Path
 
 from himga.cli import main
 from himga.data.conversation import Message, Session
+from himga.kinds import Keeps, Kind, NoOptions
 from himga.memory import registry
 from himga.memory.base import BaseMemory
 
 
 class GatedMemory(BaseMemory):
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "GatedMemory":
+    def for_namespace(
+        cls, namespace: str, data_dir: Path | None, options: NoOptions
+    ) -> "GatedMemory":
         return cls()
 
     def ingest(self, message: Message, session: Session) -> None:
@@ -32,5 +35,7 @@ class GatedMemory(BaseMemory):
 
 
 if __name__ == "__main__":
-    registry.register("gated", "__main__", "GatedMemory.for_namespace")
+    registry.register(
+        "gated", Kind("__main__", "GatedMemory.for_namespace", Keeps.PROCESS, shared=False)
+    )
     sys.exit(main(["serve", *sys.argv[1:]]))

@@ -2,11 +2,13 @@
 one log line without a traceback, rate-limited; the server answers the next good call."""
 
 import logging
+from collections.abc import Iterator
 
 import grpc
 import pytest
 from himga_proto.memory.v1 import memory_pb2 as pb
 
+from himga.service import create_server
 from himga.service.decoding import RateLimitedLog
 from himga.status import reason_of
 from tests.service.conftest import ingest_request
@@ -26,18 +28,30 @@ def raw_call(target: str, method: str, data: bytes) -> grpc.Call:
     return caught.value
 
 
+@pytest.fixture
+def fresh_server() -> Iterator[str]:
+    """A server of its own, so that its log's rate limit has let no line through yet."""
+    server, port = create_server("127.0.0.1:0", memory="null")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(None).wait()
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("data", BAD, ids=["truncated", "not-utf-8", "open-group"])
 def test_undecodable_requests_are_invalid_argument(
-    listing_server: str, method: str, data: bytes, caplog: pytest.LogCaptureFixture
+    fresh_server: str, method: str, data: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        error = raw_call(listing_server, method, data)
+        error = raw_call(fresh_server, method, data)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert reason_of(error) == "INVALID_REQUEST"
     assert "does not decode" in (error.details() or "")
     lines = [r.getMessage() for r in caplog.records if "bad request" in r.getMessage()]
-    assert len(lines) <= 1 and all("\n" not in line for line in lines)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"bad request to /himga.memory.v1.MemoryService/{method} from ")
+    assert "\n" not in lines[0]
     assert not any(r.exc_info for r in caplog.records)
 
 

@@ -23,6 +23,7 @@ from himga.errors import (
     UnknownTypeError,
     Unsupported,
 )
+from himga.kinds import Keeps, Kind, NoOptions
 from himga.llm.errors import LLMCallError, LLMConfigError, LLMError, TransientLLMError
 from himga.memory import registry
 from himga.memory.base import BaseMemory
@@ -63,25 +64,24 @@ EXAMPLES: dict[type[Exception], Exception] = {
 # calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
-# A memory's error about one argument, which travels as the request error naming that field;
-# a database that cannot be reached, which travels as a store that cannot write.
-SENT_AS: dict[type[Exception], type[Exception]] = {
-    InvalidArgument: InvalidRequest,
-    DatabaseUnavailable: StoreUnavailable,
-}
+# A database that cannot be reached, which travels as a store that cannot write. (A memory's
+# error about one argument is the request error: InvalidRequest is InvalidArgument.)
+SENT_AS: dict[type[Exception], type[Exception]] = {DatabaseUnavailable: StoreUnavailable}
 
 
 class RaisingMemory(BaseMemory):
     """Raises, on ingest, the example error whose class is named by the message's content."""
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "RaisingMemory":
+    def for_namespace(
+        cls, namespace: str, data_dir: Path | None, options: NoOptions
+    ) -> "RaisingMemory":
         return cls()
 
     def ingest(self, message: Message, session: Session) -> None:
         if message.content == "unexpected":
             raise KeyError("a bug")
-        if message.content == "InvalidArgument":
+        if message.content == "one bad argument":
             raise InvalidArgument("page_token", "not a token of this listing")
         if message.content == "DatabaseUnavailable":
             raise DatabaseUnavailable("the database is unavailable (connection refused)")
@@ -96,7 +96,9 @@ class RaisingMemory(BaseMemory):
 
 @pytest.fixture(scope="module")
 def raising_server() -> Iterator[str]:
-    registry.register(RAISING, __name__, "RaisingMemory.for_namespace")
+    registry.register(
+        RAISING, Kind(__name__, "RaisingMemory.for_namespace", Keeps.PROCESS, shared=False)
+    )
     server, port = create_server("127.0.0.1:0", memory=RAISING)
     try:
         yield f"127.0.0.1:{port}"
@@ -111,6 +113,7 @@ def test_every_kind_has_an_example_and_a_reason_of_its_own() -> None:
     assert len(set(reasons)) == len(reasons) and all(reasons)
 
 
+@pytest.mark.filterwarnings("ignore:himga.* is deprecated:DeprecationWarning")
 def test_every_himga_error_is_sent_as_a_kind_or_is_local_only() -> None:
     for module in pkgutil.walk_packages(himga.__path__, "himga."):
         if not module.name.endswith("__main__"):
@@ -139,12 +142,13 @@ def test_a_lost_database_reaches_the_client_as_a_store_that_cannot_write(
 def test_an_argument_error_reaches_the_client_as_a_request_error_naming_the_field(
     raising_server: str,
 ) -> None:
-    message = Message(role="agent", content="InvalidArgument")
+    message = Message(role="agent", content="one bad argument")
     with (
         RemoteMemory(raising_server, f"kinds-{uuid.uuid4().hex}") as memory,
-        pytest.raises(InvalidRequest) as caught,
+        pytest.raises(InvalidArgument) as caught,
     ):
         memory.ingest(message, Session(session_id="s"))
+    assert InvalidRequest is InvalidArgument
     assert caught.value.violations == [FieldViolation("page_token", "not a token of this listing")]
     assert reason_of(caught.value.__cause__) == "INVALID_REQUEST"  # type: ignore[arg-type]
 

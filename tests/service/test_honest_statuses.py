@@ -14,6 +14,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session
+from himga.kinds import Keeps, Kind, NoOptions
 from himga.memory import commit, registry
 from himga.memory.sqlite import SQLiteKeywordMemory, namespace_path
 from himga.service import create_server
@@ -41,7 +42,9 @@ class GatedSQLite(SQLiteKeywordMemory):
     its write, until the server no longer wants it; then it writes (and must roll back)."""
 
     @classmethod
-    def for_namespace(cls, namespace: str, data_dir: Path | None) -> "GatedSQLite":
+    def for_namespace(
+        cls, namespace: str, data_dir: Path | None, options: NoOptions
+    ) -> "GatedSQLite":
         assert data_dir is not None
         return cls(namespace_path(data_dir, namespace))
 
@@ -91,7 +94,9 @@ class GatedSQLite(SQLiteKeywordMemory):
 
 @pytest.fixture
 def gated(tmp_path: Path) -> Iterator[tuple[str, object]]:
-    registry.register(GATED, __name__, "GatedSQLite.for_namespace")
+    registry.register(
+        GATED, Kind(__name__, "GatedSQLite.for_namespace", Keeps.DATA_DIRECTORY, shared=False)
+    )
     server, port = create_server("127.0.0.1:0", memory=GATED, data_dir=tmp_path)
     try:
         yield f"127.0.0.1:{port}", server

@@ -12,7 +12,7 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session
 from himga.episodes.base import EpisodeStore
-from himga.episodes.registry import store_factory
+from himga.episodes.registry import open_store
 from himga.memory import commit
 from himga.service import convert, create_server
 from himga.service.client import RemoteMemory
@@ -149,7 +149,7 @@ def gone() -> None:
 
 @pytest.mark.parametrize("kind", ["sqlite", "inprocess"])
 def test_an_episode_write_whose_caller_has_gone_is_rolled_back(kind: str, tmp_path: Path) -> None:
-    store: EpisodeStore = store_factory(kind)("n", tmp_path)
+    store: EpisodeStore = open_store(kind, "n", tmp_path)
     try:
         store.record_many([episode(1)])
         with commit.committing(commit.Terms(gone)):
