@@ -37,7 +37,8 @@ _HEALTH = "/grpc.health.v1.Health/"
 _REFLECTION = "ServerReflection/ServerReflectionInfo"
 
 # The one table: every method a himga server serves, by full name, with the right it needs.
-# read: Retrieve, List*, Get*, Search*; write: Ingest*, Record*, Delete*; admin: Reset.
+# read: Retrieve, List*, Get*, Search*; write: Ingest*, Record*, Delete*; admin: Reset,
+# DeleteNamespace.
 METHOD_RIGHTS: dict[str, Right | None] = {
     _MEMORY + "Ingest": "write",
     _MEMORY + "IngestBatch": "write",
@@ -45,6 +46,8 @@ METHOD_RIGHTS: dict[str, Right | None] = {
     _MEMORY + "Reset": "admin",
     _MEMORY + "Delete": "write",
     _MEMORY + "ListMessages": "read",
+    _MEMORY + "ListNamespaces": "read",
+    _MEMORY + "DeleteNamespace": "admin",
     _EPISODES + "RecordEpisode": "write",
     _EPISODES + "RecordEpisodes": "write",
     _EPISODES + "DeleteEpisode": "write",

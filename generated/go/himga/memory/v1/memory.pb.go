@@ -1292,6 +1292,276 @@ func (x *ListMessagesResponse) GetNextPageToken() string {
 	return ""
 }
 
+// ListNamespaces' request: a page of the namespaces the caller may read.
+type ListNamespacesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only namespaces whose name starts with this (compared exactly); empty: every one.
+	Prefix string `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// At most this many namespaces in the page; 0 means the server's default (100). At most
+	// 1000.
+	PageSize uint32 `protobuf:"varint,2,opt,name=page_size,proto3" json:"page_size,omitempty"`
+	// Where to go on: the next_page_token of the previous page, unchanged, with the same
+	// prefix. Empty: the first page. A token the server did not make, or one of another prefix,
+	// is INVALID_ARGUMENT naming page_token.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNamespacesRequest) Reset() {
+	*x = ListNamespacesRequest{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNamespacesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNamespacesRequest) ProtoMessage() {}
+
+func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
+func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListNamespacesRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *ListNamespacesRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListNamespacesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// One namespace a server holds.
+type NamespaceInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The namespace's name, as calls name it.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The memory its messages are kept with (a name `himga serve --help` lists); empty when it
+	// holds episodes only.
+	Memory        string `protobuf:"bytes,2,opt,name=memory,proto3" json:"memory,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamespaceInfo) Reset() {
+	*x = NamespaceInfo{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamespaceInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamespaceInfo) ProtoMessage() {}
+
+func (x *NamespaceInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamespaceInfo.ProtoReflect.Descriptor instead.
+func (*NamespaceInfo) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *NamespaceInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NamespaceInfo) GetMemory() string {
+	if x != nil {
+		return x.Memory
+	}
+	return ""
+}
+
+// ListNamespaces' answer: one page.
+type ListNamespacesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The page's namespaces, in the byte order of their names.
+	Namespaces []*NamespaceInfo `protobuf:"bytes,1,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// The token for the next page; empty when this page is the last.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNamespacesResponse) Reset() {
+	*x = ListNamespacesResponse{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNamespacesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNamespacesResponse) ProtoMessage() {}
+
+func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
+func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListNamespacesResponse) GetNamespaces() []*NamespaceInfo {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *ListNamespacesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// DeleteNamespace's request: the namespace to forget.
+type DeleteNamespaceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The namespace to delete. Required.
+	Namespace     string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNamespaceRequest) Reset() {
+	*x = DeleteNamespaceRequest{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNamespaceRequest) ProtoMessage() {}
+
+func (x *DeleteNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*DeleteNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *DeleteNamespaceRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+// DeleteNamespace's answer; the namespace is gone once it arrives.
+type DeleteNamespaceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the server held the namespace (it holds it no more either way).
+	Deleted       bool `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNamespaceResponse) Reset() {
+	*x = DeleteNamespaceResponse{}
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNamespaceResponse) ProtoMessage() {}
+
+func (x *DeleteNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*DeleteNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *DeleteNamespaceResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
 // One tool call made during an episode (schemas/v1/action_entry.json). The wire uses the
 // schema's short keys; the Python records call them timestamp, tool, input and output.
 type ActionEntry struct {
@@ -1310,7 +1580,7 @@ type ActionEntry struct {
 
 func (x *ActionEntry) Reset() {
 	*x = ActionEntry{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1592,7 @@ func (x *ActionEntry) String() string {
 func (*ActionEntry) ProtoMessage() {}
 
 func (x *ActionEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[18]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1605,7 @@ func (x *ActionEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionEntry.ProtoReflect.Descriptor instead.
 func (*ActionEntry) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{18}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ActionEntry) GetT() float64 {
@@ -1381,7 +1651,7 @@ type ErrorEntry struct {
 
 func (x *ErrorEntry) Reset() {
 	*x = ErrorEntry{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1663,7 @@ func (x *ErrorEntry) String() string {
 func (*ErrorEntry) ProtoMessage() {}
 
 func (x *ErrorEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[19]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1676,7 @@ func (x *ErrorEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorEntry.ProtoReflect.Descriptor instead.
 func (*ErrorEntry) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{19}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ErrorEntry) GetType() string {
@@ -1446,7 +1716,7 @@ type EpisodeContext struct {
 
 func (x *EpisodeContext) Reset() {
 	*x = EpisodeContext{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1728,7 @@ func (x *EpisodeContext) String() string {
 func (*EpisodeContext) ProtoMessage() {}
 
 func (x *EpisodeContext) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[20]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1741,7 @@ func (x *EpisodeContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpisodeContext.ProtoReflect.Descriptor instead.
 func (*EpisodeContext) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{20}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EpisodeContext) GetGoal() string {
@@ -1539,7 +1809,7 @@ type EpisodeTrace struct {
 
 func (x *EpisodeTrace) Reset() {
 	*x = EpisodeTrace{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1821,7 @@ func (x *EpisodeTrace) String() string {
 func (*EpisodeTrace) ProtoMessage() {}
 
 func (x *EpisodeTrace) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[21]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1834,7 @@ func (x *EpisodeTrace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpisodeTrace.ProtoReflect.Descriptor instead.
 func (*EpisodeTrace) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{21}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *EpisodeTrace) GetId() string {
@@ -1703,7 +1973,7 @@ type TaskContext struct {
 
 func (x *TaskContext) Reset() {
 	*x = TaskContext{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1985,7 @@ func (x *TaskContext) String() string {
 func (*TaskContext) ProtoMessage() {}
 
 func (x *TaskContext) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[22]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1998,7 @@ func (x *TaskContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskContext.ProtoReflect.Descriptor instead.
 func (*TaskContext) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{22}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TaskContext) GetGoal() string {
@@ -1775,7 +2045,7 @@ type RecordEpisodeRequest struct {
 
 func (x *RecordEpisodeRequest) Reset() {
 	*x = RecordEpisodeRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +2057,7 @@ func (x *RecordEpisodeRequest) String() string {
 func (*RecordEpisodeRequest) ProtoMessage() {}
 
 func (x *RecordEpisodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[23]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +2070,7 @@ func (x *RecordEpisodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEpisodeRequest.ProtoReflect.Descriptor instead.
 func (*RecordEpisodeRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{23}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RecordEpisodeRequest) GetNamespace() string {
@@ -1833,7 +2103,7 @@ type RecordEpisodeResponse struct {
 
 func (x *RecordEpisodeResponse) Reset() {
 	*x = RecordEpisodeResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +2115,7 @@ func (x *RecordEpisodeResponse) String() string {
 func (*RecordEpisodeResponse) ProtoMessage() {}
 
 func (x *RecordEpisodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[24]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +2128,7 @@ func (x *RecordEpisodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEpisodeResponse.ProtoReflect.Descriptor instead.
 func (*RecordEpisodeResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{24}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{29}
 }
 
 // RecordEpisodes' request: many episodes for one namespace, stored together or not at all.
@@ -1877,7 +2147,7 @@ type RecordEpisodesRequest struct {
 
 func (x *RecordEpisodesRequest) Reset() {
 	*x = RecordEpisodesRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +2159,7 @@ func (x *RecordEpisodesRequest) String() string {
 func (*RecordEpisodesRequest) ProtoMessage() {}
 
 func (x *RecordEpisodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[25]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2172,7 @@ func (x *RecordEpisodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEpisodesRequest.ProtoReflect.Descriptor instead.
 func (*RecordEpisodesRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{25}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RecordEpisodesRequest) GetNamespace() string {
@@ -1937,7 +2207,7 @@ type RecordEpisodesResponse struct {
 
 func (x *RecordEpisodesResponse) Reset() {
 	*x = RecordEpisodesResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2219,7 @@ func (x *RecordEpisodesResponse) String() string {
 func (*RecordEpisodesResponse) ProtoMessage() {}
 
 func (x *RecordEpisodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[26]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2232,7 @@ func (x *RecordEpisodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordEpisodesResponse.ProtoReflect.Descriptor instead.
 func (*RecordEpisodesResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{26}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RecordEpisodesResponse) GetRecorded() uint32 {
@@ -1985,7 +2255,7 @@ type GetEpisodeRequest struct {
 
 func (x *GetEpisodeRequest) Reset() {
 	*x = GetEpisodeRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[27]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2267,7 @@ func (x *GetEpisodeRequest) String() string {
 func (*GetEpisodeRequest) ProtoMessage() {}
 
 func (x *GetEpisodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[27]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2280,7 @@ func (x *GetEpisodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEpisodeRequest.ProtoReflect.Descriptor instead.
 func (*GetEpisodeRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{27}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetEpisodeRequest) GetNamespace() string {
@@ -2038,7 +2308,7 @@ type GetEpisodeResponse struct {
 
 func (x *GetEpisodeResponse) Reset() {
 	*x = GetEpisodeResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[28]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2320,7 @@ func (x *GetEpisodeResponse) String() string {
 func (*GetEpisodeResponse) ProtoMessage() {}
 
 func (x *GetEpisodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[28]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2333,7 @@ func (x *GetEpisodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEpisodeResponse.ProtoReflect.Descriptor instead.
 func (*GetEpisodeResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{28}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetEpisodeResponse) GetEpisode() *EpisodeTrace {
@@ -2089,7 +2359,7 @@ type DeleteEpisodeRequest struct {
 
 func (x *DeleteEpisodeRequest) Reset() {
 	*x = DeleteEpisodeRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[29]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2371,7 @@ func (x *DeleteEpisodeRequest) String() string {
 func (*DeleteEpisodeRequest) ProtoMessage() {}
 
 func (x *DeleteEpisodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[29]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2384,7 @@ func (x *DeleteEpisodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEpisodeRequest.ProtoReflect.Descriptor instead.
 func (*DeleteEpisodeRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{29}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteEpisodeRequest) GetNamespace() string {
@@ -2149,7 +2419,7 @@ type DeleteEpisodeResponse struct {
 
 func (x *DeleteEpisodeResponse) Reset() {
 	*x = DeleteEpisodeResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[30]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2431,7 @@ func (x *DeleteEpisodeResponse) String() string {
 func (*DeleteEpisodeResponse) ProtoMessage() {}
 
 func (x *DeleteEpisodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[30]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2444,7 @@ func (x *DeleteEpisodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteEpisodeResponse.ProtoReflect.Descriptor instead.
 func (*DeleteEpisodeResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{30}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteEpisodeResponse) GetDeleted() bool {
@@ -2215,7 +2485,7 @@ type ListEpisodesRequest struct {
 
 func (x *ListEpisodesRequest) Reset() {
 	*x = ListEpisodesRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[31]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2227,7 +2497,7 @@ func (x *ListEpisodesRequest) String() string {
 func (*ListEpisodesRequest) ProtoMessage() {}
 
 func (x *ListEpisodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[31]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2240,7 +2510,7 @@ func (x *ListEpisodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEpisodesRequest.ProtoReflect.Descriptor instead.
 func (*ListEpisodesRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{31}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListEpisodesRequest) GetNamespace() string {
@@ -2326,7 +2596,7 @@ type ListEpisodesResponse struct {
 
 func (x *ListEpisodesResponse) Reset() {
 	*x = ListEpisodesResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[32]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2608,7 @@ func (x *ListEpisodesResponse) String() string {
 func (*ListEpisodesResponse) ProtoMessage() {}
 
 func (x *ListEpisodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[32]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2621,7 @@ func (x *ListEpisodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEpisodesResponse.ProtoReflect.Descriptor instead.
 func (*ListEpisodesResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{32}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListEpisodesResponse) GetEpisodes() []*EpisodeTrace {
@@ -2388,7 +2658,7 @@ type SearchEpisodesRequest struct {
 
 func (x *SearchEpisodesRequest) Reset() {
 	*x = SearchEpisodesRequest{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[33]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2670,7 @@ func (x *SearchEpisodesRequest) String() string {
 func (*SearchEpisodesRequest) ProtoMessage() {}
 
 func (x *SearchEpisodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[33]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2683,7 @@ func (x *SearchEpisodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchEpisodesRequest.ProtoReflect.Descriptor instead.
 func (*SearchEpisodesRequest) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{33}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SearchEpisodesRequest) GetNamespace() string {
@@ -2464,7 +2734,7 @@ type EpisodeHit struct {
 
 func (x *EpisodeHit) Reset() {
 	*x = EpisodeHit{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[34]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +2746,7 @@ func (x *EpisodeHit) String() string {
 func (*EpisodeHit) ProtoMessage() {}
 
 func (x *EpisodeHit) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[34]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +2759,7 @@ func (x *EpisodeHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpisodeHit.ProtoReflect.Descriptor instead.
 func (*EpisodeHit) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{34}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *EpisodeHit) GetEpisode() *EpisodeTrace {
@@ -2521,7 +2791,7 @@ type SearchEpisodesResponse struct {
 
 func (x *SearchEpisodesResponse) Reset() {
 	*x = SearchEpisodesResponse{}
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[35]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2533,7 +2803,7 @@ func (x *SearchEpisodesResponse) String() string {
 func (*SearchEpisodesResponse) ProtoMessage() {}
 
 func (x *SearchEpisodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[35]
+	mi := &file_himga_proto_memory_v1_memory_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2546,7 +2816,7 @@ func (x *SearchEpisodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchEpisodesResponse.ProtoReflect.Descriptor instead.
 func (*SearchEpisodesResponse) Descriptor() ([]byte, []int) {
-	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{35}
+	return file_himga_proto_memory_v1_memory_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SearchEpisodesResponse) GetContext() string {
@@ -2672,7 +2942,25 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"|\n" +
 	"\x14ListMessagesResponse\x12:\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1e.himga.memory.v1.StoredMessageR\bmessages\x12(\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"c\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"m\n" +
+	"\x15ListNamespacesRequest\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12\x1c\n" +
+	"\tpage_size\x18\x02 \x01(\rR\tpage_size\x12\x1e\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\n" +
+	"page_token\";\n" +
+	"\rNamespaceInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06memory\x18\x02 \x01(\tR\x06memory\"\x82\x01\n" +
+	"\x16ListNamespacesResponse\x12>\n" +
+	"\n" +
+	"namespaces\x18\x01 \x03(\v2\x1e.himga.memory.v1.NamespaceInfoR\n" +
+	"namespaces\x12(\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\x0fnext_page_token\"6\n" +
+	"\x16DeleteNamespaceRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"3\n" +
+	"\x17DeleteNamespaceResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"c\n" +
 	"\vActionEntry\x12\f\n" +
 	"\x01t\x18\x01 \x01(\x01R\x01t\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12\x16\n" +
@@ -2782,14 +3070,16 @@ const file_himga_proto_memory_v1_memory_proto_rawDesc = "" +
 	"\x05score\x18\x02 \x01(\x01R\x05score\"c\n" +
 	"\x16SearchEpisodesResponse\x12\x18\n" +
 	"\acontext\x18\x01 \x01(\tR\acontext\x12/\n" +
-	"\x04hits\x18\x02 \x03(\v2\x1b.himga.memory.v1.EpisodeHitR\x04hits2\xf5\x03\n" +
+	"\x04hits\x18\x02 \x03(\v2\x1b.himga.memory.v1.EpisodeHitR\x04hits2\xbe\x05\n" +
 	"\rMemoryService\x12I\n" +
 	"\x06Ingest\x12\x1e.himga.memory.v1.IngestRequest\x1a\x1f.himga.memory.v1.IngestResponse\x12X\n" +
 	"\vIngestBatch\x12#.himga.memory.v1.IngestBatchRequest\x1a$.himga.memory.v1.IngestBatchResponse\x12O\n" +
 	"\bRetrieve\x12 .himga.memory.v1.RetrieveRequest\x1a!.himga.memory.v1.RetrieveResponse\x12F\n" +
 	"\x05Reset\x12\x1d.himga.memory.v1.ResetRequest\x1a\x1e.himga.memory.v1.ResetResponse\x12I\n" +
 	"\x06Delete\x12\x1e.himga.memory.v1.DeleteRequest\x1a\x1f.himga.memory.v1.DeleteResponse\x12[\n" +
-	"\fListMessages\x12$.himga.memory.v1.ListMessagesRequest\x1a%.himga.memory.v1.ListMessagesResponse2\xca\x04\n" +
+	"\fListMessages\x12$.himga.memory.v1.ListMessagesRequest\x1a%.himga.memory.v1.ListMessagesResponse\x12a\n" +
+	"\x0eListNamespaces\x12&.himga.memory.v1.ListNamespacesRequest\x1a'.himga.memory.v1.ListNamespacesResponse\x12d\n" +
+	"\x0fDeleteNamespace\x12'.himga.memory.v1.DeleteNamespaceRequest\x1a(.himga.memory.v1.DeleteNamespaceResponse2\xca\x04\n" +
 	"\x0eEpisodeService\x12^\n" +
 	"\rRecordEpisode\x12%.himga.memory.v1.RecordEpisodeRequest\x1a&.himga.memory.v1.RecordEpisodeResponse\x12a\n" +
 	"\x0eRecordEpisodes\x12&.himga.memory.v1.RecordEpisodesRequest\x1a'.himga.memory.v1.RecordEpisodesResponse\x12U\n" +
@@ -2811,115 +3101,125 @@ func file_himga_proto_memory_v1_memory_proto_rawDescGZIP() []byte {
 	return file_himga_proto_memory_v1_memory_proto_rawDescData
 }
 
-var file_himga_proto_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_himga_proto_memory_v1_memory_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_himga_proto_memory_v1_memory_proto_goTypes = []any{
-	(*Message)(nil),                // 0: himga.memory.v1.Message
-	(*Session)(nil),                // 1: himga.memory.v1.Session
-	(*IngestRequest)(nil),          // 2: himga.memory.v1.IngestRequest
-	(*IngestResponse)(nil),         // 3: himga.memory.v1.IngestResponse
-	(*IngestItem)(nil),             // 4: himga.memory.v1.IngestItem
-	(*IngestBatchRequest)(nil),     // 5: himga.memory.v1.IngestBatchRequest
-	(*IngestBatchResponse)(nil),    // 6: himga.memory.v1.IngestBatchResponse
-	(*RetrieveRequest)(nil),        // 7: himga.memory.v1.RetrieveRequest
-	(*MessageFilter)(nil),          // 8: himga.memory.v1.MessageFilter
-	(*Hit)(nil),                    // 9: himga.memory.v1.Hit
-	(*RetrieveResponse)(nil),       // 10: himga.memory.v1.RetrieveResponse
-	(*ResetRequest)(nil),           // 11: himga.memory.v1.ResetRequest
-	(*ResetResponse)(nil),          // 12: himga.memory.v1.ResetResponse
-	(*DeleteRequest)(nil),          // 13: himga.memory.v1.DeleteRequest
-	(*DeleteResponse)(nil),         // 14: himga.memory.v1.DeleteResponse
-	(*ListMessagesRequest)(nil),    // 15: himga.memory.v1.ListMessagesRequest
-	(*StoredMessage)(nil),          // 16: himga.memory.v1.StoredMessage
-	(*ListMessagesResponse)(nil),   // 17: himga.memory.v1.ListMessagesResponse
-	(*ActionEntry)(nil),            // 18: himga.memory.v1.ActionEntry
-	(*ErrorEntry)(nil),             // 19: himga.memory.v1.ErrorEntry
-	(*EpisodeContext)(nil),         // 20: himga.memory.v1.EpisodeContext
-	(*EpisodeTrace)(nil),           // 21: himga.memory.v1.EpisodeTrace
-	(*TaskContext)(nil),            // 22: himga.memory.v1.TaskContext
-	(*RecordEpisodeRequest)(nil),   // 23: himga.memory.v1.RecordEpisodeRequest
-	(*RecordEpisodeResponse)(nil),  // 24: himga.memory.v1.RecordEpisodeResponse
-	(*RecordEpisodesRequest)(nil),  // 25: himga.memory.v1.RecordEpisodesRequest
-	(*RecordEpisodesResponse)(nil), // 26: himga.memory.v1.RecordEpisodesResponse
-	(*GetEpisodeRequest)(nil),      // 27: himga.memory.v1.GetEpisodeRequest
-	(*GetEpisodeResponse)(nil),     // 28: himga.memory.v1.GetEpisodeResponse
-	(*DeleteEpisodeRequest)(nil),   // 29: himga.memory.v1.DeleteEpisodeRequest
-	(*DeleteEpisodeResponse)(nil),  // 30: himga.memory.v1.DeleteEpisodeResponse
-	(*ListEpisodesRequest)(nil),    // 31: himga.memory.v1.ListEpisodesRequest
-	(*ListEpisodesResponse)(nil),   // 32: himga.memory.v1.ListEpisodesResponse
-	(*SearchEpisodesRequest)(nil),  // 33: himga.memory.v1.SearchEpisodesRequest
-	(*EpisodeHit)(nil),             // 34: himga.memory.v1.EpisodeHit
-	(*SearchEpisodesResponse)(nil), // 35: himga.memory.v1.SearchEpisodesResponse
-	nil,                            // 36: himga.memory.v1.Message.MetadataEntry
-	nil,                            // 37: himga.memory.v1.MessageFilter.MetadataEntry
-	nil,                            // 38: himga.memory.v1.Hit.MetadataEntry
-	(*timestamppb.Timestamp)(nil),  // 39: google.protobuf.Timestamp
+	(*Message)(nil),                 // 0: himga.memory.v1.Message
+	(*Session)(nil),                 // 1: himga.memory.v1.Session
+	(*IngestRequest)(nil),           // 2: himga.memory.v1.IngestRequest
+	(*IngestResponse)(nil),          // 3: himga.memory.v1.IngestResponse
+	(*IngestItem)(nil),              // 4: himga.memory.v1.IngestItem
+	(*IngestBatchRequest)(nil),      // 5: himga.memory.v1.IngestBatchRequest
+	(*IngestBatchResponse)(nil),     // 6: himga.memory.v1.IngestBatchResponse
+	(*RetrieveRequest)(nil),         // 7: himga.memory.v1.RetrieveRequest
+	(*MessageFilter)(nil),           // 8: himga.memory.v1.MessageFilter
+	(*Hit)(nil),                     // 9: himga.memory.v1.Hit
+	(*RetrieveResponse)(nil),        // 10: himga.memory.v1.RetrieveResponse
+	(*ResetRequest)(nil),            // 11: himga.memory.v1.ResetRequest
+	(*ResetResponse)(nil),           // 12: himga.memory.v1.ResetResponse
+	(*DeleteRequest)(nil),           // 13: himga.memory.v1.DeleteRequest
+	(*DeleteResponse)(nil),          // 14: himga.memory.v1.DeleteResponse
+	(*ListMessagesRequest)(nil),     // 15: himga.memory.v1.ListMessagesRequest
+	(*StoredMessage)(nil),           // 16: himga.memory.v1.StoredMessage
+	(*ListMessagesResponse)(nil),    // 17: himga.memory.v1.ListMessagesResponse
+	(*ListNamespacesRequest)(nil),   // 18: himga.memory.v1.ListNamespacesRequest
+	(*NamespaceInfo)(nil),           // 19: himga.memory.v1.NamespaceInfo
+	(*ListNamespacesResponse)(nil),  // 20: himga.memory.v1.ListNamespacesResponse
+	(*DeleteNamespaceRequest)(nil),  // 21: himga.memory.v1.DeleteNamespaceRequest
+	(*DeleteNamespaceResponse)(nil), // 22: himga.memory.v1.DeleteNamespaceResponse
+	(*ActionEntry)(nil),             // 23: himga.memory.v1.ActionEntry
+	(*ErrorEntry)(nil),              // 24: himga.memory.v1.ErrorEntry
+	(*EpisodeContext)(nil),          // 25: himga.memory.v1.EpisodeContext
+	(*EpisodeTrace)(nil),            // 26: himga.memory.v1.EpisodeTrace
+	(*TaskContext)(nil),             // 27: himga.memory.v1.TaskContext
+	(*RecordEpisodeRequest)(nil),    // 28: himga.memory.v1.RecordEpisodeRequest
+	(*RecordEpisodeResponse)(nil),   // 29: himga.memory.v1.RecordEpisodeResponse
+	(*RecordEpisodesRequest)(nil),   // 30: himga.memory.v1.RecordEpisodesRequest
+	(*RecordEpisodesResponse)(nil),  // 31: himga.memory.v1.RecordEpisodesResponse
+	(*GetEpisodeRequest)(nil),       // 32: himga.memory.v1.GetEpisodeRequest
+	(*GetEpisodeResponse)(nil),      // 33: himga.memory.v1.GetEpisodeResponse
+	(*DeleteEpisodeRequest)(nil),    // 34: himga.memory.v1.DeleteEpisodeRequest
+	(*DeleteEpisodeResponse)(nil),   // 35: himga.memory.v1.DeleteEpisodeResponse
+	(*ListEpisodesRequest)(nil),     // 36: himga.memory.v1.ListEpisodesRequest
+	(*ListEpisodesResponse)(nil),    // 37: himga.memory.v1.ListEpisodesResponse
+	(*SearchEpisodesRequest)(nil),   // 38: himga.memory.v1.SearchEpisodesRequest
+	(*EpisodeHit)(nil),              // 39: himga.memory.v1.EpisodeHit
+	(*SearchEpisodesResponse)(nil),  // 40: himga.memory.v1.SearchEpisodesResponse
+	nil,                             // 41: himga.memory.v1.Message.MetadataEntry
+	nil,                             // 42: himga.memory.v1.MessageFilter.MetadataEntry
+	nil,                             // 43: himga.memory.v1.Hit.MetadataEntry
+	(*timestamppb.Timestamp)(nil),   // 44: google.protobuf.Timestamp
 }
 var file_himga_proto_memory_v1_memory_proto_depIdxs = []int32{
-	39, // 0: himga.memory.v1.Message.timestamp:type_name -> google.protobuf.Timestamp
-	36, // 1: himga.memory.v1.Message.metadata:type_name -> himga.memory.v1.Message.MetadataEntry
+	44, // 0: himga.memory.v1.Message.timestamp:type_name -> google.protobuf.Timestamp
+	41, // 1: himga.memory.v1.Message.metadata:type_name -> himga.memory.v1.Message.MetadataEntry
 	0,  // 2: himga.memory.v1.Session.messages:type_name -> himga.memory.v1.Message
-	39, // 3: himga.memory.v1.Session.timestamp:type_name -> google.protobuf.Timestamp
+	44, // 3: himga.memory.v1.Session.timestamp:type_name -> google.protobuf.Timestamp
 	0,  // 4: himga.memory.v1.IngestRequest.message:type_name -> himga.memory.v1.Message
 	1,  // 5: himga.memory.v1.IngestRequest.session:type_name -> himga.memory.v1.Session
 	0,  // 6: himga.memory.v1.IngestItem.message:type_name -> himga.memory.v1.Message
 	1,  // 7: himga.memory.v1.IngestItem.session:type_name -> himga.memory.v1.Session
 	4,  // 8: himga.memory.v1.IngestBatchRequest.items:type_name -> himga.memory.v1.IngestItem
 	8,  // 9: himga.memory.v1.RetrieveRequest.filter:type_name -> himga.memory.v1.MessageFilter
-	39, // 10: himga.memory.v1.MessageFilter.after:type_name -> google.protobuf.Timestamp
-	39, // 11: himga.memory.v1.MessageFilter.before:type_name -> google.protobuf.Timestamp
-	37, // 12: himga.memory.v1.MessageFilter.metadata:type_name -> himga.memory.v1.MessageFilter.MetadataEntry
-	39, // 13: himga.memory.v1.Hit.time:type_name -> google.protobuf.Timestamp
-	38, // 14: himga.memory.v1.Hit.metadata:type_name -> himga.memory.v1.Hit.MetadataEntry
+	44, // 10: himga.memory.v1.MessageFilter.after:type_name -> google.protobuf.Timestamp
+	44, // 11: himga.memory.v1.MessageFilter.before:type_name -> google.protobuf.Timestamp
+	42, // 12: himga.memory.v1.MessageFilter.metadata:type_name -> himga.memory.v1.MessageFilter.MetadataEntry
+	44, // 13: himga.memory.v1.Hit.time:type_name -> google.protobuf.Timestamp
+	43, // 14: himga.memory.v1.Hit.metadata:type_name -> himga.memory.v1.Hit.MetadataEntry
 	9,  // 15: himga.memory.v1.RetrieveResponse.hits:type_name -> himga.memory.v1.Hit
 	8,  // 16: himga.memory.v1.DeleteRequest.filter:type_name -> himga.memory.v1.MessageFilter
 	8,  // 17: himga.memory.v1.ListMessagesRequest.filter:type_name -> himga.memory.v1.MessageFilter
 	0,  // 18: himga.memory.v1.StoredMessage.message:type_name -> himga.memory.v1.Message
 	1,  // 19: himga.memory.v1.StoredMessage.session:type_name -> himga.memory.v1.Session
-	39, // 20: himga.memory.v1.StoredMessage.time:type_name -> google.protobuf.Timestamp
+	44, // 20: himga.memory.v1.StoredMessage.time:type_name -> google.protobuf.Timestamp
 	16, // 21: himga.memory.v1.ListMessagesResponse.messages:type_name -> himga.memory.v1.StoredMessage
-	39, // 22: himga.memory.v1.EpisodeTrace.timestamp:type_name -> google.protobuf.Timestamp
-	20, // 23: himga.memory.v1.EpisodeTrace.context:type_name -> himga.memory.v1.EpisodeContext
-	18, // 24: himga.memory.v1.EpisodeTrace.action_log:type_name -> himga.memory.v1.ActionEntry
-	19, // 25: himga.memory.v1.EpisodeTrace.errors_encountered:type_name -> himga.memory.v1.ErrorEntry
-	39, // 26: himga.memory.v1.EpisodeTrace.last_accessed:type_name -> google.protobuf.Timestamp
-	21, // 27: himga.memory.v1.RecordEpisodeRequest.episode:type_name -> himga.memory.v1.EpisodeTrace
-	21, // 28: himga.memory.v1.RecordEpisodesRequest.episodes:type_name -> himga.memory.v1.EpisodeTrace
-	21, // 29: himga.memory.v1.GetEpisodeResponse.episode:type_name -> himga.memory.v1.EpisodeTrace
-	39, // 30: himga.memory.v1.ListEpisodesRequest.since:type_name -> google.protobuf.Timestamp
-	39, // 31: himga.memory.v1.ListEpisodesRequest.until:type_name -> google.protobuf.Timestamp
-	21, // 32: himga.memory.v1.ListEpisodesResponse.episodes:type_name -> himga.memory.v1.EpisodeTrace
-	22, // 33: himga.memory.v1.SearchEpisodesRequest.task:type_name -> himga.memory.v1.TaskContext
-	21, // 34: himga.memory.v1.EpisodeHit.episode:type_name -> himga.memory.v1.EpisodeTrace
-	34, // 35: himga.memory.v1.SearchEpisodesResponse.hits:type_name -> himga.memory.v1.EpisodeHit
-	2,  // 36: himga.memory.v1.MemoryService.Ingest:input_type -> himga.memory.v1.IngestRequest
-	5,  // 37: himga.memory.v1.MemoryService.IngestBatch:input_type -> himga.memory.v1.IngestBatchRequest
-	7,  // 38: himga.memory.v1.MemoryService.Retrieve:input_type -> himga.memory.v1.RetrieveRequest
-	11, // 39: himga.memory.v1.MemoryService.Reset:input_type -> himga.memory.v1.ResetRequest
-	13, // 40: himga.memory.v1.MemoryService.Delete:input_type -> himga.memory.v1.DeleteRequest
-	15, // 41: himga.memory.v1.MemoryService.ListMessages:input_type -> himga.memory.v1.ListMessagesRequest
-	23, // 42: himga.memory.v1.EpisodeService.RecordEpisode:input_type -> himga.memory.v1.RecordEpisodeRequest
-	25, // 43: himga.memory.v1.EpisodeService.RecordEpisodes:input_type -> himga.memory.v1.RecordEpisodesRequest
-	27, // 44: himga.memory.v1.EpisodeService.GetEpisode:input_type -> himga.memory.v1.GetEpisodeRequest
-	29, // 45: himga.memory.v1.EpisodeService.DeleteEpisode:input_type -> himga.memory.v1.DeleteEpisodeRequest
-	31, // 46: himga.memory.v1.EpisodeService.ListEpisodes:input_type -> himga.memory.v1.ListEpisodesRequest
-	33, // 47: himga.memory.v1.EpisodeService.SearchEpisodes:input_type -> himga.memory.v1.SearchEpisodesRequest
-	3,  // 48: himga.memory.v1.MemoryService.Ingest:output_type -> himga.memory.v1.IngestResponse
-	6,  // 49: himga.memory.v1.MemoryService.IngestBatch:output_type -> himga.memory.v1.IngestBatchResponse
-	10, // 50: himga.memory.v1.MemoryService.Retrieve:output_type -> himga.memory.v1.RetrieveResponse
-	12, // 51: himga.memory.v1.MemoryService.Reset:output_type -> himga.memory.v1.ResetResponse
-	14, // 52: himga.memory.v1.MemoryService.Delete:output_type -> himga.memory.v1.DeleteResponse
-	17, // 53: himga.memory.v1.MemoryService.ListMessages:output_type -> himga.memory.v1.ListMessagesResponse
-	24, // 54: himga.memory.v1.EpisodeService.RecordEpisode:output_type -> himga.memory.v1.RecordEpisodeResponse
-	26, // 55: himga.memory.v1.EpisodeService.RecordEpisodes:output_type -> himga.memory.v1.RecordEpisodesResponse
-	28, // 56: himga.memory.v1.EpisodeService.GetEpisode:output_type -> himga.memory.v1.GetEpisodeResponse
-	30, // 57: himga.memory.v1.EpisodeService.DeleteEpisode:output_type -> himga.memory.v1.DeleteEpisodeResponse
-	32, // 58: himga.memory.v1.EpisodeService.ListEpisodes:output_type -> himga.memory.v1.ListEpisodesResponse
-	35, // 59: himga.memory.v1.EpisodeService.SearchEpisodes:output_type -> himga.memory.v1.SearchEpisodesResponse
-	48, // [48:60] is the sub-list for method output_type
-	36, // [36:48] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	19, // 22: himga.memory.v1.ListNamespacesResponse.namespaces:type_name -> himga.memory.v1.NamespaceInfo
+	44, // 23: himga.memory.v1.EpisodeTrace.timestamp:type_name -> google.protobuf.Timestamp
+	25, // 24: himga.memory.v1.EpisodeTrace.context:type_name -> himga.memory.v1.EpisodeContext
+	23, // 25: himga.memory.v1.EpisodeTrace.action_log:type_name -> himga.memory.v1.ActionEntry
+	24, // 26: himga.memory.v1.EpisodeTrace.errors_encountered:type_name -> himga.memory.v1.ErrorEntry
+	44, // 27: himga.memory.v1.EpisodeTrace.last_accessed:type_name -> google.protobuf.Timestamp
+	26, // 28: himga.memory.v1.RecordEpisodeRequest.episode:type_name -> himga.memory.v1.EpisodeTrace
+	26, // 29: himga.memory.v1.RecordEpisodesRequest.episodes:type_name -> himga.memory.v1.EpisodeTrace
+	26, // 30: himga.memory.v1.GetEpisodeResponse.episode:type_name -> himga.memory.v1.EpisodeTrace
+	44, // 31: himga.memory.v1.ListEpisodesRequest.since:type_name -> google.protobuf.Timestamp
+	44, // 32: himga.memory.v1.ListEpisodesRequest.until:type_name -> google.protobuf.Timestamp
+	26, // 33: himga.memory.v1.ListEpisodesResponse.episodes:type_name -> himga.memory.v1.EpisodeTrace
+	27, // 34: himga.memory.v1.SearchEpisodesRequest.task:type_name -> himga.memory.v1.TaskContext
+	26, // 35: himga.memory.v1.EpisodeHit.episode:type_name -> himga.memory.v1.EpisodeTrace
+	39, // 36: himga.memory.v1.SearchEpisodesResponse.hits:type_name -> himga.memory.v1.EpisodeHit
+	2,  // 37: himga.memory.v1.MemoryService.Ingest:input_type -> himga.memory.v1.IngestRequest
+	5,  // 38: himga.memory.v1.MemoryService.IngestBatch:input_type -> himga.memory.v1.IngestBatchRequest
+	7,  // 39: himga.memory.v1.MemoryService.Retrieve:input_type -> himga.memory.v1.RetrieveRequest
+	11, // 40: himga.memory.v1.MemoryService.Reset:input_type -> himga.memory.v1.ResetRequest
+	13, // 41: himga.memory.v1.MemoryService.Delete:input_type -> himga.memory.v1.DeleteRequest
+	15, // 42: himga.memory.v1.MemoryService.ListMessages:input_type -> himga.memory.v1.ListMessagesRequest
+	18, // 43: himga.memory.v1.MemoryService.ListNamespaces:input_type -> himga.memory.v1.ListNamespacesRequest
+	21, // 44: himga.memory.v1.MemoryService.DeleteNamespace:input_type -> himga.memory.v1.DeleteNamespaceRequest
+	28, // 45: himga.memory.v1.EpisodeService.RecordEpisode:input_type -> himga.memory.v1.RecordEpisodeRequest
+	30, // 46: himga.memory.v1.EpisodeService.RecordEpisodes:input_type -> himga.memory.v1.RecordEpisodesRequest
+	32, // 47: himga.memory.v1.EpisodeService.GetEpisode:input_type -> himga.memory.v1.GetEpisodeRequest
+	34, // 48: himga.memory.v1.EpisodeService.DeleteEpisode:input_type -> himga.memory.v1.DeleteEpisodeRequest
+	36, // 49: himga.memory.v1.EpisodeService.ListEpisodes:input_type -> himga.memory.v1.ListEpisodesRequest
+	38, // 50: himga.memory.v1.EpisodeService.SearchEpisodes:input_type -> himga.memory.v1.SearchEpisodesRequest
+	3,  // 51: himga.memory.v1.MemoryService.Ingest:output_type -> himga.memory.v1.IngestResponse
+	6,  // 52: himga.memory.v1.MemoryService.IngestBatch:output_type -> himga.memory.v1.IngestBatchResponse
+	10, // 53: himga.memory.v1.MemoryService.Retrieve:output_type -> himga.memory.v1.RetrieveResponse
+	12, // 54: himga.memory.v1.MemoryService.Reset:output_type -> himga.memory.v1.ResetResponse
+	14, // 55: himga.memory.v1.MemoryService.Delete:output_type -> himga.memory.v1.DeleteResponse
+	17, // 56: himga.memory.v1.MemoryService.ListMessages:output_type -> himga.memory.v1.ListMessagesResponse
+	20, // 57: himga.memory.v1.MemoryService.ListNamespaces:output_type -> himga.memory.v1.ListNamespacesResponse
+	22, // 58: himga.memory.v1.MemoryService.DeleteNamespace:output_type -> himga.memory.v1.DeleteNamespaceResponse
+	29, // 59: himga.memory.v1.EpisodeService.RecordEpisode:output_type -> himga.memory.v1.RecordEpisodeResponse
+	31, // 60: himga.memory.v1.EpisodeService.RecordEpisodes:output_type -> himga.memory.v1.RecordEpisodesResponse
+	33, // 61: himga.memory.v1.EpisodeService.GetEpisode:output_type -> himga.memory.v1.GetEpisodeResponse
+	35, // 62: himga.memory.v1.EpisodeService.DeleteEpisode:output_type -> himga.memory.v1.DeleteEpisodeResponse
+	37, // 63: himga.memory.v1.EpisodeService.ListEpisodes:output_type -> himga.memory.v1.ListEpisodesResponse
+	40, // 64: himga.memory.v1.EpisodeService.SearchEpisodes:output_type -> himga.memory.v1.SearchEpisodesResponse
+	51, // [51:65] is the sub-list for method output_type
+	37, // [37:51] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_himga_proto_memory_v1_memory_proto_init() }
@@ -2929,14 +3229,14 @@ func file_himga_proto_memory_v1_memory_proto_init() {
 	}
 	file_himga_proto_memory_v1_memory_proto_msgTypes[0].OneofWrappers = []any{}
 	file_himga_proto_memory_v1_memory_proto_msgTypes[1].OneofWrappers = []any{}
-	file_himga_proto_memory_v1_memory_proto_msgTypes[21].OneofWrappers = []any{}
+	file_himga_proto_memory_v1_memory_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_himga_proto_memory_v1_memory_proto_rawDesc), len(file_himga_proto_memory_v1_memory_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

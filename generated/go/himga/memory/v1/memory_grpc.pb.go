@@ -41,12 +41,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	MemoryService_Ingest_FullMethodName       = "/himga.memory.v1.MemoryService/Ingest"
-	MemoryService_IngestBatch_FullMethodName  = "/himga.memory.v1.MemoryService/IngestBatch"
-	MemoryService_Retrieve_FullMethodName     = "/himga.memory.v1.MemoryService/Retrieve"
-	MemoryService_Reset_FullMethodName        = "/himga.memory.v1.MemoryService/Reset"
-	MemoryService_Delete_FullMethodName       = "/himga.memory.v1.MemoryService/Delete"
-	MemoryService_ListMessages_FullMethodName = "/himga.memory.v1.MemoryService/ListMessages"
+	MemoryService_Ingest_FullMethodName          = "/himga.memory.v1.MemoryService/Ingest"
+	MemoryService_IngestBatch_FullMethodName     = "/himga.memory.v1.MemoryService/IngestBatch"
+	MemoryService_Retrieve_FullMethodName        = "/himga.memory.v1.MemoryService/Retrieve"
+	MemoryService_Reset_FullMethodName           = "/himga.memory.v1.MemoryService/Reset"
+	MemoryService_Delete_FullMethodName          = "/himga.memory.v1.MemoryService/Delete"
+	MemoryService_ListMessages_FullMethodName    = "/himga.memory.v1.MemoryService/ListMessages"
+	MemoryService_ListNamespaces_FullMethodName  = "/himga.memory.v1.MemoryService/ListNamespaces"
+	MemoryService_DeleteNamespace_FullMethodName = "/himga.memory.v1.MemoryService/DeleteNamespace"
 )
 
 // MemoryServiceClient is the client API for MemoryService service.
@@ -81,9 +83,10 @@ const (
 //	UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
 //	                                         TOKEN" metadata) and got none, or an unknown one.
 //	PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
-//	                                         Retrieve; write: Ingest, IngestBatch; admin:
-//	                                         Reset) on the request's namespace. Neither auth
-//	                                         reason tells whether the namespace exists.
+//	                                         Retrieve, List*; write: Ingest, IngestBatch, Delete;
+//	                                         admin: Reset, DeleteNamespace) on the request's
+//	                                         namespace. Neither auth reason tells whether the
+//	                                         namespace exists.
 //	CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
 //	                                         write committed: nothing was stored.
 //	SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -139,6 +142,19 @@ type MemoryServiceClient interface {
 	// stored), a page at a time, optionally filtered. Messages stored before the first page are
 	// each listed exactly once however the namespace changes between pages, unless deleted.
 	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
+	// Lists the namespaces the server holds, in the byte order of their names, a page at a time:
+	// only those whose name starts with `prefix`, and, on a server that asks for tokens, only
+	// those the caller's token grants `read` on (a token without `read` anywhere gets
+	// PERMISSION_DENIED). A namespace is held from the first call that stored something in it,
+	// messages or episodes, until DeleteNamespace. A namespace made or deleted between pages is
+	// listed when its name comes after the last one of the previous page, and left out otherwise.
+	ListNamespaces(ctx context.Context, in *ListNamespacesRequest, opts ...grpc.CallOption) (*ListNamespacesResponse, error)
+	// Forgets a namespace wholly, on whatever store holds it: its messages, its episodes, the
+	// record of its memory and the receipts of its writes (so its request ids may be used
+	// again). It is no longer listed, and a later call opens it anew, with any memory. Needs the
+	// `admin` right on the namespace. Deleting a namespace the server does not hold succeeds and
+	// answers `deleted` false. Calls to the namespace running at the same time finish first.
+	DeleteNamespace(ctx context.Context, in *DeleteNamespaceRequest, opts ...grpc.CallOption) (*DeleteNamespaceResponse, error)
 }
 
 type memoryServiceClient struct {
@@ -209,6 +225,26 @@ func (c *memoryServiceClient) ListMessages(ctx context.Context, in *ListMessages
 	return out, nil
 }
 
+func (c *memoryServiceClient) ListNamespaces(ctx context.Context, in *ListNamespacesRequest, opts ...grpc.CallOption) (*ListNamespacesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListNamespacesResponse)
+	err := c.cc.Invoke(ctx, MemoryService_ListNamespaces_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *memoryServiceClient) DeleteNamespace(ctx context.Context, in *DeleteNamespaceRequest, opts ...grpc.CallOption) (*DeleteNamespaceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteNamespaceResponse)
+	err := c.cc.Invoke(ctx, MemoryService_DeleteNamespace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryServiceServer is the server API for MemoryService service.
 // All implementations must embed UnimplementedMemoryServiceServer
 // for forward compatibility.
@@ -241,9 +277,10 @@ func (c *memoryServiceClient) ListMessages(ctx context.Context, in *ListMessages
 //	UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
 //	                                         TOKEN" metadata) and got none, or an unknown one.
 //	PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
-//	                                         Retrieve; write: Ingest, IngestBatch; admin:
-//	                                         Reset) on the request's namespace. Neither auth
-//	                                         reason tells whether the namespace exists.
+//	                                         Retrieve, List*; write: Ingest, IngestBatch, Delete;
+//	                                         admin: Reset, DeleteNamespace) on the request's
+//	                                         namespace. Neither auth reason tells whether the
+//	                                         namespace exists.
 //	CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
 //	                                         write committed: nothing was stored.
 //	SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -299,6 +336,19 @@ type MemoryServiceServer interface {
 	// stored), a page at a time, optionally filtered. Messages stored before the first page are
 	// each listed exactly once however the namespace changes between pages, unless deleted.
 	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)
+	// Lists the namespaces the server holds, in the byte order of their names, a page at a time:
+	// only those whose name starts with `prefix`, and, on a server that asks for tokens, only
+	// those the caller's token grants `read` on (a token without `read` anywhere gets
+	// PERMISSION_DENIED). A namespace is held from the first call that stored something in it,
+	// messages or episodes, until DeleteNamespace. A namespace made or deleted between pages is
+	// listed when its name comes after the last one of the previous page, and left out otherwise.
+	ListNamespaces(context.Context, *ListNamespacesRequest) (*ListNamespacesResponse, error)
+	// Forgets a namespace wholly, on whatever store holds it: its messages, its episodes, the
+	// record of its memory and the receipts of its writes (so its request ids may be used
+	// again). It is no longer listed, and a later call opens it anew, with any memory. Needs the
+	// `admin` right on the namespace. Deleting a namespace the server does not hold succeeds and
+	// answers `deleted` false. Calls to the namespace running at the same time finish first.
+	DeleteNamespace(context.Context, *DeleteNamespaceRequest) (*DeleteNamespaceResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }
 
@@ -326,6 +376,12 @@ func (UnimplementedMemoryServiceServer) Delete(context.Context, *DeleteRequest) 
 }
 func (UnimplementedMemoryServiceServer) ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMessages not implemented")
+}
+func (UnimplementedMemoryServiceServer) ListNamespaces(context.Context, *ListNamespacesRequest) (*ListNamespacesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListNamespaces not implemented")
+}
+func (UnimplementedMemoryServiceServer) DeleteNamespace(context.Context, *DeleteNamespaceRequest) (*DeleteNamespaceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteNamespace not implemented")
 }
 func (UnimplementedMemoryServiceServer) mustEmbedUnimplementedMemoryServiceServer() {}
 func (UnimplementedMemoryServiceServer) testEmbeddedByValue()                       {}
@@ -456,6 +512,42 @@ func _MemoryService_ListMessages_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryService_ListNamespaces_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListNamespacesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).ListNamespaces(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_ListNamespaces_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).ListNamespaces(ctx, req.(*ListNamespacesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MemoryService_DeleteNamespace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteNamespaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryServiceServer).DeleteNamespace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MemoryService_DeleteNamespace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryServiceServer).DeleteNamespace(ctx, req.(*DeleteNamespaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MemoryService_ServiceDesc is the grpc.ServiceDesc for MemoryService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -486,6 +578,14 @@ var MemoryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListMessages",
 			Handler:    _MemoryService_ListMessages_Handler,
+		},
+		{
+			MethodName: "ListNamespaces",
+			Handler:    _MemoryService_ListNamespaces_Handler,
+		},
+		{
+			MethodName: "DeleteNamespace",
+			Handler:    _MemoryService_DeleteNamespace_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

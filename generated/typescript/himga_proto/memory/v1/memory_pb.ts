@@ -34,7 +34,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file himga_proto/memory/v1/memory.proto.
  */
 export const file_himga_proto_memory_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEi7QEKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIPCgdjb250ZW50GAIgASgJEh0KB3R1cm5faWQYAyABKAlIAFIHdHVybl9pZIgBARItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjgKCG1ldGFkYXRhGAUgAygLMiYuaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2UuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIX3R1cm5faWQisgEKB1Nlc3Npb24SHgoKc2Vzc2lvbl9pZBgBIAEoCVIKc2Vzc2lvbl9pZBIqCghtZXNzYWdlcxgCIAMoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEh8KCGRhdGVfc3RyGAMgASgJSABSCGRhdGVfc3RyiAEBEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2RhdGVfc3RyIqgBCg1Jbmdlc3RSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIpCgdtZXNzYWdlGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgDIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uEg4KBm1lbW9yeRgEIAEoCRIeCgpyZXF1ZXN0X2lkGAUgASgJUgpyZXF1ZXN0X2lkIhwKDkluZ2VzdFJlc3BvbnNlEgoKAmlkGAEgASgJImIKCkluZ2VzdEl0ZW0SKQoHbWVzc2FnZRgBIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEikKB3Nlc3Npb24YAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuU2Vzc2lvbiKDAQoSSW5nZXN0QmF0Y2hSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgVpdGVtcxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RJdGVtEg4KBm1lbW9yeRgDIAEoCRIeCgpyZXF1ZXN0X2lkGAQgASgJUgpyZXF1ZXN0X2lkIjQKE0luZ2VzdEJhdGNoUmVzcG9uc2USEAoIaW5nZXN0ZWQYASABKA0SCwoDaWRzGAIgAygJIrIBCg9SZXRyaWV2ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBm1lbW9yeRgEIAEoCRIuCgZmaWx0ZXIYBSABKAsyHi5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlchIuChJtYXhfY29udGV4dF90b2tlbnMYBiABKA1SEm1heF9jb250ZXh0X3Rva2VucyKIAgoNTWVzc2FnZUZpbHRlchIgCgtzZXNzaW9uX2lkcxgBIAMoCVILc2Vzc2lvbl9pZHMSDQoFcm9sZXMYAiADKAkSKQoFYWZ0ZXIYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBmJlZm9yZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoIbWV0YWRhdGEYBSADKAsyLC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlci5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKaAgoDSGl0EhgKB3R1cm5faWQYASABKAlSB3R1cm5faWQSHgoKc2Vzc2lvbl9pZBgCIAEoCVIKc2Vzc2lvbl9pZBIMCgRyb2xlGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSGgoIZGF0ZV9zdHIYBSABKAlSCGRhdGVfc3RyEg0KBXNjb3JlGAYgASgBEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKCG1ldGFkYXRhGAggAygLMiIuaGltZ2EubWVtb3J5LnYxLkhpdC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJHChBSZXRyaWV2ZVJlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSIgoEaGl0cxgCIAMoCzIULmhpbWdhLm1lbW9yeS52MS5IaXQiMQoMUmVzZXRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZtZW1vcnkYAiABKAkiDwoNUmVzZXRSZXNwb25zZSKPAQoNRGVsZXRlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCwoDaWRzGAIgAygJEi4KBmZpbHRlchgDIAEoCzIeLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlRmlsdGVyEg4KBm1lbW9yeRgEIAEoCRIeCgpyZXF1ZXN0X2lkGAUgASgJUgpyZXF1ZXN0X2lkIiEKDkRlbGV0ZVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKA0ipgEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi4KBmZpbHRlchgCIAEoCzIeLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlRmlsdGVyEhwKCXBhZ2Vfc2l6ZRgDIAEoDVIJcGFnZV9zaXplEh4KCnBhZ2VfdG9rZW4YBCABKAlSCnBhZ2VfdG9rZW4SDgoGbWVtb3J5GAUgASgJIo8BCg1TdG9yZWRNZXNzYWdlEikKB21lc3NhZ2UYASABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicgoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5oaW1nYS5tZW1vcnkudjEuU3RvcmVkTWVzc2FnZRIoCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlSD25leHRfcGFnZV90b2tlbiJICgtBY3Rpb25FbnRyeRIJCgF0GAEgASgBEg4KBmFjdGlvbhgCIAEoCRIOCgZ0YXJnZXQYAyABKAkSDgoGcmVzdWx0GAQgASgJIj8KCkVycm9yRW50cnkSDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhIKCnJlc29sdXRpb24YAyABKAkiVQoORXBpc29kZUNvbnRleHQSDAoEZ29hbBgBIAEoCRINCgVwaGFzZRgCIAEoCRImCg5maWxlc19pbnZvbHZlZBgDIAMoCVIOZmlsZXNfaW52b2x2ZWQi2QUKDEVwaXNvZGVUcmFjZRIKCgJpZBgBIAEoCRIYCgd0YXNrX2lkGAIgASgJUgd0YXNrX2lkEi0KCXRpbWVzdGFtcBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoQZHVyYXRpb25fc2Vjb25kcxgEIAEoAVIQZHVyYXRpb25fc2Vjb25kcxINCgVhZ2VudBgFIAEoCRIwCgdjb250ZXh0GAYgASgLMh8uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVDb250ZXh0EjwKCmFjdGlvbl9sb2cYByADKAsyHC5oaW1nYS5tZW1vcnkudjEuQWN0aW9uRW50cnlSCmFjdGlvbl9sb2cSFAoHb3V0Y29tZRgIIAEoCUgAiAEBEksKEmVycm9yc19lbmNvdW50ZXJlZBgJIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5FcnJvckVudHJ5UhJlcnJvcnNfZW5jb3VudGVyZWQSLgoSYXJ0aWZhY3RzX3Byb2R1Y2VkGAogAygJUhJhcnRpZmFjdHNfcHJvZHVjZWQSIwoKZ2l0X2NvbW1pdBgLIAEoCUgBUgpnaXRfY29tbWl0iAEBEiAKC3Rva2Vuc191c2VkGAwgASgBUgt0b2tlbnNfdXNlZBIeCgpmaWxlc19yZWFkGA0gAygJUgpmaWxlc19yZWFkEiYKDmZpbGVzX21vZGlmaWVkGA4gAygJUg5maWxlc19tb2RpZmllZBIXCgppbXBvcnRhbmNlGA8gASgBSAKIAQESIgoMYWNjZXNzX2NvdW50GBAgASgBUgxhY2Nlc3NfY291bnQSQAoNbGFzdF9hY2Nlc3NlZBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBSDWxhc3RfYWNjZXNzZWRCCgoIX291dGNvbWVCDQoLX2dpdF9jb21taXRCDQoLX2ltcG9ydGFuY2UiZwoLVGFza0NvbnRleHQSDAoEZ29hbBgBIAEoCRINCgVwaGFzZRgCIAEoCRImCg5maWxlc19pbnZvbHZlZBgDIAMoCVIOZmlsZXNfaW52b2x2ZWQSEwoLY29uc3RyYWludHMYBCADKAkieQoUUmVjb3JkRXBpc29kZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi4KB2VwaXNvZGUYAiABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEh4KCnJlcXVlc3RfaWQYAyABKAlSCnJlcXVlc3RfaWQiFwoVUmVjb3JkRXBpc29kZVJlc3BvbnNlInsKFVJlY29yZEVwaXNvZGVzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSLwoIZXBpc29kZXMYAiADKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEh4KCnJlcXVlc3RfaWQYAyABKAlSCnJlcXVlc3RfaWQiKgoWUmVjb3JkRXBpc29kZXNSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoDSIyChFHZXRFcGlzb2RlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCgoCaWQYAiABKAkiRAoSR2V0RXBpc29kZVJlc3BvbnNlEi4KB2VwaXNvZGUYASABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlIlUKFERlbGV0ZUVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIKCgJpZBgCIAEoCRIeCgpyZXF1ZXN0X2lkGAMgASgJUgpyZXF1ZXN0X2lkIigKFURlbGV0ZUVwaXNvZGVSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIIpMCChNMaXN0RXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIYCgd0YXNrX2lkGAIgASgJUgd0YXNrX2lkEg0KBWFnZW50GAMgASgJEg0KBXBoYXNlGAQgASgJEg8KB291dGNvbWUYBSABKAkSKQoFc2luY2UYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRmaWxlGAggASgJEhwKCXBhZ2Vfc2l6ZRgJIAEoDVIJcGFnZV9zaXplEh4KCnBhZ2VfdG9rZW4YCiABKAlSCnBhZ2VfdG9rZW4icQoUTGlzdEVwaXNvZGVzUmVzcG9uc2USLwoIZXBpc29kZXMYASADKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEigKD25leHRfcGFnZV90b2tlbhgCIAEoCVIPbmV4dF9wYWdlX3Rva2VuIqQBChVTZWFyY2hFcGlzb2Rlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEioKBHRhc2sYAiABKAsyHC5oaW1nYS5tZW1vcnkudjEuVGFza0NvbnRleHQSDQoFcXVlcnkYAyABKAkSDQoFbGltaXQYBCABKA0SLgoSbWF4X2NvbnRleHRfdG9rZW5zGAUgASgNUhJtYXhfY29udGV4dF90b2tlbnMiSwoKRXBpc29kZUhpdBIuCgdlcGlzb2RlGAEgASgLMh0uaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVUcmFjZRINCgVzY29yZRgCIAEoASJUChZTZWFyY2hFcGlzb2Rlc1Jlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSKQoEaGl0cxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlSGl0MvUDCg1NZW1vcnlTZXJ2aWNlEkkKBkluZ2VzdBIeLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RSZXF1ZXN0Gh8uaGltZ2EubWVtb3J5LnYxLkluZ2VzdFJlc3BvbnNlElgKC0luZ2VzdEJhdGNoEiMuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEJhdGNoUmVxdWVzdBokLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RCYXRjaFJlc3BvbnNlEk8KCFJldHJpZXZlEiAuaGltZ2EubWVtb3J5LnYxLlJldHJpZXZlUmVxdWVzdBohLmhpbWdhLm1lbW9yeS52MS5SZXRyaWV2ZVJlc3BvbnNlEkYKBVJlc2V0Eh0uaGltZ2EubWVtb3J5LnYxLlJlc2V0UmVxdWVzdBoeLmhpbWdhLm1lbW9yeS52MS5SZXNldFJlc3BvbnNlEkkKBkRlbGV0ZRIeLmhpbWdhLm1lbW9yeS52MS5EZWxldGVSZXF1ZXN0Gh8uaGltZ2EubWVtb3J5LnYxLkRlbGV0ZVJlc3BvbnNlElsKDExpc3RNZXNzYWdlcxIkLmhpbWdhLm1lbW9yeS52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiUuaGltZ2EubWVtb3J5LnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlMsoECg5FcGlzb2RlU2VydmljZRJeCg1SZWNvcmRFcGlzb2RlEiUuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVSZXF1ZXN0GiYuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVSZXNwb25zZRJhCg5SZWNvcmRFcGlzb2RlcxImLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2Rlc1JlcXVlc3QaJy5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZXNSZXNwb25zZRJVCgpHZXRFcGlzb2RlEiIuaGltZ2EubWVtb3J5LnYxLkdldEVwaXNvZGVSZXF1ZXN0GiMuaGltZ2EubWVtb3J5LnYxLkdldEVwaXNvZGVSZXNwb25zZRJeCg1EZWxldGVFcGlzb2RlEiUuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZUVwaXNvZGVSZXF1ZXN0GiYuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZUVwaXNvZGVSZXNwb25zZRJbCgxMaXN0RXBpc29kZXMSJC5oaW1nYS5tZW1vcnkudjEuTGlzdEVwaXNvZGVzUmVxdWVzdBolLmhpbWdhLm1lbW9yeS52MS5MaXN0RXBpc29kZXNSZXNwb25zZRJhCg5TZWFyY2hFcGlzb2RlcxImLmhpbWdhLm1lbW9yeS52MS5TZWFyY2hFcGlzb2Rlc1JlcXVlc3QaJy5oaW1nYS5tZW1vcnkudjEuU2VhcmNoRXBpc29kZXNSZXNwb25zZUI3WjVoaW1nYS5kZXYvaGltZ2EvZ2VuZXJhdGVkL2dvL2hpbWdhL21lbW9yeS92MTttZW1vcnl2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiJoaW1nYV9wcm90by9tZW1vcnkvdjEvbWVtb3J5LnByb3RvEg9oaW1nYS5tZW1vcnkudjEi7QEKB01lc3NhZ2USDAoEcm9sZRgBIAEoCRIPCgdjb250ZW50GAIgASgJEh0KB3R1cm5faWQYAyABKAlIAFIHdHVybl9pZIgBARItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjgKCG1ldGFkYXRhGAUgAygLMiYuaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2UuTWV0YWRhdGFFbnRyeRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIX3R1cm5faWQisgEKB1Nlc3Npb24SHgoKc2Vzc2lvbl9pZBgBIAEoCVIKc2Vzc2lvbl9pZBIqCghtZXNzYWdlcxgCIAMoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEh8KCGRhdGVfc3RyGAMgASgJSABSCGRhdGVfc3RyiAEBEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2RhdGVfc3RyIqgBCg1Jbmdlc3RSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIpCgdtZXNzYWdlGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLk1lc3NhZ2USKQoHc2Vzc2lvbhgDIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5TZXNzaW9uEg4KBm1lbW9yeRgEIAEoCRIeCgpyZXF1ZXN0X2lkGAUgASgJUgpyZXF1ZXN0X2lkIhwKDkluZ2VzdFJlc3BvbnNlEgoKAmlkGAEgASgJImIKCkluZ2VzdEl0ZW0SKQoHbWVzc2FnZRgBIAEoCzIYLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlEikKB3Nlc3Npb24YAiABKAsyGC5oaW1nYS5tZW1vcnkudjEuU2Vzc2lvbiKDAQoSSW5nZXN0QmF0Y2hSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIqCgVpdGVtcxgCIAMoCzIbLmhpbWdhLm1lbW9yeS52MS5Jbmdlc3RJdGVtEg4KBm1lbW9yeRgDIAEoCRIeCgpyZXF1ZXN0X2lkGAQgASgJUgpyZXF1ZXN0X2lkIjQKE0luZ2VzdEJhdGNoUmVzcG9uc2USEAoIaW5nZXN0ZWQYASABKA0SCwoDaWRzGAIgAygJIrIBCg9SZXRyaWV2ZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg0KBXF1ZXJ5GAIgASgJEg0KBWxpbWl0GAMgASgNEg4KBm1lbW9yeRgEIAEoCRIuCgZmaWx0ZXIYBSABKAsyHi5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlchIuChJtYXhfY29udGV4dF90b2tlbnMYBiABKA1SEm1heF9jb250ZXh0X3Rva2VucyKIAgoNTWVzc2FnZUZpbHRlchIgCgtzZXNzaW9uX2lkcxgBIAMoCVILc2Vzc2lvbl9pZHMSDQoFcm9sZXMYAiADKAkSKQoFYWZ0ZXIYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBmJlZm9yZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoIbWV0YWRhdGEYBSADKAsyLC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZUZpbHRlci5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKaAgoDSGl0EhgKB3R1cm5faWQYASABKAlSB3R1cm5faWQSHgoKc2Vzc2lvbl9pZBgCIAEoCVIKc2Vzc2lvbl9pZBIMCgRyb2xlGAMgASgJEg8KB2NvbnRlbnQYBCABKAkSGgoIZGF0ZV9zdHIYBSABKAlSCGRhdGVfc3RyEg0KBXNjb3JlGAYgASgBEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjQKCG1ldGFkYXRhGAggAygLMiIuaGltZ2EubWVtb3J5LnYxLkhpdC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJHChBSZXRyaWV2ZVJlc3BvbnNlEg8KB2NvbnRleHQYASABKAkSIgoEaGl0cxgCIAMoCzIULmhpbWdhLm1lbW9yeS52MS5IaXQiMQoMUmVzZXRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZtZW1vcnkYAiABKAkiDwoNUmVzZXRSZXNwb25zZSKPAQoNRGVsZXRlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSCwoDaWRzGAIgAygJEi4KBmZpbHRlchgDIAEoCzIeLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlRmlsdGVyEg4KBm1lbW9yeRgEIAEoCRIeCgpyZXF1ZXN0X2lkGAUgASgJUgpyZXF1ZXN0X2lkIiEKDkRlbGV0ZVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKA0ipgEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEi4KBmZpbHRlchgCIAEoCzIeLmhpbWdhLm1lbW9yeS52MS5NZXNzYWdlRmlsdGVyEhwKCXBhZ2Vfc2l6ZRgDIAEoDVIJcGFnZV9zaXplEh4KCnBhZ2VfdG9rZW4YBCABKAlSCnBhZ2VfdG9rZW4SDgoGbWVtb3J5GAUgASgJIo8BCg1TdG9yZWRNZXNzYWdlEikKB21lc3NhZ2UYASABKAsyGC5oaW1nYS5tZW1vcnkudjEuTWVzc2FnZRIpCgdzZXNzaW9uGAIgASgLMhguaGltZ2EubWVtb3J5LnYxLlNlc3Npb24SKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicgoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USMAoIbWVzc2FnZXMYASADKAsyHi5oaW1nYS5tZW1vcnkudjEuU3RvcmVkTWVzc2FnZRIoCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlSD25leHRfcGFnZV90b2tlbiJlChVMaXN0TmFtZXNwYWNlc1JlcXVlc3QSDgoGcHJlZml4GAEgASgJEhwKCXBhZ2Vfc2l6ZRgCIAEoDVIJcGFnZV9zaXplEh4KCnBhZ2VfdG9rZW4YAyABKAlSCnBhZ2VfdG9rZW4iLQoNTmFtZXNwYWNlSW5mbxIMCgRuYW1lGAEgASgJEg4KBm1lbW9yeRgCIAEoCSJ2ChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEjIKCm5hbWVzcGFjZXMYASADKAsyHi5oaW1nYS5tZW1vcnkudjEuTmFtZXNwYWNlSW5mbxIoCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAlSD25leHRfcGFnZV90b2tlbiIrChZEZWxldGVOYW1lc3BhY2VSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCSIqChdEZWxldGVOYW1lc3BhY2VSZXNwb25zZRIPCgdkZWxldGVkGAEgASgIIkgKC0FjdGlvbkVudHJ5EgkKAXQYASABKAESDgoGYWN0aW9uGAIgASgJEg4KBnRhcmdldBgDIAEoCRIOCgZyZXN1bHQYBCABKAkiPwoKRXJyb3JFbnRyeRIMCgR0eXBlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEgoKcmVzb2x1dGlvbhgDIAEoCSJVCg5FcGlzb2RlQ29udGV4dBIMCgRnb2FsGAEgASgJEg0KBXBoYXNlGAIgASgJEiYKDmZpbGVzX2ludm9sdmVkGAMgAygJUg5maWxlc19pbnZvbHZlZCLZBQoMRXBpc29kZVRyYWNlEgoKAmlkGAEgASgJEhgKB3Rhc2tfaWQYAiABKAlSB3Rhc2tfaWQSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqChBkdXJhdGlvbl9zZWNvbmRzGAQgASgBUhBkdXJhdGlvbl9zZWNvbmRzEg0KBWFnZW50GAUgASgJEjAKB2NvbnRleHQYBiABKAsyHy5oaW1nYS5tZW1vcnkudjEuRXBpc29kZUNvbnRleHQSPAoKYWN0aW9uX2xvZxgHIAMoCzIcLmhpbWdhLm1lbW9yeS52MS5BY3Rpb25FbnRyeVIKYWN0aW9uX2xvZxIUCgdvdXRjb21lGAggASgJSACIAQESSwoSZXJyb3JzX2VuY291bnRlcmVkGAkgAygLMhsuaGltZ2EubWVtb3J5LnYxLkVycm9yRW50cnlSEmVycm9yc19lbmNvdW50ZXJlZBIuChJhcnRpZmFjdHNfcHJvZHVjZWQYCiADKAlSEmFydGlmYWN0c19wcm9kdWNlZBIjCgpnaXRfY29tbWl0GAsgASgJSAFSCmdpdF9jb21taXSIAQESIAoLdG9rZW5zX3VzZWQYDCABKAFSC3Rva2Vuc191c2VkEh4KCmZpbGVzX3JlYWQYDSADKAlSCmZpbGVzX3JlYWQSJgoOZmlsZXNfbW9kaWZpZWQYDiADKAlSDmZpbGVzX21vZGlmaWVkEhcKCmltcG9ydGFuY2UYDyABKAFIAogBARIiCgxhY2Nlc3NfY291bnQYECABKAFSDGFjY2Vzc19jb3VudBJACg1sYXN0X2FjY2Vzc2VkGBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFINbGFzdF9hY2Nlc3NlZEIKCghfb3V0Y29tZUINCgtfZ2l0X2NvbW1pdEINCgtfaW1wb3J0YW5jZSJnCgtUYXNrQ29udGV4dBIMCgRnb2FsGAEgASgJEg0KBXBoYXNlGAIgASgJEiYKDmZpbGVzX2ludm9sdmVkGAMgAygJUg5maWxlc19pbnZvbHZlZBITCgtjb25zdHJhaW50cxgEIAMoCSJ5ChRSZWNvcmRFcGlzb2RlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSLgoHZXBpc29kZRgCIAEoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2USHgoKcmVxdWVzdF9pZBgDIAEoCVIKcmVxdWVzdF9pZCIXChVSZWNvcmRFcGlzb2RlUmVzcG9uc2UiewoVUmVjb3JkRXBpc29kZXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIvCghlcGlzb2RlcxgCIAMoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2USHgoKcmVxdWVzdF9pZBgDIAEoCVIKcmVxdWVzdF9pZCIqChZSZWNvcmRFcGlzb2Rlc1Jlc3BvbnNlEhAKCHJlY29yZGVkGAEgASgNIjIKEUdldEVwaXNvZGVSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIKCgJpZBgCIAEoCSJEChJHZXRFcGlzb2RlUmVzcG9uc2USLgoHZXBpc29kZRgBIAEoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2UiVQoURGVsZXRlRXBpc29kZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgoKAmlkGAIgASgJEh4KCnJlcXVlc3RfaWQYAyABKAlSCnJlcXVlc3RfaWQiKAoVRGVsZXRlRXBpc29kZVJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgikwIKE0xpc3RFcGlzb2Rlc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhgKB3Rhc2tfaWQYAiABKAlSB3Rhc2tfaWQSDQoFYWdlbnQYAyABKAkSDQoFcGhhc2UYBCABKAkSDwoHb3V0Y29tZRgFIAEoCRIpCgVzaW5jZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGZpbGUYCCABKAkSHAoJcGFnZV9zaXplGAkgASgNUglwYWdlX3NpemUSHgoKcGFnZV90b2tlbhgKIAEoCVIKcGFnZV90b2tlbiJxChRMaXN0RXBpc29kZXNSZXNwb25zZRIvCghlcGlzb2RlcxgBIAMoCzIdLmhpbWdhLm1lbW9yeS52MS5FcGlzb2RlVHJhY2USKAoPbmV4dF9wYWdlX3Rva2VuGAIgASgJUg9uZXh0X3BhZ2VfdG9rZW4ipAEKFVNlYXJjaEVwaXNvZGVzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSKgoEdGFzaxgCIAEoCzIcLmhpbWdhLm1lbW9yeS52MS5UYXNrQ29udGV4dBINCgVxdWVyeRgDIAEoCRINCgVsaW1pdBgEIAEoDRIuChJtYXhfY29udGV4dF90b2tlbnMYBSABKA1SEm1heF9jb250ZXh0X3Rva2VucyJLCgpFcGlzb2RlSGl0Ei4KB2VwaXNvZGUYASABKAsyHS5oaW1nYS5tZW1vcnkudjEuRXBpc29kZVRyYWNlEg0KBXNjb3JlGAIgASgBIlQKFlNlYXJjaEVwaXNvZGVzUmVzcG9uc2USDwoHY29udGV4dBgBIAEoCRIpCgRoaXRzGAIgAygLMhsuaGltZ2EubWVtb3J5LnYxLkVwaXNvZGVIaXQyvgUKDU1lbW9yeVNlcnZpY2USSQoGSW5nZXN0Eh4uaGltZ2EubWVtb3J5LnYxLkluZ2VzdFJlcXVlc3QaHy5oaW1nYS5tZW1vcnkudjEuSW5nZXN0UmVzcG9uc2USWAoLSW5nZXN0QmF0Y2gSIy5oaW1nYS5tZW1vcnkudjEuSW5nZXN0QmF0Y2hSZXF1ZXN0GiQuaGltZ2EubWVtb3J5LnYxLkluZ2VzdEJhdGNoUmVzcG9uc2USTwoIUmV0cmlldmUSIC5oaW1nYS5tZW1vcnkudjEuUmV0cmlldmVSZXF1ZXN0GiEuaGltZ2EubWVtb3J5LnYxLlJldHJpZXZlUmVzcG9uc2USRgoFUmVzZXQSHS5oaW1nYS5tZW1vcnkudjEuUmVzZXRSZXF1ZXN0Gh4uaGltZ2EubWVtb3J5LnYxLlJlc2V0UmVzcG9uc2USSQoGRGVsZXRlEh4uaGltZ2EubWVtb3J5LnYxLkRlbGV0ZVJlcXVlc3QaHy5oaW1nYS5tZW1vcnkudjEuRGVsZXRlUmVzcG9uc2USWwoMTGlzdE1lc3NhZ2VzEiQuaGltZ2EubWVtb3J5LnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaJS5oaW1nYS5tZW1vcnkudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2USYQoOTGlzdE5hbWVzcGFjZXMSJi5oaW1nYS5tZW1vcnkudjEuTGlzdE5hbWVzcGFjZXNSZXF1ZXN0GicuaGltZ2EubWVtb3J5LnYxLkxpc3ROYW1lc3BhY2VzUmVzcG9uc2USZAoPRGVsZXRlTmFtZXNwYWNlEicuaGltZ2EubWVtb3J5LnYxLkRlbGV0ZU5hbWVzcGFjZVJlcXVlc3QaKC5oaW1nYS5tZW1vcnkudjEuRGVsZXRlTmFtZXNwYWNlUmVzcG9uc2UyygQKDkVwaXNvZGVTZXJ2aWNlEl4KDVJlY29yZEVwaXNvZGUSJS5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZVJlcXVlc3QaJi5oaW1nYS5tZW1vcnkudjEuUmVjb3JkRXBpc29kZVJlc3BvbnNlEmEKDlJlY29yZEVwaXNvZGVzEiYuaGltZ2EubWVtb3J5LnYxLlJlY29yZEVwaXNvZGVzUmVxdWVzdBonLmhpbWdhLm1lbW9yeS52MS5SZWNvcmRFcGlzb2Rlc1Jlc3BvbnNlElUKCkdldEVwaXNvZGUSIi5oaW1nYS5tZW1vcnkudjEuR2V0RXBpc29kZVJlcXVlc3QaIy5oaW1nYS5tZW1vcnkudjEuR2V0RXBpc29kZVJlc3BvbnNlEl4KDURlbGV0ZUVwaXNvZGUSJS5oaW1nYS5tZW1vcnkudjEuRGVsZXRlRXBpc29kZVJlcXVlc3QaJi5oaW1nYS5tZW1vcnkudjEuRGVsZXRlRXBpc29kZVJlc3BvbnNlElsKDExpc3RFcGlzb2RlcxIkLmhpbWdhLm1lbW9yeS52MS5MaXN0RXBpc29kZXNSZXF1ZXN0GiUuaGltZ2EubWVtb3J5LnYxLkxpc3RFcGlzb2Rlc1Jlc3BvbnNlEmEKDlNlYXJjaEVwaXNvZGVzEiYuaGltZ2EubWVtb3J5LnYxLlNlYXJjaEVwaXNvZGVzUmVxdWVzdBonLmhpbWdhLm1lbW9yeS52MS5TZWFyY2hFcGlzb2Rlc1Jlc3BvbnNlQjdaNWhpbWdhLmRldi9oaW1nYS9nZW5lcmF0ZWQvZ28vaGltZ2EvbWVtb3J5L3YxO21lbW9yeXYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * One turn of a conversation (schemas/v1/message.json).
@@ -1333,6 +1333,245 @@ export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse, {jsonT
   messageDesc(file_himga_proto_memory_v1_memory, 17);
 
 /**
+ * ListNamespaces' request: a page of the namespaces the caller may read.
+ *
+ * @generated from message himga.memory.v1.ListNamespacesRequest
+ */
+export type ListNamespacesRequest = Message$1<"himga.memory.v1.ListNamespacesRequest"> & {
+  /**
+   * Only namespaces whose name starts with this (compared exactly); empty: every one.
+   *
+   * @generated from field: string prefix = 1;
+   */
+  prefix: string;
+
+  /**
+   * At most this many namespaces in the page; 0 means the server's default (100). At most
+   * 1000.
+   *
+   * @generated from field: uint32 page_size = 2 [json_name = "page_size"];
+   */
+  pageSize: number;
+
+  /**
+   * Where to go on: the next_page_token of the previous page, unchanged, with the same
+   * prefix. Empty: the first page. A token the server did not make, or one of another prefix,
+   * is INVALID_ARGUMENT naming page_token.
+   *
+   * @generated from field: string page_token = 3 [json_name = "page_token"];
+   */
+  pageToken: string;
+};
+
+/**
+ * ListNamespaces' request: a page of the namespaces the caller may read.
+ *
+ * @generated from message himga.memory.v1.ListNamespacesRequest
+ */
+export type ListNamespacesRequestJson = {
+  /**
+   * Only namespaces whose name starts with this (compared exactly); empty: every one.
+   *
+   * @generated from field: string prefix = 1;
+   */
+  prefix?: string;
+
+  /**
+   * At most this many namespaces in the page; 0 means the server's default (100). At most
+   * 1000.
+   *
+   * @generated from field: uint32 page_size = 2 [json_name = "page_size"];
+   */
+  page_size?: number;
+
+  /**
+   * Where to go on: the next_page_token of the previous page, unchanged, with the same
+   * prefix. Empty: the first page. A token the server did not make, or one of another prefix,
+   * is INVALID_ARGUMENT naming page_token.
+   *
+   * @generated from field: string page_token = 3 [json_name = "page_token"];
+   */
+  page_token?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.ListNamespacesRequest.
+ * Use `create(ListNamespacesRequestSchema)` to create a new message.
+ */
+export const ListNamespacesRequestSchema: GenMessage<ListNamespacesRequest, {jsonType: ListNamespacesRequestJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 18);
+
+/**
+ * One namespace a server holds.
+ *
+ * @generated from message himga.memory.v1.NamespaceInfo
+ */
+export type NamespaceInfo = Message$1<"himga.memory.v1.NamespaceInfo"> & {
+  /**
+   * The namespace's name, as calls name it.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The memory its messages are kept with (a name `himga serve --help` lists); empty when it
+   * holds episodes only.
+   *
+   * @generated from field: string memory = 2;
+   */
+  memory: string;
+};
+
+/**
+ * One namespace a server holds.
+ *
+ * @generated from message himga.memory.v1.NamespaceInfo
+ */
+export type NamespaceInfoJson = {
+  /**
+   * The namespace's name, as calls name it.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * The memory its messages are kept with (a name `himga serve --help` lists); empty when it
+   * holds episodes only.
+   *
+   * @generated from field: string memory = 2;
+   */
+  memory?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.NamespaceInfo.
+ * Use `create(NamespaceInfoSchema)` to create a new message.
+ */
+export const NamespaceInfoSchema: GenMessage<NamespaceInfo, {jsonType: NamespaceInfoJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 19);
+
+/**
+ * ListNamespaces' answer: one page.
+ *
+ * @generated from message himga.memory.v1.ListNamespacesResponse
+ */
+export type ListNamespacesResponse = Message$1<"himga.memory.v1.ListNamespacesResponse"> & {
+  /**
+   * The page's namespaces, in the byte order of their names.
+   *
+   * @generated from field: repeated himga.memory.v1.NamespaceInfo namespaces = 1;
+   */
+  namespaces: NamespaceInfo[];
+
+  /**
+   * The token for the next page; empty when this page is the last.
+   *
+   * @generated from field: string next_page_token = 2 [json_name = "next_page_token"];
+   */
+  nextPageToken: string;
+};
+
+/**
+ * ListNamespaces' answer: one page.
+ *
+ * @generated from message himga.memory.v1.ListNamespacesResponse
+ */
+export type ListNamespacesResponseJson = {
+  /**
+   * The page's namespaces, in the byte order of their names.
+   *
+   * @generated from field: repeated himga.memory.v1.NamespaceInfo namespaces = 1;
+   */
+  namespaces?: NamespaceInfoJson[];
+
+  /**
+   * The token for the next page; empty when this page is the last.
+   *
+   * @generated from field: string next_page_token = 2 [json_name = "next_page_token"];
+   */
+  next_page_token?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.ListNamespacesResponse.
+ * Use `create(ListNamespacesResponseSchema)` to create a new message.
+ */
+export const ListNamespacesResponseSchema: GenMessage<ListNamespacesResponse, {jsonType: ListNamespacesResponseJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 20);
+
+/**
+ * DeleteNamespace's request: the namespace to forget.
+ *
+ * @generated from message himga.memory.v1.DeleteNamespaceRequest
+ */
+export type DeleteNamespaceRequest = Message$1<"himga.memory.v1.DeleteNamespaceRequest"> & {
+  /**
+   * The namespace to delete. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+};
+
+/**
+ * DeleteNamespace's request: the namespace to forget.
+ *
+ * @generated from message himga.memory.v1.DeleteNamespaceRequest
+ */
+export type DeleteNamespaceRequestJson = {
+  /**
+   * The namespace to delete. Required.
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace?: string;
+};
+
+/**
+ * Describes the message himga.memory.v1.DeleteNamespaceRequest.
+ * Use `create(DeleteNamespaceRequestSchema)` to create a new message.
+ */
+export const DeleteNamespaceRequestSchema: GenMessage<DeleteNamespaceRequest, {jsonType: DeleteNamespaceRequestJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 21);
+
+/**
+ * DeleteNamespace's answer; the namespace is gone once it arrives.
+ *
+ * @generated from message himga.memory.v1.DeleteNamespaceResponse
+ */
+export type DeleteNamespaceResponse = Message$1<"himga.memory.v1.DeleteNamespaceResponse"> & {
+  /**
+   * Whether the server held the namespace (it holds it no more either way).
+   *
+   * @generated from field: bool deleted = 1;
+   */
+  deleted: boolean;
+};
+
+/**
+ * DeleteNamespace's answer; the namespace is gone once it arrives.
+ *
+ * @generated from message himga.memory.v1.DeleteNamespaceResponse
+ */
+export type DeleteNamespaceResponseJson = {
+  /**
+   * Whether the server held the namespace (it holds it no more either way).
+   *
+   * @generated from field: bool deleted = 1;
+   */
+  deleted?: boolean;
+};
+
+/**
+ * Describes the message himga.memory.v1.DeleteNamespaceResponse.
+ * Use `create(DeleteNamespaceResponseSchema)` to create a new message.
+ */
+export const DeleteNamespaceResponseSchema: GenMessage<DeleteNamespaceResponse, {jsonType: DeleteNamespaceResponseJson}> = /*@__PURE__*/
+  messageDesc(file_himga_proto_memory_v1_memory, 22);
+
+/**
  * One tool call made during an episode (schemas/v1/action_entry.json). The wire uses the
  * schema's short keys; the Python records call them timestamp, tool, input and output.
  *
@@ -1409,7 +1648,7 @@ export type ActionEntryJson = {
  * Use `create(ActionEntrySchema)` to create a new message.
  */
 export const ActionEntrySchema: GenMessage<ActionEntry, {jsonType: ActionEntryJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 18);
+  messageDesc(file_himga_proto_memory_v1_memory, 23);
 
 /**
  * One error met during an episode and how it was resolved (schemas/v1/error_entry.json).
@@ -1472,7 +1711,7 @@ export type ErrorEntryJson = {
  * Use `create(ErrorEntrySchema)` to create a new message.
  */
 export const ErrorEntrySchema: GenMessage<ErrorEntry, {jsonType: ErrorEntryJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 19);
+  messageDesc(file_himga_proto_memory_v1_memory, 24);
 
 /**
  * An episode's goal, phase and files (EpisodeContext in schemas/v1/episode_trace.json).
@@ -1537,7 +1776,7 @@ export type EpisodeContextJson = {
  * Use `create(EpisodeContextSchema)` to create a new message.
  */
 export const EpisodeContextSchema: GenMessage<EpisodeContext, {jsonType: EpisodeContextJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 20);
+  messageDesc(file_himga_proto_memory_v1_memory, 25);
 
 /**
  * What happened in one execution of a task (schemas/v1/episode_trace.json): the episodic
@@ -1798,7 +2037,7 @@ export type EpisodeTraceJson = {
  * Use `create(EpisodeTraceSchema)` to create a new message.
  */
 export const EpisodeTraceSchema: GenMessage<EpisodeTrace, {jsonType: EpisodeTraceJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 21);
+  messageDesc(file_himga_proto_memory_v1_memory, 26);
 
 /**
  * The least an agent needs to know about the task at hand (schemas/v1/task_context.json).
@@ -1875,7 +2114,7 @@ export type TaskContextJson = {
  * Use `create(TaskContextSchema)` to create a new message.
  */
 export const TaskContextSchema: GenMessage<TaskContext, {jsonType: TaskContextJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 22);
+  messageDesc(file_himga_proto_memory_v1_memory, 27);
 
 /**
  * RecordEpisode's request.
@@ -1940,7 +2179,7 @@ export type RecordEpisodeRequestJson = {
  * Use `create(RecordEpisodeRequestSchema)` to create a new message.
  */
 export const RecordEpisodeRequestSchema: GenMessage<RecordEpisodeRequest, {jsonType: RecordEpisodeRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 23);
+  messageDesc(file_himga_proto_memory_v1_memory, 28);
 
 /**
  * RecordEpisode's answer: empty; the episode is stored once it arrives.
@@ -1963,7 +2202,7 @@ export type RecordEpisodeResponseJson = {
  * Use `create(RecordEpisodeResponseSchema)` to create a new message.
  */
 export const RecordEpisodeResponseSchema: GenMessage<RecordEpisodeResponse, {jsonType: RecordEpisodeResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 24);
+  messageDesc(file_himga_proto_memory_v1_memory, 29);
 
 /**
  * RecordEpisodes' request: many episodes for one namespace, stored together or not at all.
@@ -2028,7 +2267,7 @@ export type RecordEpisodesRequestJson = {
  * Use `create(RecordEpisodesRequestSchema)` to create a new message.
  */
 export const RecordEpisodesRequestSchema: GenMessage<RecordEpisodesRequest, {jsonType: RecordEpisodesRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 25);
+  messageDesc(file_himga_proto_memory_v1_memory, 30);
 
 /**
  * RecordEpisodes' answer.
@@ -2063,7 +2302,7 @@ export type RecordEpisodesResponseJson = {
  * Use `create(RecordEpisodesResponseSchema)` to create a new message.
  */
 export const RecordEpisodesResponseSchema: GenMessage<RecordEpisodesResponse, {jsonType: RecordEpisodesResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 26);
+  messageDesc(file_himga_proto_memory_v1_memory, 31);
 
 /**
  * GetEpisode's request.
@@ -2112,7 +2351,7 @@ export type GetEpisodeRequestJson = {
  * Use `create(GetEpisodeRequestSchema)` to create a new message.
  */
 export const GetEpisodeRequestSchema: GenMessage<GetEpisodeRequest, {jsonType: GetEpisodeRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 27);
+  messageDesc(file_himga_proto_memory_v1_memory, 32);
 
 /**
  * GetEpisode's answer.
@@ -2147,7 +2386,7 @@ export type GetEpisodeResponseJson = {
  * Use `create(GetEpisodeResponseSchema)` to create a new message.
  */
 export const GetEpisodeResponseSchema: GenMessage<GetEpisodeResponse, {jsonType: GetEpisodeResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 28);
+  messageDesc(file_himga_proto_memory_v1_memory, 33);
 
 /**
  * DeleteEpisode's request.
@@ -2212,7 +2451,7 @@ export type DeleteEpisodeRequestJson = {
  * Use `create(DeleteEpisodeRequestSchema)` to create a new message.
  */
 export const DeleteEpisodeRequestSchema: GenMessage<DeleteEpisodeRequest, {jsonType: DeleteEpisodeRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 29);
+  messageDesc(file_himga_proto_memory_v1_memory, 34);
 
 /**
  * DeleteEpisode's answer.
@@ -2247,7 +2486,7 @@ export type DeleteEpisodeResponseJson = {
  * Use `create(DeleteEpisodeResponseSchema)` to create a new message.
  */
 export const DeleteEpisodeResponseSchema: GenMessage<DeleteEpisodeResponse, {jsonType: DeleteEpisodeResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 30);
+  messageDesc(file_himga_proto_memory_v1_memory, 35);
 
 /**
  * ListEpisodes' request: filters (each empty or unset one lets every episode pass) and a page.
@@ -2412,7 +2651,7 @@ export type ListEpisodesRequestJson = {
  * Use `create(ListEpisodesRequestSchema)` to create a new message.
  */
 export const ListEpisodesRequestSchema: GenMessage<ListEpisodesRequest, {jsonType: ListEpisodesRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 31);
+  messageDesc(file_himga_proto_memory_v1_memory, 36);
 
 /**
  * ListEpisodes' answer: one page.
@@ -2461,7 +2700,7 @@ export type ListEpisodesResponseJson = {
  * Use `create(ListEpisodesResponseSchema)` to create a new message.
  */
 export const ListEpisodesResponseSchema: GenMessage<ListEpisodesResponse, {jsonType: ListEpisodesResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 32);
+  messageDesc(file_himga_proto_memory_v1_memory, 37);
 
 /**
  * SearchEpisodes' request: the task at hand.
@@ -2554,7 +2793,7 @@ export type SearchEpisodesRequestJson = {
  * Use `create(SearchEpisodesRequestSchema)` to create a new message.
  */
 export const SearchEpisodesRequestSchema: GenMessage<SearchEpisodesRequest, {jsonType: SearchEpisodesRequestJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 33);
+  messageDesc(file_himga_proto_memory_v1_memory, 38);
 
 /**
  * One episode found for a task.
@@ -2603,7 +2842,7 @@ export type EpisodeHitJson = {
  * Use `create(EpisodeHitSchema)` to create a new message.
  */
 export const EpisodeHitSchema: GenMessage<EpisodeHit, {jsonType: EpisodeHitJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 34);
+  messageDesc(file_himga_proto_memory_v1_memory, 39);
 
 /**
  * SearchEpisodes' answer.
@@ -2656,7 +2895,7 @@ export type SearchEpisodesResponseJson = {
  * Use `create(SearchEpisodesResponseSchema)` to create a new message.
  */
 export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {jsonType: SearchEpisodesResponseJson}> = /*@__PURE__*/
-  messageDesc(file_himga_proto_memory_v1_memory, 35);
+  messageDesc(file_himga_proto_memory_v1_memory, 40);
 
 /**
  * Keeps and recalls the conversational memory of agents. Every request names a namespace:
@@ -2686,9 +2925,10 @@ export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {j
  *   UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
  *                                            TOKEN" metadata) and got none, or an unknown one.
  *   PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
- *                                            Retrieve; write: Ingest, IngestBatch; admin:
- *                                            Reset) on the request's namespace. Neither auth
- *                                            reason tells whether the namespace exists.
+ *                                            Retrieve, List*; write: Ingest, IngestBatch, Delete;
+ *                                            admin: Reset, DeleteNamespace) on the request's
+ *                                            namespace. Neither auth reason tells whether the
+ *                                            namespace exists.
  *   CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
  *                                            write committed: nothing was stored.
  *   SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -2793,6 +3033,35 @@ export const MemoryService: GenService<{
     methodKind: "unary";
     input: typeof ListMessagesRequestSchema;
     output: typeof ListMessagesResponseSchema;
+  },
+  /**
+   * Lists the namespaces the server holds, in the byte order of their names, a page at a time:
+   * only those whose name starts with `prefix`, and, on a server that asks for tokens, only
+   * those the caller's token grants `read` on (a token without `read` anywhere gets
+   * PERMISSION_DENIED). A namespace is held from the first call that stored something in it,
+   * messages or episodes, until DeleteNamespace. A namespace made or deleted between pages is
+   * listed when its name comes after the last one of the previous page, and left out otherwise.
+   *
+   * @generated from rpc himga.memory.v1.MemoryService.ListNamespaces
+   */
+  listNamespaces: {
+    methodKind: "unary";
+    input: typeof ListNamespacesRequestSchema;
+    output: typeof ListNamespacesResponseSchema;
+  },
+  /**
+   * Forgets a namespace wholly, on whatever store holds it: its messages, its episodes, the
+   * record of its memory and the receipts of its writes (so its request ids may be used
+   * again). It is no longer listed, and a later call opens it anew, with any memory. Needs the
+   * `admin` right on the namespace. Deleting a namespace the server does not hold succeeds and
+   * answers `deleted` false. Calls to the namespace running at the same time finish first.
+   *
+   * @generated from rpc himga.memory.v1.MemoryService.DeleteNamespace
+   */
+  deleteNamespace: {
+    methodKind: "unary";
+    input: typeof DeleteNamespaceRequestSchema;
+    output: typeof DeleteNamespaceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_himga_proto_memory_v1_memory, 0);
