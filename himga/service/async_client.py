@@ -123,6 +123,20 @@ class AsyncRemoteMemory:
         response: pb.ListMessagesResponse = await self._call(self._stub.ListMessages, request)
         return memory_calls.page(response)
 
+    async def list_namespaces(
+        self, *, prefix: str = "", page_size: int = 100, page_token: str = ""
+    ) -> memory_calls.NamespacePage:
+        """As RemoteMemory.list_namespaces."""
+        request = memory_calls.list_namespaces(prefix, page_size, page_token)
+        response: pb.ListNamespacesResponse = await self._call(self._stub.ListNamespaces, request)
+        return memory_calls.namespace_page(response)
+
+    async def delete_namespace(self) -> bool:
+        """As RemoteMemory.delete_namespace."""
+        request = self._calls.delete_namespace()
+        response: pb.DeleteNamespaceResponse = await self._call(self._stub.DeleteNamespace, request)
+        return response.deleted
+
     @property
     def durable(self) -> bool:
         """False, as RemoteMemory's: whether the server keeps it is the server's to say."""

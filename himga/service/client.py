@@ -127,6 +127,22 @@ class RemoteMemory(BaseMemory):
         response: pb.ListMessagesResponse = self._call(self._stub.ListMessages, request)
         return memory_calls.page(response)
 
+    def list_namespaces(
+        self, *, prefix: str = "", page_size: int = 100, page_token: str = ""
+    ) -> memory_calls.NamespacePage:
+        """One page of the server's namespaces (ListNamespaces): those whose name starts with
+        `prefix` and that the token may read, in name order; page_size 1 to 1000."""
+        request = memory_calls.list_namespaces(prefix, page_size, page_token)
+        response: pb.ListNamespacesResponse = self._call(self._stub.ListNamespaces, request)
+        return memory_calls.namespace_page(response)
+
+    def delete_namespace(self) -> bool:
+        """Forget this memory's namespace wholly (DeleteNamespace: its messages, episodes and
+        receipts; the token needs `admin`); whether the server held it."""
+        request = self._calls.delete_namespace()
+        response: pb.DeleteNamespaceResponse = self._call(self._stub.DeleteNamespace, request)
+        return response.deleted
+
     def close(self) -> None:
         """Release the connection; the memory is kept by the server."""
         self._channel.close()

@@ -3,9 +3,11 @@ call, with the namespace rule MemoryService uses (himga.service.namespaces). Sto
 thread-safe, so calls to one namespace need no lock of the server's."""
 
 import threading
+from pathlib import Path
 
 from himga.episodes.base import EpisodeStore
 from himga.episodes.registry import place_problem, store_factory
+from himga.service import catalog
 from himga.storage.place import Place
 
 
@@ -29,8 +31,22 @@ class EpisodeStores:
             with self._opening:
                 store = self._open.get(namespace)
                 if store is None:
+                    if isinstance(self.place, Path):
+                        catalog.remember_name(self.place, namespace)
                     store = self._open[namespace] = self._factory(namespace, self.place)
         return store
+
+    def open_names(self) -> list[str]:
+        """The namespaces whose stores are open now."""
+        with self._opening:
+            return list(self._open)
+
+    def discard(self, namespace: str) -> None:
+        """Close the store of `namespace` if it is open (its next call opens it anew)."""
+        with self._opening:
+            store = self._open.pop(namespace, None)
+        if store is not None:
+            store.close()
 
     def close(self) -> None:
         """Close every open store, once no call uses them any more."""

@@ -21,6 +21,7 @@ lose what they hold).
 
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +35,8 @@ from himga.service.errors import FieldViolation, InvalidRequest, MemoryMismatch,
 from himga.storage.files import write_private
 from himga.storage.place import Place
 
+_WAIT_SECONDS = 0.01
+"""How often `closing` looks whether the calls using a namespace have ended."""
 NAMESPACE_RULE = "1 to 128 characters of letters, digits, '.', '_', '-' and ':'"
 _NAMESPACE = re.compile(r"[A-Za-z0-9._:-]{1,128}", re.ASCII)
 
@@ -131,6 +134,27 @@ class Namespaces:
                 opened.users -= 1
                 self._close_idle()
 
+    def open_memories(self) -> dict[str, str]:
+        """The namespaces open now, each with the name of its memory."""
+        with self._opening:
+            return {name: opened.memory_name for name, opened in self._open.items()}
+
+    @contextmanager
+    def closing(self, namespace: str) -> Iterator[None]:
+        """Close `namespace` once no call uses it, and keep every call from opening it while the
+        block runs (which then removes what it holds: himga.service.catalog.forget)."""
+        while True:
+            with self._opening:
+                opened = self._open.get(namespace)
+                if opened is None or opened.users == 0:
+                    if opened is not None:
+                        del self._open[namespace]
+                        with opened.lock:
+                            opened.memory.close()
+                    yield
+                    return
+            time.sleep(_WAIT_SECONDS)
+
     def _make(self, namespace: str, memory: str) -> BaseMemory:
         """The memory of `namespace`; when the process is out of file descriptors, every idle
         durable namespace is closed and it is tried once more (called under the lock)."""
@@ -180,6 +204,9 @@ class Namespaces:
             return found
         if self.data_dir is None:
             return memory
+        from himga.service.catalog import remember_name  # catalog reads the naming rule here
+
+        remember_name(self.data_dir, namespace)
         record = namespace_file(self.data_dir, "namespaces", namespace, ".memory")
         try:
             return record.read_text(encoding="utf-8")
