@@ -73,4 +73,5 @@ googleapis="$(python -c 'import google.rpc.status_pb2 as m, pathlib; print(pathl
 python -m grpc_tools.protoc -Iproto -I"$googleapis" \
   --plugin=protoc-gen-es="$root/node_modules/.bin/protoc-gen-es" \
   --es_out="$out" --es_opt=target=ts,import_extension=js,json_types=true \
-  himga_proto/memory/v1/memory.proto google/rpc/error_details.proto
+  himga_proto/memory/v1/memory.proto himga_proto/memory/v1/options.proto \
+  google/rpc/error_details.proto

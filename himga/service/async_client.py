@@ -93,7 +93,9 @@ class AsyncRemoteMemory:
         filter: MessageFilter | None = None,
         max_context_tokens: int = 0,
     ) -> tuple[str, builtins.list[Hit]]:
-        response = await self._retrieve(query, max(limit, 1), filter, max_context_tokens)
+        if limit < 1:  # as RemoteMemory.recall
+            return "", []
+        response = await self._retrieve(query, limit, filter, max_context_tokens)
         return response.context, memory_calls.hits(response, limit)
 
     async def reset(self) -> None:

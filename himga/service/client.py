@@ -95,7 +95,9 @@ class RemoteMemory(BaseMemory):
         filter: MessageFilter | None = None,
         max_context_tokens: int = 0,
     ) -> tuple[str, builtins.list[Hit]]:
-        response = self._retrieve(query, max(limit, 1), filter, max_context_tokens)
+        if limit < 1:  # the server reads 0 as its default: no hits and no context, as in process
+            return "", []
+        response = self._retrieve(query, limit, filter, max_context_tokens)
         return response.context, memory_calls.hits(response, limit)
 
     def reset(self) -> None:
