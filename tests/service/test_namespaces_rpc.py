@@ -2,6 +2,7 @@
 PostgreSQL; what a token may see; what a delete leaves (nothing: messages, episodes, receipts,
 files)."""
 
+import asyncio
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.data.conversation import Message, Session
-from himga.service import RemoteMemory, convert, create_server, tokens
+from himga.service import AsyncRemoteMemory, RemoteMemory, convert, create_server, tokens
 from himga.service.auth import AuthFile
 from himga.service.errors import InvalidRequest, field_violations, reason_of
 from himga.storage.postgres import Database
@@ -246,3 +247,17 @@ def test_deleting_a_namespace_needs_admin_on_it(guarded: tuple[str, dict[str, st
     with RemoteMemory(target, "team-a.gone", token=made["all"]) as memory:
         listed = [n for n, _ in every(memory, "team-")]
         assert "team-a.gone" not in listed and "team-b.kept" in listed
+
+
+def test_the_asyncio_client_lists_and_deletes_namespaces(target: str) -> None:
+    name = fresh("-async")
+
+    async def run() -> tuple[list[str], bool, list[str]]:
+        async with AsyncRemoteMemory(target, name) as memory:
+            await memory.ingest(Message(role="user", content="hello"), SESSION)
+            before = [info.name for info in (await memory.list_namespaces(prefix=name)).namespaces]
+            deleted = await memory.delete_namespace()
+            after = [info.name for info in (await memory.list_namespaces(prefix=name)).namespaces]
+            return before, deleted, after
+
+    assert asyncio.run(run()) == ([name], True, [])
