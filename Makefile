@@ -6,10 +6,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 SETUP  := $(VENV)/.installed
+# What `make serve` needs: himga and its runtime dependencies only (`.[dev]` implies it).
+SERVE_SETUP := $(VENV)/.installed-serve
 NODE   := node_modules/.package-lock.json
 
 HOST     ?= 127.0.0.1
 PORT     ?= 50051
+HTTP_PORT ?= 8080
 DATA_DIR ?= data
 # The LoCoMo development file sits beside a checkout of this project; point LOCOMO elsewhere
 # for the public locomo10.json.
@@ -34,7 +37,16 @@ setup: $(SETUP) $(NODE)
 $(SETUP): pyproject.toml setup.py himga/memory/_ranking.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	@# "himga", this distribution's name before it became himga-memory, in an older .venv/
+	$(PY) -m pip uninstall --quiet --yes himga
 	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@ $(SERVE_SETUP)
+
+# Only what serving needs: no tests, generators, linters or the extras' SDKs.
+$(SERVE_SETUP): pyproject.toml setup.py himga/memory/_ranking.c
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip uninstall --quiet --yes himga
+	$(PY) -m pip install --quiet -e .
 	touch $@
 
 # The pinned Node.js tools and libraries (TypeScript generation, tests, buf).
@@ -68,9 +80,11 @@ test: $(SETUP) $(NODE)
 	bash scripts/postgres.sh
 	$(BIN)/pytest
 
-## serve: the memory server on its embedded default store ($(DATA_DIR)/), on $(HOST):$(PORT)
-serve: $(SETUP)
-	$(BIN)/himga serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
+## serve: the server on its embedded store ($(DATA_DIR)/): gRPC on $(PORT), HTTP and the page on $(HTTP_PORT)
+# Installs what serving needs only. A model the served memory kinds need (the `hybrid` kind's
+# default) is fetched here too: a prerequisite beside $(SERVE_SETUP).
+serve: $(SERVE_SETUP)
+	$(BIN)/himga serve --host $(HOST) --port $(PORT) --http-port $(HTTP_PORT) --data-dir $(DATA_DIR)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
 bench: bench-validate bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api \
@@ -123,7 +137,7 @@ bench-episodes: $(SETUP)
 eval-episodes: $(SETUP)
 	$(BIN)/himga eval-episodes
 
-## soak: the fault suite (about 6 min; root, for its tmpfs): SIGKILL rounds, a full disk, fuzzing
+## soak: the fault suite (about 9 min; root, for its tmpfs): kills, a full disk, few descriptors, fuzz
 soak: $(SETUP)
 	$(PY) -m tests.soak
 

@@ -31,9 +31,9 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.episodes import SQLiteEpisodes
 from himga.eval.episode_sets import EpisodeSet, generate
-from himga.memory.registry import namespace_file
 from himga.records import EpisodeTrace, TaskContext
 from himga.service import convert
+from himga.storage.layout import namespace_file
 from himga.timeutil import parse_utc_datetime
 from tests.server_process import start_listening
 

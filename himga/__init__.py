@@ -6,7 +6,16 @@ which loads this package first, so it must not import them back.
 
 from importlib.metadata import PackageNotFoundError, version
 
+# The distribution's name on PyPI (pyproject.toml's `project.name`); "himga" there is another
+# project. The import name is `himga`.
+DISTRIBUTION = "himga-memory"
+
 try:
-    __version__ = version("himga")  # written once, in pyproject.toml
+    __version__ = version(DISTRIBUTION)  # written once, in pyproject.toml
 except PackageNotFoundError:  # run from a checkout that was never installed
     __version__ = "0+unknown"
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs `extra` (a `project.optional-dependencies` key)."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"

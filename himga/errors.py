@@ -46,6 +46,10 @@ class IncompatibleStoreError(HimgaError, ValueError):
     another version's retrieval method); the message says what to do."""
 
 
+class MemoryMismatch(HimgaError, RuntimeError):
+    """A call names another memory than the one its namespace was opened with."""
+
+
 class NotFoundError(HimgaError, LookupError):
     """A record asked for by its id is not stored (an episode GetEpisode names, for one)."""
 

@@ -1,14 +1,19 @@
 """`himga export --target HOST:PORT --namespace NS`: every message of a namespace, as JSON Lines.
 
-Writes the namespace's messages, page by page through ListMessages, as Session documents one a
-line (himga.memory.dump says how), to stdout or `--output`. `himga import` reads them back.
-Exits 0 when all was written, 1 when the server refused a call, 2 when no server answered.
+Writes the namespace's messages, page by page (ListMessages), as Session documents one a line
+(himga.memory.dump says how), to stdout or `--output`. `himga import` reads them back. With
+`--data-dir DIR` (or `--database URL`) instead of `--target`, the namespace is read from the
+stores themselves, opened as a server opens them; a namespace never written exports nothing and
+nothing of it is made. Exits 0 when all was written, 1 when the server (or the store) refused,
+2 when no server answered.
 """
 
 import argparse
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
+
+from himga.cli._places import add_place_arguments, namespace_memory
 
 if TYPE_CHECKING:
     from himga.memory.base import BaseMemory, StoredMessage
@@ -24,11 +29,8 @@ def add_parser(subparsers: Any) -> None:
         "line a Session document (schemas/v1/session.json) with a run of its messages. "
         "`himga import` stores them again; exporting what it stored gives the same bytes.",
     )
-    parser.add_argument("--target", required=True, help="the server, as HOST:PORT")
     parser.add_argument("--namespace", required=True, help="the namespace to export")
-    parser.add_argument(
-        "--memory", default="", help="the namespace's memory (default: the server's)"
-    )
+    add_place_arguments(parser)
     parser.add_argument("--output", "-o", default="-", help="a file to write ('-': stdout)")
     parser.set_defaults(run=run)
 
@@ -37,16 +39,15 @@ def run(args: argparse.Namespace) -> int:
     import grpc
 
     from himga.errors import HimgaError
-    from himga.service import RemoteMemory
 
     try:
-        with RemoteMemory(args.target, args.namespace, memory=args.memory) as memory:
+        with namespace_memory(args, create=False) as memory:
             if args.output == "-":
                 write(memory, sys.stdout)
             else:
                 with open(args.output, "w", encoding="utf-8", newline="\n") as out:
                     write(memory, out)
-    except (HimgaError, ValueError) as error:
+    except (HimgaError, ValueError, OSError) as error:  # OSError: a data dir it cannot open
         print(f"himga export: {error}", file=sys.stderr)
         return 1
     except grpc.RpcError as error:

@@ -6,12 +6,26 @@ prints `FILE:LINE: $.path: reason` for each problem and exits 1. Then it stores 
 order, in IngestBatch calls of at most BATCH messages; a message whose id is stored already
 replaces it. Exits 0 when all was stored, 1 on a refused call or bad input, 2 when no server
 answered.
+
+`himga import --locomo FILE` and `--longmemeval FILE` load a benchmark instead: each
+conversation (a LoCoMo sample, a LongMemEval question's haystack) into its own namespace, named
+by its sample id (after `--namespace PREFIX-` when given), with a progress bar. The whole file is
+read first: a file of the wrong layout is refused naming its first bad place and its line
+(`FILE:LINE: [2].conversation.session_1[3].text: reason`), and nothing is stored.
+
+`--data-dir DIR` stores into an embedded store instead of a server: the files `himga serve
+--data-dir DIR` serves (while no server has them open).
 """
 
 import argparse
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from himga.data import Sample
 
 BATCH = 500
 
@@ -23,16 +37,37 @@ def add_parser(subparsers: Any) -> None:
         description="Store the messages of a JSON Lines file of Session documents in a "
         "namespace, in order, after checking every line (nothing is stored if one is invalid).",
     )
-    parser.add_argument("--target", required=True, help="the server, as HOST:PORT")
-    parser.add_argument("--namespace", required=True, help="the namespace to store into")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--target", help="the server, as HOST:PORT")
+    where.add_argument(
+        "--data-dir", type=Path, help="an embedded store: the data directory of `himga serve`"
+    )
+    parser.add_argument(
+        "--namespace",
+        help="the namespace to store into (with --locomo or --longmemeval: the prefix of each "
+        "conversation's namespace; default: none, the sample id alone)",
+    )
     parser.add_argument(
         "--memory", default="", help="the namespace's memory (default: the server's)"
     )
-    parser.add_argument("file", metavar="FILE", help="the JSON Lines file, or '-' for stdin")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("file", metavar="FILE", nargs="?", help="the JSON Lines file, or '-'")
+    what.add_argument("--locomo", metavar="FILE", type=Path, help="a LoCoMo file (locomo10.json)")
+    what.add_argument(
+        "--longmemeval", metavar="FILE", type=Path, help="a LongMemEval file (longmemeval_s.json)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.locomo is not None or args.longmemeval is not None:
+        return _run_benchmark(args)
+    if args.namespace is None:
+        print("himga import: --namespace is needed for a JSON Lines file", file=sys.stderr)
+        return 2
+    if args.data_dir is not None:
+        return _run_embedded(args)
     import grpc
 
     from himga.errors import HimgaError
@@ -71,3 +106,121 @@ def run(args: argparse.Namespace) -> int:
         return 2 if code == grpc.StatusCode.UNAVAILABLE else 1
     print(f"stored {len(items)} messages in {args.namespace}", file=sys.stderr)
     return 0
+
+
+def _run_embedded(args: argparse.Namespace) -> int:
+    """A JSON Lines file into the embedded store of --data-dir."""
+    from himga.memory.dump import read_line
+
+    shown = "<stdin>" if args.file == "-" else args.file
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"himga import: cannot read {shown}: {error}", file=sys.stderr)
+        return 2
+    items: list[Any] = []
+    problems = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        read, found = read_line(line)
+        for problem in found:
+            print(f"{shown}:{number}: {problem}", file=sys.stderr)
+        problems += len(found)
+        items += read
+    if problems:
+        print(f"himga import: {problems} problems; nothing stored", file=sys.stderr)
+        return 1
+    return _store({args.namespace: items}, args)
+
+
+def _run_benchmark(args: argparse.Namespace) -> int:
+    """A LoCoMo or LongMemEval file, each conversation into its own namespace."""
+    from himga.data import DatasetError
+    from himga.data.locomo import load_locomo
+    from himga.data.longmemeval import load_longmemeval
+    from himga.data.places import located
+
+    path: Path = args.locomo if args.locomo is not None else args.longmemeval
+    loader: Callable[[Path], list[Sample]] = (
+        load_locomo if args.locomo is not None else load_longmemeval
+    )
+    try:
+        samples = loader(path)
+    except DatasetError as error:
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        print(f"himga import: {located(error, path, text)}; nothing stored", file=sys.stderr)
+        return 1
+    prefix = f"{args.namespace}-" if args.namespace else ""
+    batches: dict[str, list[Any]] = {}
+    for sample in samples:
+        items = batches.setdefault(f"{prefix}{sample.sample_id}", [])
+        for session in sample.sessions:
+            bare = session.model_copy(update={"messages": []})
+            items += [(message, bare) for message in session.messages]
+    return _store(batches, args)
+
+
+def _store(batches: dict[str, list[Any]], args: argparse.Namespace) -> int:
+    """Store each namespace's items in order, BATCH at a time, behind one progress bar."""
+    import grpc
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    from himga.errors import HimgaError
+
+    total = sum(len(items) for items in batches.values())
+    where = args.target or str(args.data_dir)
+    try:
+        with (
+            _opened(args) as opening,
+            tqdm(
+                total=total, desc=f"import to {where}", unit="msg", disable=args.no_progress
+            ) as bar,
+        ):
+            for namespace, items in batches.items():
+                with opening(namespace) as memory:
+                    for start in range(0, len(items), BATCH):
+                        batch = items[start : start + BATCH]
+                        memory.store(batch)
+                        bar.update(len(batch))
+    except (HimgaError, ValueError, OSError) as error:
+        print(f"himga import: {error}", file=sys.stderr)
+        return 1
+    except grpc.RpcError as error:
+        code = error.code() if isinstance(error, grpc.Call) else None
+        print(f"himga import: {args.target}: {error}", file=sys.stderr)
+        return 2 if code == grpc.StatusCode.UNAVAILABLE else 1
+    names = ", ".join(batches) if len(batches) <= 3 else f"{len(batches)} namespaces"
+    print(f"stored {total} messages in {names}", file=sys.stderr)
+    return 0
+
+
+@contextmanager
+def _opened(args: argparse.Namespace) -> "Iterator[Callable[[str], AbstractContextManager[Any]]]":
+    """A function opening a namespace's memory for the block it is used in: at the server of
+    --target, or in the store of --data-dir, opened and recorded as `himga serve --data-dir`
+    opens it, so that a server over the directory serves what was stored."""
+    if args.target is not None:
+        from himga.service import RemoteMemory
+
+        yield lambda namespace: RemoteMemory(args.target, namespace, memory=args.memory)
+        return
+    from himga.memory.registry import DEFAULT_MEMORY
+    from himga.service.namespaces import Namespaces
+
+    args.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    namespaces = Namespaces(args.memory or DEFAULT_MEMORY, args.data_dir)
+
+    @contextmanager
+    def using(namespace: str) -> Iterator[Any]:
+        with namespaces.using(namespace, args.memory) as opened:
+            assert opened is not None
+            yield opened.memory
+
+    try:
+        yield using
+    finally:
+        namespaces.close()

@@ -1,7 +1,7 @@
 """`himga mcp`: the memory as tools for a model, over the Model Context Protocol: on stdio (what
 desktop agents and coding assistants launch), or streamable HTTP with `--http-port`. Its stores
 are embedded (a data directory, the same stores `himga serve` keeps), or a running server's with
-`--target`. Needs the `mcp` extra: `pip install 'himga[mcp]'`."""
+`--target`. Needs the `mcp` extra: `pip install 'himga-memory[mcp]'`."""
 
 import argparse
 import logging
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import himga
 from himga.episodes.registry import DEFAULT_STORE, store_names
 from himga.memory.registry import DEFAULT_MEMORY, memory_names
 
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
         from himga.mcp import server, stores
     except ImportError as error:
-        log.error("%s: install the mcp extra (pip install 'himga[mcp]')", error)
+        log.error("%s: the mcp extra is not installed: %s", error, himga.install_hint("mcp"))
         return 2
     if args.target is not None and args.data_dir is not None:
         log.error("--target and --data-dir are exclusive: the server keeps its own files")

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import himga
 from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE, store_names
 from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY, memory_names
 
@@ -64,7 +65,7 @@ def add_parser(subparsers: Any) -> None:
         metavar="URL",
         help="keep every namespace in this PostgreSQL database (postgresql://USER@HOST/DB; "
         "several hosts, with target_session_attrs=read-write, for failover), shared with every "
-        "other server given it: they serve as one (needs `pip install 'himga[postgres]'`)",
+        "other server given it: they serve as one (needs `pip install 'himga-memory[postgres]'`)",
     )
     parser.add_argument(
         "--data-dir",
@@ -319,7 +320,7 @@ def _database(url: str, calls: int) -> "Database | int":
 
         from himga.storage.postgres import Database, redacted
     except ImportError:
-        _log.error("--database needs PostgreSQL's driver: pip install 'himga[postgres]'")
+        _log.error("--database needs PostgreSQL's driver: %s", himga.install_hint("postgres"))
         return 2
     from himga.errors import DatabaseUnavailable, IncompatibleStoreError
 

@@ -160,6 +160,12 @@ class EpisodeStore(ABC):
         found = self.search(task, query, limit, max_context_tokens)
         return found.context, [(hit.episode.to_dict(), hit.score) for hit in found.hits]
 
+    @property
+    def durable(self) -> bool:
+        """Whether what the store holds outlives it (on disk, in a database): a durable store
+        may be closed when idle and opened again; one in process memory may not."""
+        return False
+
     def close(self) -> None:
         """Release what the store holds open; what a durable store stored stays stored."""
         return None

@@ -9,7 +9,9 @@ some (all or none), read some by id, erase one, count an access, and list in ord
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
+import time
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -36,10 +38,43 @@ from himga.episodes.paging import Position, after, position
 from himga.episodes.paging import page_token as page_token_after
 from himga.errors import NotFoundError
 from himga.records import EpisodeTrace, InvalidRecordError, TaskContext
+from himga.storage import exhaustion
 from himga.timeutil import to_utc_isoformat
 
 Row = dict[str, Any]
 """An episode in its wire form (EpisodeTrace.to_dict())."""
+
+_log = logging.getLogger(__name__)
+WARN_EVERY_SECONDS = 60.0
+"""At most one warning this often about access counts skipped (each is counted)."""
+
+
+class _Skipped:
+    """The access counts this process could not write (the store could not write), counted."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._warned = -WARN_EVERY_SECONDS
+        self._lock = threading.Lock()
+
+    def add(self, count: int, error: BaseException) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.count += count
+            warn = now - self._warned >= WARN_EVERY_SECONDS
+            if warn:
+                self._warned = now
+        if warn:
+            _log.warning("episode access counts not written, the store cannot write: %s", error)
+
+
+_skipped = _Skipped()
+
+
+def skipped_access_counts() -> int:
+    """How many episode accesses (GetEpisode, SearchEpisodes hits) this process answered
+    without counting them, because the store could not write (a full disk)."""
+    return _skipped.count
 
 
 class IndexedStore(EpisodeStore):
@@ -54,7 +89,7 @@ class IndexedStore(EpisodeStore):
     @abstractmethod
     def _write(self, rows: builtins.list[tuple[Row, Features]], recorded: int) -> None:
         """Store the rows (replacing those of the same ids): all, or on any error none; and
-        only while the write is still wanted (himga.memory.commit), `recorded` being what the
+        only while the write is still wanted (himga.storage.commit), `recorded` being what the
         call answers."""
 
     @abstractmethod
@@ -137,10 +172,17 @@ class IndexedStore(EpisodeStore):
         return build_context(found, wanted, budget), scored
 
     def _accessed(self, rows: builtins.list[Row]) -> builtins.list[Row]:
-        """The rows, their access counted now, in the store and in the rows returned."""
+        """The rows, their access counted now, in the store and in the rows returned. A count
+        the store cannot write now (a full disk) is skipped, and counted: the read answers."""
         if rows:
             when = datetime.now(UTC)
-            self._touch([row["id"] for row in rows], when)
+            try:
+                self._touch([row["id"] for row in rows], when)
+            except Exception as error:
+                if not exhaustion.cannot_write(error):
+                    raise
+                _skipped.add(len(rows), error)
+                return rows
             for row in rows:
                 row["access_count"] = row.get("access_count", 0) + 1
                 row["last_accessed"] = to_utc_isoformat(when)

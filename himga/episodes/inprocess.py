@@ -14,7 +14,7 @@ from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, passes, position
-from himga.memory import commit
+from himga.storage import commit
 from himga.timeutil import to_utc_isoformat
 
 

@@ -11,7 +11,7 @@ rows recorded since (their `seq` past what this process read) are indexed, and a
 A call runs in one transaction that holds the namespace's row: FOR UPDATE for a record or a
 delete (writers serialise across servers), FOR SHARE for the others (readers do not wait for
 each other, and no delete lands between the index's answer and the rows read for it). A
-record or delete asks `himga.memory.commit.before_commit` whether it is still wanted and writes
+record or delete asks `himga.storage.commit.before_commit` whether it is still wanted and writes
 its receipt, in its transaction. Access statistics are updated in the call's transaction.
 """
 
@@ -30,10 +30,10 @@ from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, listed_files
 from himga.episodes.registry import DATABASE_STORE, place_problem
 from himga.episodes.sqlite import features_of, row_of, row_values, where_of
-from himga.memory import commit
-from himga.memory.postgres import keep_receipt, read_receipt
+from himga.storage import commit
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
+from himga.storage.receipts import Receipt, keep_postgres, read_postgres
 from himga.timeutil import to_utc_isoformat
 
 EPISODES = "episodes"
@@ -69,6 +69,10 @@ class PostgresEpisodes(IndexedStore):
         if problem is not None or not isinstance(place, Database):
             raise ValueError(problem or f"episode store {DATABASE_STORE} needs a database")
         return cls(place, namespace)
+
+    @property
+    def durable(self) -> bool:
+        return True
 
     def close(self) -> None:
         """Forget the index (the database's pool is the server's)."""
@@ -117,13 +121,13 @@ class PostgresEpisodes(IndexedStore):
             self._index.add(features_of(json.loads(text)))
         self._version, self._generation = version, generation
 
-    def receipt(self, request_id: str) -> commit.Receipt | None:
+    def receipt(self, request_id: str) -> Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
         with self._database.transaction() as connection:
-            return read_receipt(connection, self._id, EPISODES, request_id)
+            return read_postgres(connection, self._id, EPISODES, request_id)
 
-    def _keep_receipt(self, receipt: commit.Receipt) -> None:
-        keep_receipt(self._db, self._id, EPISODES, receipt)
+    def _keep_receipt(self, receipt: Receipt) -> None:
+        keep_postgres(self._db, self._id, EPISODES, receipt)
 
     def _raise(self, *, generation: bool) -> None:
         """Raise the namespace's episode counters (a delete: its generation too), and what this
@@ -174,11 +178,14 @@ class PostgresEpisodes(IndexedStore):
         return erased > 0
 
     def _touch(self, ids: list[str], when: datetime) -> None:
-        self._db.cursor().executemany(
-            "UPDATE himga_episodes SET access_count = access_count + 1, last_accessed = %s "
-            "WHERE namespace = %s AND id = %s",
-            [(to_utc_isoformat(when), self._id, episode_id) for episode_id in sorted(ids)],
-        )
+        # In a savepoint: a count the database cannot write (a full disk) rolls back alone,
+        # and the read it is part of answers.
+        with self._db.transaction(), self._db.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE himga_episodes SET access_count = access_count + 1, last_accessed = %s "
+                "WHERE namespace = %s AND id = %s",
+                [(to_utc_isoformat(when), self._id, episode_id) for episode_id in sorted(ids)],
+            )
 
     def _listed(self, filters: EpisodeFilter, start: Position | None, count: int) -> list[Row]:
         files = f"SELECT id FROM himga_episode_files WHERE namespace = {self._id} AND"

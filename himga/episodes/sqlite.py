@@ -15,7 +15,7 @@ makes it rebuild before the next call.
 Durability: WAL journal, `synchronous=FULL`, one transaction per record_many, so an episode
 recorded is on disk once the call returns (it survives SIGKILL and power loss) and a failed
 call leaves nothing behind. Just before COMMIT a record or delete asks
-`himga.memory.commit.before_commit` whether it is still wanted (a server's caller may have
+`himga.storage.commit.before_commit` whether it is still wanted (a server's caller may have
 gone: it then rolls back) and writes the receipt of its request id in `himga_receipts`, in the
 same transaction. Access statistics are written with `synchronous=NORMAL`: they
 survive the process being killed, but the last few may be lost with the power, which spares
@@ -39,10 +39,12 @@ from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.paging import Position, listed_files, micros
 from himga.errors import IncompatibleStoreError
-from himga.memory import commit
-from himga.memory.registry import namespace_file
-from himga.memory.sqlite_schema import RECEIPTS, keep_receipt, read_receipt
 from himga.memory.text import STEMMER
+from himga.storage import commit
+from himga.storage.files import create_private
+from himga.storage.layout import episodes_database
+from himga.storage.receipts import SQLITE_TABLE, Receipt, keep_sqlite, read_sqlite
+from himga.storage.sqlite import connect
 from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 
 FORMAT = f"episodes 1; terms: {STEMMER} stems, stopwords"
@@ -70,9 +72,9 @@ _SCHEMA = (
         path TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (path, id)
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS episode_files_by_id ON episode_files (id)",
-    # The receipts of writes made with a request id, as the memory's (himga.memory.commit):
+    # The receipts of writes made with a request id, as the memory's (himga.storage.receipts):
     # added to a database of this format when it opens (a himga before them ignores them).
-    *RECEIPTS,
+    *SQLITE_TABLE,
 )
 _INSERT = "INSERT OR REPLACE INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _COLUMNS = "id, document, access_count, last_accessed"
@@ -85,11 +87,9 @@ class SQLiteEpisodes(IndexedStore):
         super().__init__()
         self.path = Path(path) if path is not None and str(path) != ":memory:" else None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        target = str(self.path) if self.path is not None else ":memory:"
-        self._db = sqlite3.connect(
-            target, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_S
-        )
+            # Created 0600 (its folders 0700) before SQLite opens it: -wal and -shm take its mode.
+            create_private(self.path)
+        self._db = connect(self.path, _BUSY_TIMEOUT_S)  # opens on a full disk too
         try:
             self._open()
         except BaseException:
@@ -101,13 +101,20 @@ class SQLiteEpisodes(IndexedStore):
         """The registry's factory: the namespace's database in `data_dir`, in memory if None."""
         if data_dir is None:
             return cls()
-        return cls(namespace_file(data_dir, "episodes", namespace, ".sqlite3"))
+        return cls(episodes_database(data_dir, namespace))
 
     def _open(self) -> None:
         db = self._db
-        if self.path is not None:
-            db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
+        self._version: int | None = None
+        # A store of this format opens by reading alone (so it opens on a full disk).
+        db.execute("BEGIN")
+        try:
+            current = _is_current(db)
+        finally:
+            db.execute("ROLLBACK")
+        if current:
+            return
         with self._transaction():
             db.execute(_SCHEMA[0])
             found = db.execute("SELECT value FROM himga_meta WHERE key = 'format'").fetchone()
@@ -121,7 +128,10 @@ class SQLiteEpisodes(IndexedStore):
                 )
             for statement in _SCHEMA[1:]:
                 db.execute(statement)
-        self._version: int | None = None
+
+    @property
+    def durable(self) -> bool:
+        return self.path is not None
 
     def close(self) -> None:
         """Close the database; the store is unusable afterwards."""
@@ -133,11 +143,12 @@ class SQLiteEpisodes(IndexedStore):
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                self._db.execute("ROLLBACK")
             self._version = None  # read everything again next time
             raise
-        self._db.execute("COMMIT")
 
     @contextmanager
     def _call(self, *, write: bool = False) -> Iterator[None]:
@@ -155,13 +166,13 @@ class SQLiteEpisodes(IndexedStore):
             index.add(features_of(json.loads(text)))
         self._index = index
 
-    def receipt(self, request_id: str) -> commit.Receipt | None:
+    def receipt(self, request_id: str) -> Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
         with self._lock:
-            return read_receipt(self._db, request_id)
+            return read_sqlite(self._db, request_id)
 
-    def _keep_receipt(self, receipt: commit.Receipt) -> None:
-        keep_receipt(self._db, receipt)
+    def _keep_receipt(self, receipt: Receipt) -> None:
+        keep_sqlite(self._db, receipt)
 
     def _write(self, rows: list[tuple[Row, Features]], recorded: int) -> None:
         db = self._db
@@ -190,6 +201,7 @@ class SQLiteEpisodes(IndexedStore):
         return erased > 0
 
     def _touch(self, ids: list[str], when: datetime) -> None:
+        version = self._version  # counts are not in the index: it stays good if this fails
         self._db.execute("PRAGMA synchronous=NORMAL")
         try:
             with self._transaction():
@@ -198,6 +210,9 @@ class SQLiteEpisodes(IndexedStore):
                     "WHERE id = ?",
                     [(to_utc_isoformat(when), episode_id) for episode_id in ids],
                 )
+        except BaseException:
+            self._version = version
+            raise
         finally:
             self._db.execute("PRAGMA synchronous=FULL")
 
@@ -208,6 +223,15 @@ class SQLiteEpisodes(IndexedStore):
             (*values, count),
         )
         return [row_of(*row[1:]) for row in rows]
+
+
+def _is_current(db: sqlite3.Connection) -> bool:
+    """Whether the database (read in a transaction of the caller's) has every table of FORMAT."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"himga_meta", "episodes", "episode_files", "himga_receipts"} <= tables:
+        return False
+    found = db.execute("SELECT value FROM himga_meta WHERE key = 'format'").fetchone()
+    return found is not None and found[0] == FORMAT
 
 
 def where_of(

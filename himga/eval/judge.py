@@ -24,6 +24,8 @@ from tqdm import tqdm  # type: ignore[import-untyped]
 from himga.eval.run import DEFAULT_CONCURRENCY, QAResult
 from himga.eval.scoring import ADVERSARIAL
 from himga.llm.base import ChatMessage, Completion, LLMClient
+from himga.llm.errors import LLMConfigError
+from himga.llm.providers import EXTRACTIVE
 
 CORRECT = "CORRECT"
 WRONG = "WRONG"
@@ -119,9 +121,16 @@ def batch_judge(
     concurrency: int = DEFAULT_CONCURRENCY,
 ) -> list[Verdict | None]:
     """A verdict for each result, in order; None for the questions not judged (NOT_JUDGED
-    categories). Calls run `concurrency` at a time; the first that fails for good is raised."""
+    categories). Calls run `concurrency` at a time; the first that fails for good is raised.
+    LLMConfigError for the extractive reader, which cannot judge."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if llm.provider == EXTRACTIVE:
+        raise LLMConfigError(
+            "the extractive reader cannot judge (it picks a sentence, it does not grade one): "
+            "pass a model's client as llm, e.g. get_client('anthropic'), or compute_metrics "
+            "without judge scores"
+        )
     judged = [i for i, result in enumerate(results) if result.category not in NOT_JUDGED]
     verdicts: list[Verdict | None] = [None] * len(results)
     lock = threading.Lock()

@@ -1,7 +1,7 @@
 """himga.llm: the language models the agent answers with and the judge grades with.
 
 `get_client(provider, model=None, **options)` gives an `LLMClient`: "anthropic" and "openai"
-through their official SDKs (`pip install 'himga[llm]'`; "openai" also reaches local servers
+through their official SDKs (`pip install 'himga-memory[llm]'`; "openai" also reaches local servers
 by `base_url`), or "extractive", a reader that needs no model. Every client has
 `complete(messages) -> Completion` (the text, tokens, latency, attempts).
 """

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import himga
 from himga.llm.base import LLMClient, ProviderClient
 from himga.llm.cache import CachedClient, default_cache_path
 from himga.llm.errors import LLMConfigError
@@ -69,7 +70,7 @@ def get_client(
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise LLMConfigError(
-            f"the {provider} provider needs its SDK ({error.name}): pip install 'himga[llm]'"
+            f"the {provider} provider needs its SDK ({error.name}): {himga.install_hint('llm')}"
         ) from None
     cls: Callable[..., ProviderClient] = getattr(module, class_name)
     accepted = set(inspect.signature(cls).parameters) - {"model"}

@@ -1,100 +1,24 @@
-"""The last word before a write commits: is it still wanted, and what receipt does it leave?
+"""The before-COMMIT check, CallerGone and receipts, under their earlier path: they live in
+himga.storage.commit and himga.storage.receipts, shared by the memories and the episode stores."""
 
-A server's call may end before its write commits (its deadline passed, its caller cancelled,
-the server is stopping). A durable memory calls `before_commit` inside its write transaction,
-just before COMMIT: the check the caller of `ingest` set with `committing` raises when the write
-is no longer wanted, and the transaction rolls back, so a caller told that its call failed finds
-nothing of it stored. The same call writes the write's receipt, if the caller asked for one,
-in that transaction: a retry with the same request id is then answered from the receipt, and
-the receipt exists exactly when the write does (it survives what the write survives).
+from himga.storage.commit import CallerGone, Terms, before_commit, committing, still_wanted
+from himga.storage.receipts import (
+    RECEIPT_WINDOW_SECONDS,
+    Answer,
+    Receipt,
+    ReceiptTaken,
+    answer_from_json,
+)
 
-The terms travel in a context variable, so no memory's signature changes: outside `committing`
-(in-process use, the evaluations) `before_commit` does nothing.
-"""
-
-import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-
-from himga.errors import HimgaError
-
-RECEIPT_WINDOW_SECONDS = 24 * 60 * 60
-"""How long a write's receipt is kept: a retry with the same request id within it is answered
-from the receipt and stores nothing again."""
-
-
-class CallerGone(HimgaError, RuntimeError):
-    """The caller of a write went away (its deadline passed, it cancelled) before the write
-    committed: nothing of it was stored."""
-
-
-Answer = tuple[str, ...] | int
-"""What a write answered: the ids of the messages it stored, or how many things it recorded or
-deleted (a bool for a delete of one). Kept as JSON: a list of strings, or a number."""
-
-
-def answer_from_json(text: str) -> Answer:
-    """The answer a receipt kept as JSON text (what `json.dumps` made of an Answer)."""
-    loaded = json.loads(text)
-    return tuple(loaded) if isinstance(loaded, list) else loaded
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """What a write with a request id leaves: the id, a digest of the request (the same id with
-    another request is refused), and the answer it got."""
-
-    request_id: str
-    digest: str
-    answer: Answer = ()
-
-
-class ReceiptTaken(Exception):
-    """Raised by a store, rolling its write back, when its receipt's request id was recorded
-    by another write meanwhile (the same request sent through two servers at once): the
-    caller answers from that receipt. Never reaches a client."""
-
-
-@dataclass(frozen=True, slots=True)
-class Terms:
-    """The terms of one write: `still_wanted` raises when it is not; `receipt` (its answer not
-    yet known) is recorded with the write when given."""
-
-    still_wanted: Callable[[], None]
-    receipt: Receipt | None = None
-
-
-_TERMS: ContextVar[Terms | None] = ContextVar("himga_commit_terms", default=None)
-
-
-@contextmanager
-def committing(terms: Terms) -> Iterator[None]:
-    """Writes made inside this block (in this thread) commit only on `terms`."""
-    token = _TERMS.set(terms)
-    try:
-        yield
-    finally:
-        _TERMS.reset(token)
-
-
-def before_commit(record: Callable[[Receipt], None], answer: Sequence[str] | int) -> None:
-    """Called by a durable memory in its write transaction, just before COMMIT: raises (the
-    memory then rolls back) when the write is no longer wanted, and otherwise records its
-    receipt, answering `answer`, with `record` (which writes in the same transaction)."""
-    terms = _TERMS.get()
-    if terms is None:
-        return
-    terms.still_wanted()
-    if terms.receipt is not None:
-        receipt = terms.receipt
-        kept = answer if isinstance(answer, int) else tuple(answer)
-        record(Receipt(receipt.request_id, receipt.digest, kept))
-
-
-def still_wanted() -> None:
-    """Raise if the current write is no longer wanted (for memories with no transaction)."""
-    terms = _TERMS.get()
-    if terms is not None:
-        terms.still_wanted()
+__all__ = [
+    "RECEIPT_WINDOW_SECONDS",
+    "Answer",
+    "CallerGone",
+    "Receipt",
+    "ReceiptTaken",
+    "Terms",
+    "answer_from_json",
+    "before_commit",
+    "committing",
+    "still_wanted",
+]

@@ -28,7 +28,6 @@ import builtins
 import functools
 import json
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -47,6 +46,8 @@ from himga.memory.registry import place_problem
 from himga.memory.text import query_terms, terms_of
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
+from himga.storage.receipts import keep_postgres as keep_receipt
+from himga.storage.receipts import read_postgres as read_receipt
 
 T = TypeVar("T")
 _LOAD_ROWS = 10_000
@@ -442,34 +443,3 @@ class PostgresKeywordMemory(ContextFromHits):
                 connection.execute("DELETE FROM himga_messages WHERE namespace = %s", (self._id,))
                 self._raise(connection, generation + 1, 0)
             self._placed(version + 1, generation + 1, self._index.clear)
-
-
-def read_receipt(
-    connection: psycopg.Connection[Any], namespace: int, kind: str, request_id: str
-) -> commit.Receipt | None:
-    """The receipt of the write of `kind` made with `request_id` within the window, if any."""
-    found = connection.execute(
-        "SELECT digest, answer FROM himga_receipts "
-        "WHERE namespace = %s AND kind = %s AND request_id = %s AND at >= %s",
-        (namespace, kind, request_id, time.time() - commit.RECEIPT_WINDOW_SECONDS),
-    ).fetchone()
-    if found is None:
-        return None
-    return commit.Receipt(request_id, found[0], commit.answer_from_json(found[1]))
-
-
-def keep_receipt(
-    connection: psycopg.Connection[Any], namespace: int, kind: str, receipt: commit.Receipt
-) -> None:
-    """Record `receipt` in the write's transaction, forgetting those past the window."""
-    now = time.time()
-    connection.execute(
-        "DELETE FROM himga_receipts WHERE namespace = %s AND kind = %s AND at < %s",
-        (namespace, kind, now - commit.RECEIPT_WINDOW_SECONDS),
-    )
-    inserted = connection.execute(
-        "INSERT INTO himga_receipts VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        (namespace, kind, receipt.request_id, receipt.digest, json.dumps(receipt.answer), now),
-    )
-    if inserted.rowcount == 0:  # another server's write of the same request id came first
-        raise commit.ReceiptTaken(receipt.request_id)

@@ -9,13 +9,12 @@ A server over a database is one of several over it, so it offers only the memori
 namespace there for all of them (`SHARED`); `place_problem` says why another is refused.
 """
 
-import hashlib
 import importlib
-import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
 from himga.memory.base import BaseMemory
+from himga.storage.layout import namespace_file as namespace_file  # its earlier path
 from himga.storage.place import Place
 
 MemoryFactory = Callable[[str, Place], BaseMemory]
@@ -87,15 +86,3 @@ def memory_factory(name: str) -> MemoryFactory:
         target = getattr(target, part)
     factory: MemoryFactory = target  # type: ignore[assignment]
     return factory
-
-
-def namespace_file(data_dir: Path, folder: str, namespace: str, suffix: str) -> Path:
-    """Where `namespace` keeps a file of one kind in a data directory:
-    `<data_dir>/<folder>/<namespace>-<hash><suffix>`.
-
-    The namespace is percent-encoded in the name so a person can tell the files apart; the hash
-    of the exact name keeps names distinct where file systems fold case or the encoded name had
-    to be shortened."""
-    readable = urllib.parse.quote(namespace, safe="")[:80]
-    digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
-    return Path(data_dir) / folder / f"{readable}-{digest}{suffix}"

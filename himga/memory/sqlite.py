@@ -39,7 +39,6 @@ its own BM25 statistics (a busy neighbour does not shift another's scores), its 
 
 import builtins
 import json
-import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -69,6 +68,7 @@ from himga.memory.sqlite_schema import (
 )
 from himga.memory.text import query_terms, terms_of
 from himga.storage.files import create_private
+from himga.storage.sqlite import connect
 
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
@@ -125,17 +125,14 @@ class SQLiteKeywordMemory(ContextFromHits):
         self._lock = threading.Lock()
         if path is None or str(path) == ":memory:":
             self.path: Path | None = None
-            target = ":memory:"
         else:
             self.path = Path(path)
             if self.path.is_dir():
                 self.path = self.path / DATABASE_NAME
             # Created 0600 before SQLite opens it: its -wal and -shm files take its mode.
             create_private(self.path)
-            target = str(self.path)
-        self._db = sqlite3.connect(
-            target, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
-        )
+        # WAL, and on a full disk (no room for -shm) the log's index in memory instead.
+        self._db = connect(self.path, _BUSY_TIMEOUT_MS / 1000)
         try:
             self._open()
         except BaseException:

@@ -13,51 +13,25 @@ later format than FORMAT was written by a newer himga and is refused (Incompatib
 one indexed by another retrieval method is indexed again from the text it stores.
 """
 
-import json
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from itertools import count
 
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import new_id
-from himga.memory.commit import RECEIPT_WINDOW_SECONDS, Receipt, answer_from_json
 from himga.memory.ranking import METHOD, speaker_key
 from himga.memory.text import terms_of
 from himga.memory.times import micros, parse_date_str
+from himga.storage.receipts import SQLITE_TABLE, keep_sqlite, read_sqlite
 
 FORMAT = 3
 _BATCH = 10_000
 
-# Receipts of writes made with a request id (himga.memory.commit): written in the write's
-# transaction, so one exists exactly when its write does. `answer`: what a retry of the write is
-# answered, as JSON (himga.memory.commit.Answer): the list of the ids an ingest stored, or the
-# number of messages a delete deleted.
-RECEIPTS = (
-    """CREATE TABLE IF NOT EXISTS himga_receipts (
-        request_id TEXT PRIMARY KEY, digest TEXT NOT NULL, answer TEXT NOT NULL, at REAL NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS himga_receipts_at ON himga_receipts (at)",
-)
-
-
-def read_receipt(db: sqlite3.Connection, request_id: str) -> Receipt | None:
-    """The receipt of the write made with `request_id` within the receipt window, if any."""
-    found = db.execute(
-        "SELECT digest, answer FROM himga_receipts WHERE request_id = ? AND at >= ?",
-        (request_id, time.time() - RECEIPT_WINDOW_SECONDS),
-    ).fetchone()
-    return None if found is None else Receipt(request_id, found[0], answer_from_json(found[1]))
-
-
-def keep_receipt(db: sqlite3.Connection, receipt: Receipt) -> None:
-    """Record `receipt` (in the write's transaction), forgetting those past the window."""
-    now = time.time()
-    db.execute("DELETE FROM himga_receipts WHERE at < ?", (now - RECEIPT_WINDOW_SECONDS,))
-    db.execute(
-        "INSERT INTO himga_receipts VALUES (?, ?, ?, ?)",
-        (receipt.request_id, receipt.digest, json.dumps(receipt.answer), now),
-    )
+# Receipts of writes made with a request id (himga.storage.receipts): written in the write's
+# transaction, so one exists exactly when its write does.
+RECEIPTS = SQLITE_TABLE
+read_receipt = read_sqlite
+keep_receipt = keep_sqlite
 
 
 META = "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"

@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from himga.memory.registry import namespace_file
 from himga.service.errors import FieldViolation, InvalidRequest
 from himga.service.namespaces import namespace_violations
 from himga.storage.files import write_private
+from himga.storage.layout import namespace_file
 
 if TYPE_CHECKING:
-    from himga.service.episode_stores import EpisodeStores
     from himga.service.namespaces import Namespaces
     from himga.storage.postgres import Database
 
@@ -78,7 +77,6 @@ def after_token(token: str, prefix: str) -> str:
 
 def held(
     namespaces: "Namespaces",
-    episodes: "EpisodeStores | None",
     prefix: str,
     after: str,
     count: int | None = None,
@@ -91,8 +89,7 @@ def held(
     elif namespaces.data_dir is not None:
         found.update(_directory_held(namespaces.data_dir))
     else:
-        found.update({name: "" for name in (episodes.open_names() if episodes else ())})
-        found.update(namespaces.open_memories())
+        found.update(namespaces.open_names())
     names = [
         name
         for name in sorted(found, key=_bytes)
@@ -101,13 +98,11 @@ def held(
     return [Held(name, found[name]) for name in names[:count]]
 
 
-def forget(namespaces: "Namespaces", episodes: "EpisodeStores | None", namespace: str) -> bool:
-    """Forget `namespace` wholly, once the calls using its messages have ended; whether the
+def forget(namespaces: "Namespaces", namespace: str) -> bool:
+    """Forget `namespace` wholly, once the calls using its stores have ended; whether the
     server held it."""
-    was = any(h.name == namespace for h in held(namespaces, episodes, namespace, ""))
+    was = any(h.name == namespace for h in held(namespaces, namespace, ""))
     with namespaces.closing(namespace):
-        if episodes is not None:
-            episodes.discard(namespace)
         if namespaces.database is not None:
             _database_forget(namespaces.database, namespace)
         elif namespaces.data_dir is not None:

@@ -1,56 +1,33 @@
-"""The episode stores of a server's namespaces: one store per namespace, opened on its first
-call, with the namespace rule MemoryService uses (himga.service.namespaces). Stores are
-thread-safe, so calls to one namespace need no lock of the server's."""
+"""The episode stores of a server's namespaces, as EpisodeService uses them: the episode side of
+the server's one opener (himga.service.namespaces, over himga.storage.namespaces), so they are
+made, bounded and closed with the namespaces' messages, under one `--max-open-namespaces`.
+Stores are thread-safe, so calls to one namespace need no lock of the server's."""
 
-import threading
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from himga.episodes.base import EpisodeStore
-from himga.episodes.registry import place_problem, store_factory
-from himga.service import catalog
-from himga.storage.place import Place
+from himga.service.namespaces import Namespaces
 
 
 class EpisodeStores:
-    """Opens each namespace's store once, with the server's store kind, and keeps it open."""
+    """The episode side of `namespaces`."""
 
-    def __init__(self, kind: str, place: Place) -> None:
-        self.kind = kind
-        self._factory = store_factory(kind)  # fail now, at start-up, on an unknown kind
-        problem = place_problem(kind, place)
-        if problem is not None:
-            raise ValueError(problem)
-        self.place = place
-        self._open: dict[str, EpisodeStore] = {}
-        self._opening = threading.Lock()
+    def __init__(self, namespaces: Namespaces) -> None:
+        self.namespaces = namespaces
 
-    def open(self, namespace: str) -> EpisodeStore:
-        """The store of a (checked) namespace, opened now if it was not."""
-        store = self._open.get(namespace)
-        if store is None:
-            with self._opening:
-                store = self._open.get(namespace)
-                if store is None:
-                    if isinstance(self.place, Path):
-                        catalog.remember_name(self.place, namespace)
-                    store = self._open[namespace] = self._factory(namespace, self.place)
-        return store
+    @property
+    def kind(self) -> str:
+        """The kind of store the namespaces keep their episodes in."""
+        return self.namespaces.episodes_kind
 
-    def open_names(self) -> list[str]:
-        """The namespaces whose stores are open now."""
-        with self._opening:
-            return list(self._open)
-
-    def discard(self, namespace: str) -> None:
-        """Close the store of `namespace` if it is open (its next call opens it anew)."""
-        with self._opening:
-            store = self._open.pop(namespace, None)
-        if store is not None:
-            store.close()
+    @contextmanager
+    def using(self, namespace: str, *, create: bool = True) -> Iterator[EpisodeStore]:
+        """The store of a (checked) namespace, held open while the block runs; for a read
+        (`create=False`) of a namespace with no episodes, an empty store, and nothing made."""
+        with self.namespaces.episode_store(namespace, create=create) as store:
+            yield store
 
     def close(self) -> None:
-        """Close every open store, once no call uses them any more."""
-        with self._opening:
-            opened, self._open = list(self._open.values()), {}
-        for store in opened:
-            store.close()
+        """Close every open store (and the namespaces' memories, which share the bound)."""
+        self.namespaces.close()

@@ -3,7 +3,8 @@ episode store. Every handler runs under the one `rpc` path of himga.service.serv
 reach the wire exactly as MemoryService's do."""
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC
 from typing import Any, Literal, TypeVar
 
@@ -43,9 +44,9 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
     ) -> pb.RecordEpisodeResponse:
         found = request_id_violations(request.request_id)
         episode = _required(request, "episode", found, convert.episode_document)
-        store = self._store(request.namespace, found)
-        assert episode is not None  # no violation found: the episode was read
-        self._write(store, request, context, lambda: store.record_documents([episode]))
+        with self._store(request.namespace, found) as store:
+            assert episode is not None  # no violation found: the episode was read
+            self._write(store, request, context, lambda: store.record_documents([episode]))
         return pb.RecordEpisodeResponse()
 
     @rpc
@@ -59,16 +60,18 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
                 episodes.append(convert.episode_document(episode, f"episodes[{i}]"))
             except InvalidRequest as error:
                 found.extend(error.violations)
-        store = self._store(request.namespace, found)
-        recorded = self._write(store, request, context, lambda: store.record_documents(episodes))
+        with self._store(request.namespace, found) as store:
+            recorded = self._write(
+                store, request, context, lambda: store.record_documents(episodes)
+            )
         return pb.RecordEpisodesResponse(recorded=recorded)
 
     @rpc
     def GetEpisode(
         self, request: pb.GetEpisodeRequest, context: grpc.ServicerContext
     ) -> pb.GetEpisodeResponse:
-        store = self._store(request.namespace, _id_violations(request.id))
-        episode = store.get_document(request.id)
+        with self._store(request.namespace, _id_violations(request.id), create=False) as store:
+            episode = store.get_document(request.id)
         return pb.GetEpisodeResponse(episode=convert.episode_document_to_proto(episode))
 
     @rpc
@@ -76,8 +79,8 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         self, request: pb.DeleteEpisodeRequest, context: grpc.ServicerContext
     ) -> pb.DeleteEpisodeResponse:
         found = _id_violations(request.id) + request_id_violations(request.request_id)
-        store = self._store(request.namespace, found)
-        deleted = self._write(store, request, context, lambda: store.delete(request.id))
+        with self._store(request.namespace, found, create=False) as store:
+            deleted = self._write(store, request, context, lambda: store.delete(request.id))
         return pb.DeleteEpisodeResponse(deleted=bool(deleted))
 
     @rpc
@@ -98,8 +101,8 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
             after(request.page_token, filters)
         except ValueError as error:
             found.append(FieldViolation("page_token", str(error).removeprefix("page_token: ")))
-        store = self._store(request.namespace, found)
-        episodes, token = store.list_documents(filters, request.page_size, request.page_token)
+        with self._store(request.namespace, found, create=False) as store:
+            episodes, token = store.list_documents(filters, request.page_size, request.page_token)
         return pb.ListEpisodesResponse(
             episodes=[convert.episode_document_to_proto(e) for e in episodes],
             next_page_token=token,
@@ -116,11 +119,11 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
             )
         ]
         task = _required(request, "task", found, convert.task_from_proto)
-        store = self._store(request.namespace, found)
-        assert task is not None
-        text, hits = store.search_documents(
-            task, request.query, request.limit, request.max_context_tokens
-        )
+        with self._store(request.namespace, found, create=False) as store:
+            assert task is not None
+            text, hits = store.search_documents(
+                task, request.query, request.limit, request.max_context_tokens
+            )
         return pb.SearchEpisodesResponse(
             context=text,
             hits=[
@@ -142,13 +145,19 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         wanted = functools.partial(self.calls.still_wanted, context)
         return write_once(store, request.namespace, request, wanted, self._receipts, write)
 
-    def _store(self, namespace: str, found: list[FieldViolation]) -> EpisodeStore:
-        """The namespace's store, once the request is known to be well formed: InvalidRequest
-        with `found` and whatever is wrong with the namespace, before anything is opened."""
+    @contextmanager
+    def _store(
+        self, namespace: str, found: list[FieldViolation], *, create: bool = True
+    ) -> Iterator[EpisodeStore]:
+        """The namespace's store, held for this call, once the request is known to be well
+        formed: InvalidRequest with `found` and whatever is wrong with the namespace, before
+        anything is opened. Without `create` (a read, a delete), a namespace with no episodes
+        is an empty store, and nothing of it is made."""
         violations = namespace_violations(namespace) + found
         if violations:
             raise InvalidRequest(violations)
-        return self.stores.open(namespace)
+        with self.stores.using(namespace, create=create) as store:
+            yield store
 
 
 def _required(

@@ -22,6 +22,7 @@ from himga.errors import (
     HimgaError,
     IncompatibleStoreError,
     InvalidArgument,
+    MemoryMismatch,
     NotFoundError,
     Unsupported,
 )
@@ -38,10 +39,6 @@ class InvalidRequest(HimgaError, ValueError):
     def __init__(self, violations: list[FieldViolation]) -> None:
         super().__init__("; ".join(str(v) for v in violations))
         self.violations = violations
-
-
-class MemoryMismatch(HimgaError, RuntimeError):
-    """A call names another memory than the one its namespace was opened with."""
 
 
 class Unauthenticated(HimgaError, PermissionError):

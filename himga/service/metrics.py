@@ -4,8 +4,10 @@ default), from a registry of their own (so several servers in one process keep a
   himga_calls_total{method, code}       calls ended, by full method name and status code
   himga_call_seconds{method}            how long calls took (a histogram)
   himga_auth_failures_total{reason}     calls refused by auth: Unauthenticated, PermissionDenied
-  himga_open_namespaces                 namespaces open now
+  himga_open_namespaces                 stores open now (namespaces' messages and episodes)
   himga_store_bytes                     bytes of the files in the data directory
+  himga_episode_access_counts_skipped_total  episode accesses answered without their count
+                                        written: the store could not write (a full disk)
 """
 
 import os
@@ -19,7 +21,10 @@ from wsgiref.simple_server import WSGIServer
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
+from himga.episodes.indexed import skipped_access_counts
 from himga.service.interceptors import wrap
 
 
@@ -47,11 +52,14 @@ class Metrics(grpc.ServerInterceptor):
             registry=self.registry,
         )
         self.open_namespaces = Gauge(
-            "himga_open_namespaces", "Namespaces open now.", registry=self.registry
+            "himga_open_namespaces",
+            "Stores open now (namespaces' messages and episodes).",
+            registry=self.registry,
         )
         self.store_bytes = Gauge(
             "himga_store_bytes", "Bytes of the files in the data directory.", registry=self.registry
         )
+        self.registry.register(_SkippedAccessCounts())
         self._http: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -90,6 +98,18 @@ class Metrics(grpc.ServerInterceptor):
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
+
+
+class _SkippedAccessCounts(Collector):
+    """Episode accesses answered without being counted, the store being unable to write."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        yield CounterMetricFamily(
+            "himga_episode_access_counts_skipped",
+            "Episode accesses (GetEpisode, SearchEpisodes hits) answered without their access "
+            "count written, because the store could not write (a full disk).",
+            value=skipped_access_counts(),
+        )
 
 
 def _bytes_under(directory: Path | None) -> int:

@@ -1,6 +1,6 @@
 """Safe retries: a write sent again with the same `request_id` is stored once.
 
-A write carrying a request id leaves a receipt (himga.memory.commit.Receipt): the id, a digest
+A write carrying a request id leaves a receipt (himga.storage.receipts.Receipt): the id, a digest
 of the request, and its answer. A durable memory or episode store keeps receipts in its own
 store, written in the write's transaction, so a receipt exists exactly when its write does,
 across crashes too. Others (in process) get `InProcessReceipts`, which live exactly as long as
@@ -21,14 +21,9 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from google.protobuf.message import Message as ProtoMessage
 
-from himga.memory.commit import (
-    RECEIPT_WINDOW_SECONDS,
-    Receipt,
-    ReceiptTaken,
-    Terms,
-    committing,
-)
 from himga.service.errors import FieldViolation, InvalidRequest
+from himga.storage.commit import Terms, committing
+from himga.storage.receipts import RECEIPT_WINDOW_SECONDS, Receipt, ReceiptTaken
 
 MAX_REQUEST_ID = 128
 """The longest request id, in characters."""
@@ -41,7 +36,7 @@ W = TypeVar("W", list[str], int)
 @runtime_checkable
 class KeepsReceipts(Protocol):
     """A memory or episode store that writes receipts with its writes
-    (`himga.memory.commit.before_commit`)."""
+    (`himga.storage.commit.before_commit`)."""
 
     def receipt(self, request_id: str) -> Receipt | None: ...
 

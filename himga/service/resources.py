@@ -6,17 +6,19 @@
   read-only or failing file system)
 Both changed nothing: the write rolled back. While the store cannot write, `StoreHealth` says
 so (the server's health is NOT_SERVING) and probes the data directory each second; the first
-probe that can write a `PROBE_BYTES` file turns it back to SERVING. Reading never needs a
-write, so reads go on answering meanwhile.
+probe that can write a `PROBE_BYTES` file turns it back to SERVING. It probes once as the server
+starts too, so a server started on a full disk is NOT_SERVING from its first health check.
+Reading never needs a write, so reads go on answering meanwhile (an episode's access count that
+cannot be written is skipped). Running out of descriptors leaves health SERVING: the namespaces'
+opener closes idle stores to make room (himga.storage.namespaces).
 
 `cut_to_fit` keeps a Retrieve answer under the message limit: hits are dropped from the end
 (the weakest first), then the context's end, until it fits.
 """
 
-import errno
+import contextlib
 import logging
 import os
-import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +27,8 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.errors import DatabaseUnavailable, HimgaError
 from himga.service.errors import ResourceExhausted, StoreUnavailable
+from himga.storage import exhaustion
+from himga.storage.files import make_private_dir
 
 _log = logging.getLogger(__name__)
 
@@ -32,11 +36,6 @@ PROBE_BYTES = 256 * 1024
 PROBE_SECONDS = 1.0
 ANSWER_MARGIN_BYTES = 1024
 """Room left in the message limit for gRPC's framing of an answer."""
-
-_NO_DESCRIPTORS = {errno.EMFILE, errno.ENFILE}
-_CANNOT_WRITE = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
-# SQLite's primary result codes (the low byte of an extended code).
-_SQLITE_NOMEM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN = 7, 8, 10, 13, 14
 
 _OUT_OF_DESCRIPTORS = "the server has no file descriptors left; nothing changed, call again later"
 _OUT_OF_MEMORY = "the server ran out of memory for this call; nothing changed: send less at once"
@@ -59,30 +58,15 @@ def classify(error: Exception, store: "StoreHealth | None" = None) -> Exception:
 
 
 def _classify(error: Exception) -> Exception:
-    if isinstance(error, MemoryError):
+    if isinstance(error, MemoryError) or exhaustion.sqlite_code(error) == exhaustion.SQLITE_NOMEM:
         return ResourceExhausted(_OUT_OF_MEMORY)
-    if isinstance(error, OSError) and error.errno in _NO_DESCRIPTORS:
+    if exhaustion.out_of_descriptors(error):
         return ResourceExhausted(_OUT_OF_DESCRIPTORS)
-    if isinstance(error, OSError) and error.errno in _CANNOT_WRITE:
-        return StoreUnavailable(_STORE.format(os.strerror(error.errno or 0).lower()))
-    if isinstance(error, sqlite3.Error):
-        code = (getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF
-        if code == _SQLITE_NOMEM:
-            return ResourceExhausted(_OUT_OF_MEMORY)
-        if code == _SQLITE_CANTOPEN and _out_of_descriptors():
-            return ResourceExhausted(_OUT_OF_DESCRIPTORS)
-        if code in (_SQLITE_FULL, _SQLITE_IOERR, _SQLITE_READONLY, _SQLITE_CANTOPEN):
-            return StoreUnavailable(_STORE.format(str(error)))
+    if exhaustion.cannot_write(error):
+        if isinstance(error, OSError):
+            return StoreUnavailable(_STORE.format(os.strerror(error.errno or 0).lower()))
+        return StoreUnavailable(_STORE.format(str(error)))
     return error
-
-
-def _out_of_descriptors() -> bool:
-    try:
-        descriptor = os.open(os.devnull, os.O_RDONLY)
-    except OSError as error:
-        return error.errno in _NO_DESCRIPTORS
-    os.close(descriptor)
-    return False
 
 
 class StoreHealth:
@@ -106,6 +90,15 @@ class StoreHealth:
         _log.error("the store cannot write (%s): health NOT_SERVING until it can", why)
         self._tell(False)
         threading.Thread(target=self._probe_until_writable, name="himga-probe").start()
+
+    def check(self) -> None:
+        """Probe now (as the server starts): a store that cannot write is NOT_SERVING from the
+        first health check, not from the first write that fails."""
+        if self.data_dir is not None:
+            with contextlib.suppress(OSError):  # the probe says what is wrong
+                make_private_dir(self.data_dir)  # a server's data dir is made as it starts
+        if self._probe is not None and not self._probe():
+            self.failed("no write could land as the server started")
 
     def stop(self) -> None:
         self._stopped.set()

@@ -139,7 +139,8 @@ def create_server(
     (himga.storage.postgres: shared with every other server over it; `memory` and `episodes`
     then default to the PostgreSQL ones, and only memories shared so are offered). With `auth`,
     every call but health and reflection needs a token of its file; with `tls`, the port (and
-    the HTTP port) speaks TLS only. At most `max_open_namespaces` durable namespaces stay open.
+    the HTTP port) speaks TLS only. At most `max_open_namespaces` stores (messages and episodes
+    alike) stay open.
     `metrics` sees every call (serving them over HTTP is the caller's choice: `Metrics.serve`).
     With `http_address` (host, port), the same services are also served over HTTP (himga.http:
     Connect and gRPC-Web, the OpenAPI document, the memory browser), through the same
@@ -150,8 +151,8 @@ def create_server(
     place: Place = database if database is not None else directory
     memory = memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
     episodes = episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
-    namespaces = Namespaces(memory, place, max_open_namespaces)
-    episode_stores = EpisodeStores(episodes, place)
+    namespaces = Namespaces(memory, place, max_open_namespaces, episodes)
+    episode_stores = EpisodeStores(namespaces)
     credentials = tls.credentials() if tls is not None else None
     calls = Calls()
     chain: list[grpc.ServerInterceptor] = [calls]
@@ -173,9 +174,7 @@ def create_server(
     )
     store = StoreHealth(directory, database.reachable if database is not None else None)
     episode_receipts = InProcessReceipts()
-    servicer = MemoryServicer(
-        namespaces, calls, max_message_bytes, store, episode_stores, episode_receipts
-    )
+    servicer = MemoryServicer(namespaces, calls, max_message_bytes, store, episode_receipts)
     episode_servicer = EpisodeServicer(episode_stores, calls, episode_receipts)
     memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
     memory_pb2_grpc.add_EpisodeServiceServicer_to_server(episode_servicer, server)
@@ -213,6 +212,7 @@ def create_server(
 
     store.listener = serving
     serving(True)
+    store.check()  # a server started on a full disk is NOT_SERVING until a write can land
     _log.debug("memory server on port %d with memory %r", port, memory)
     running = MemoryServer(
         server, health_servicer, namespaces, calls, store, auth, episode_stores, http

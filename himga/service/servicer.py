@@ -16,7 +16,6 @@ from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.null import NullMemory
 from himga.service import auth, catalog, convert, fairness, resources
-from himga.service.episode_stores import EpisodeStores
 from himga.service.errors import FieldViolation, InvalidRequest, abort
 from himga.service.lifecycle import Calls
 from himga.service.namespaces import Namespaces, namespace_violations
@@ -69,16 +68,14 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         calls: Calls | None = None,
         max_response_bytes: int | None = None,
         store: resources.StoreHealth | None = None,
-        episodes: EpisodeStores | None = None,
         episode_receipts: InProcessReceipts | None = None,
     ) -> None:
         self.namespaces = namespaces
         self.calls = calls or Calls()
         self.max_response_bytes = max_response_bytes
         self.store = store
-        self.episodes = episodes  # DeleteNamespace forgets these too
         self._receipts = InProcessReceipts()
-        self._episode_receipts = episode_receipts
+        self._episode_receipts = episode_receipts  # DeleteNamespace forgets these too
 
     @rpc
     def Ingest(self, request: pb.IngestRequest, context: grpc.ServicerContext) -> pb.IngestResponse:
@@ -177,7 +174,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         after = catalog.after_token(request.page_token, request.prefix)
         page: list[catalog.Held] = []
         while len(page) <= size:  # one more than the page: whether another page follows
-            found = catalog.held(self.namespaces, self.episodes, request.prefix, after, size + 1)
+            found = catalog.held(self.namespaces, request.prefix, after, size + 1)
             if not found:
                 break
             after = found[-1].name
@@ -195,7 +192,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         violations = namespace_violations(request.namespace)
         if violations:
             raise InvalidRequest(violations)
-        deleted = catalog.forget(self.namespaces, self.episodes, request.namespace)
+        deleted = catalog.forget(self.namespaces, request.namespace)
         for receipts in (self._receipts, self._episode_receipts):
             if receipts is not None:
                 receipts.forget(request.namespace)

@@ -11,7 +11,7 @@ one that takes writes.
 
 `transaction()` lends a connection for one transaction, committed when the block ends. Any
 loss of the database inside it, COMMIT included, raises DatabaseUnavailable: the caller cannot
-know whether a write that failed so committed, and the write's receipt (himga.memory.commit)
+know whether a write that failed so committed, and the write's receipt (himga.storage.receipts)
 answers its retry.
 """
 
@@ -213,6 +213,15 @@ def namespace_id(connection: psycopg.Connection[Any], namespace: str) -> int:
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def namespace_exists(database: Database, namespace: str) -> bool:
+    """Whether `namespace` has a row (something of it was ever written), read without a write."""
+    with database.transaction(snapshot=True) as connection:
+        row = connection.execute(
+            "SELECT 1 FROM himga_namespaces WHERE name = %s", (namespace,)
+        ).fetchone()
+        return row is not None
 
 
 def recorded_memory(database: Database, namespace: str, memory: str | None) -> str | None:

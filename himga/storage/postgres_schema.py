@@ -19,7 +19,7 @@ Tables (all keyed by the namespace's id):
 - `himga_messages`: each message under its turn number (the order ids were first stored), with
   its own terms as the memory's text method made them (`terms`, apart by spaces; `method` on
   the namespace names the method).
-- `himga_receipts`: the receipts of writes with a request id (himga.memory.commit), written in
+- `himga_receipts`: the receipts of writes with a request id (himga.storage.receipts), written in
   the write's transaction; `kind` keeps messages' and episodes' apart.
 - `himga_episodes`, `himga_episode_files`: each episode's wire form, the columns its listings
   filter on, its ranking features, and `seq` (the namespace's episode_version that wrote it).

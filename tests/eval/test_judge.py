@@ -4,7 +4,7 @@ import pytest
 
 from himga.eval import batch_judge
 from himga.eval.judge import JUDGE_PROMPT, judge_messages, parse_verdict
-from himga.llm import LLMCallError, RetryPolicy, get_client
+from himga.llm import LLMCallError, LLMConfigError, RetryPolicy, get_client
 from tests.eval.results import result
 from tests.llm.fake_server import API_KEY, FakeLLMServer
 
@@ -73,6 +73,6 @@ def test_a_judge_that_keeps_failing_stops_the_batch(llm_server: FakeLLMServer) -
         batch_judge([result(1, "a", "b")] * 3, llm=llm, concurrency=1)
 
 
-def test_the_extractive_reader_cannot_judge() -> None:
-    with pytest.raises(ValueError, match="not laid out"):
+def test_the_extractive_reader_cannot_judge_and_says_what_to_pass() -> None:
+    with pytest.raises(LLMConfigError, match=r"extractive reader cannot judge.*pass a model's"):
         batch_judge([result(1, "a", "b")], llm=get_client("extractive"))

@@ -42,7 +42,8 @@ def test_the_readme_examples_import_what_they_name() -> None:
 
 def test_the_version_is_the_one_in_pyproject() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert himga.__version__ == project["version"] == version("himga")
+    assert project["name"] == himga.DISTRIBUTION
+    assert himga.__version__ == project["version"] == version(himga.DISTRIBUTION)
 
 
 @pytest.mark.parametrize("package", ["protobuf", "grpcio", "grpcio-status"])

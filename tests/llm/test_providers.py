@@ -200,7 +200,7 @@ def test_a_missing_sdk_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, sdk, None)  # makes `import <sdk>` fail
     monkeypatch.delitem(sys.modules, f"himga.llm.{provider}_client", raising=False)
     with pytest.raises(
-        LLMConfigError, match=rf"needs its SDK \({sdk}\): pip install 'himga\[llm\]'"
+        LLMConfigError, match=rf"needs its SDK \({sdk}\): pip install 'himga-memory\[llm\]'"
     ):
         get_client(provider, api_key=API_KEY)
 

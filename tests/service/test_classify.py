@@ -11,6 +11,7 @@ import pytest
 
 from himga.service.errors import ResourceExhausted, StoreUnavailable
 from himga.service.resources import StoreHealth, classify
+from himga.storage import exhaustion
 
 HANG_SECONDS = 60  # protection against a hang only
 
@@ -65,3 +66,13 @@ def test_a_store_that_cannot_write_is_reported_once_then_probed_back(tmp_path: P
         store.stop()
     assert heard == [False, True]
     assert list(tmp_path.iterdir()) == []  # the probe leaves nothing behind
+
+
+def test_a_database_file_that_cannot_open_blames_descriptors_only_when_few_are_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cannot_open = sqlite_error(14, "unable to open database file")
+    monkeypatch.setattr(exhaustion, "free_descriptors", lambda: exhaustion.SHORT_DESCRIPTORS - 1)
+    assert isinstance(classify(cannot_open), ResourceExhausted)
+    monkeypatch.setattr(exhaustion, "free_descriptors", lambda: 1000)
+    assert isinstance(classify(cannot_open), StoreUnavailable)

@@ -2,8 +2,10 @@
 trip that changes no byte, for every storing memory."""
 
 import json
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +14,8 @@ from himga.cli import main
 from himga.data import Message, Session, load_dataset
 from himga.memory.filters import MessageFilter
 from himga.service import RemoteMemory, create_server
+from himga.storage.namespaces import NamespaceStores
+from himga.storage.postgres import Database
 from tests.memory.test_contract import NON_STORING
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "locomo" / "locomo-mini.json"
@@ -115,3 +119,49 @@ def test_export_of_a_server_that_is_not_there_exits_2(capsys: pytest.CaptureFixt
     code = main(["export", "--target", f"127.0.0.1:{port}", "--namespace", "n"])
     assert code == 2
     assert "himga export" in capsys.readouterr().err
+
+
+def test_export_opens_a_data_directory_as_the_server_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--data-dir`: the same documents as through a server over that directory, read beside
+    the running server; a namespace never written exports nothing and makes nothing."""
+    data = tmp_path / "data"
+    server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=data)
+    target = f"127.0.0.1:{port}"
+    try:
+        with RemoteMemory(target, "original") as original:
+            fill(original)
+        wire = export(target, "original", "sqlite", tmp_path / "wire.jsonl")
+        code = main(["export", "--data-dir", str(data), "--namespace", "original"])
+        assert code == 0
+        local = capsys.readouterr().out
+        # The same documents (a metadata object's keys may come in another order off the wire).
+        assert [json.loads(line) for line in local.splitlines()] == [
+            json.loads(line) for line in wire.decode("utf-8").splitlines()
+        ]
+        before = sorted(data.rglob("*"))
+        assert main(["export", "--data-dir", str(data), "--namespace", "never"]) == 0
+        assert capsys.readouterr().out == ""
+        assert sorted(data.rglob("*")) == before
+    finally:
+        server.stop(None).wait()
+
+
+def test_export_opens_a_database_as_the_server_does(
+    postgres: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namespace = f"kept-{uuid.uuid4().hex}"
+    with Database(postgres.url) as database:
+        stores = NamespaceStores(database)
+        try:
+            with stores.messages(namespace) as opened:
+                assert opened is not None
+                opened.memory.ingest(Message(role="Ada", content="kept"), Session(session_id="s"))
+        finally:
+            stores.close()
+    assert main(["export", "--database", postgres.url, "--namespace", namespace]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert [m["content"] for m in json.loads(line)["messages"]] == ["kept"]
+    assert main(["export", "--database", postgres.url, "--namespace", f"never-{namespace}"]) == 0
+    assert capsys.readouterr().out == ""

@@ -94,7 +94,9 @@ def test_namespaces_are_listed_in_name_order_page_by_page_under_a_prefix(target:
         kinds = dict(every(memory, prefix))
         assert kinds[names[4]] == ""  # episodes only
         assert all(kinds[name] for name in names[:4])  # the memory each was opened with
-        assert every(memory, prefix + "c") == [(n, kinds[n]) for n in wanted if "c" in n[-3:]]
+        assert every(memory, prefix + "c") == [
+            (n, kinds[n]) for n in wanted if n.startswith(prefix + "c")
+        ]
         assert every(memory, fresh("-none")) == []
 
 

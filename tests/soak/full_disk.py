@@ -1,7 +1,8 @@
 """A disk that fills mid-run: on a small tmpfs (mounted here; root is needed), a client writes
-until the store refuses (UNAVAILABLE, STORE_UNAVAILABLE) while reads go on answering and health
-says NOT_SERVING; space returns, health says SERVING, the refused writes are sent again with
-their request ids, and the store holds exactly what was acknowledged."""
+messages and episodes until the store refuses (UNAVAILABLE, STORE_UNAVAILABLE) while reads of
+both services go on answering and health says NOT_SERVING; space returns, health says SERVING,
+the refused writes are sent again with their request ids, and the store holds exactly what was
+acknowledged, messages and episodes."""
 
 import subprocess
 import time
@@ -10,10 +11,9 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.status import reason_of
-from tests.soak.kill_rounds import Client, Tally, check, serve
+from tests.soak.kill_rounds import Client, Stubs, Tally, check, serve
 
 HANG_SECONDS = 60.0
 ROOM_BYTES = 512 * 1024
@@ -72,7 +72,7 @@ def _run(disk: Path, seed: int, log: Path) -> DiskReport:
     process, target = serve(data, log=log)
     try:
         with grpc.insecure_channel(target) as channel:
-            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            stub = Stubs(channel)
             for _ in range(30):
                 client.step(stub, resets=0.0, deletes=0.0)
             filler = fill(disk, ROOM_BYTES)

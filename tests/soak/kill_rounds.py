@@ -1,9 +1,10 @@
 """Kill rounds: clients write and read across many namespaces while `himga serve` is SIGKILLed
-at random moments; every write (batch or Delete) carries a request_id and a write whose outcome
-the client never learned is sent again, with the same id, in the next round. At the end the
-store must hold exactly what was acknowledged since each namespace's last acknowledged Reset,
-less what acknowledged Deletes took: nothing lost, nothing twice, nothing reset or deleted back
-to life; and a retried Delete answers the count its first sending deleted.
+at random moments, messages and episodes alike; every write (IngestBatch, Delete,
+RecordEpisodes, DeleteEpisode) carries a request_id and a write whose outcome the client never
+learned is sent again, with the same id, in the next round. At the end the store must hold
+exactly what was acknowledged (messages: since each namespace's last acknowledged Reset), less
+what acknowledged deletes took: nothing lost, nothing twice, nothing reset or deleted back to
+life; and a retried delete answers what its first sending deleted.
 
 Each client owns its namespaces, so the calls to one namespace are in a known order.
 """
@@ -17,6 +18,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -25,7 +27,9 @@ import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
-from himga.memory.sqlite import namespace_path
+from himga.records import ActionEntry, EpisodeTrace
+from himga.service import convert
+from himga.storage.layout import episodes_database, messages_database
 from tests.server_process import start_listening
 
 CALL_SECONDS = 10.0
@@ -42,7 +46,13 @@ class Namespace:
     """The id the server gave each acknowledged message, by content."""
     deleted: set[str] = field(default_factory=set)
     """The content of every message an acknowledged Delete deleted."""
-    pending: tuple[str, object] | None = None  # ("ingest" | "reset" | "delete", request)
+    episodes: set[str] = field(default_factory=set)
+    """The ids of the episodes acknowledged recorded and not deleted since."""
+    episodes_deleted: set[str] = field(default_factory=set)
+    """The ids of the episodes an acknowledged DeleteEpisode deleted (never recorded again)."""
+    pending: tuple[str, object] | None = None
+    """("ingest" | "reset" | "delete" | "record" | "forget", request): the write not yet known
+    to be done."""
 
 
 @dataclass
@@ -67,6 +77,35 @@ class Tally:
     resurrected: int = 0
     undeleted: int = 0
     """Messages an acknowledged Delete deleted, found stored."""
+    episodes_acknowledged: int = 0
+    episode_deletes_acknowledged: int = 0
+    episode_reads: int = 0
+    episodes_lost: int = 0
+    episodes_undeleted: int = 0
+    """Episodes an acknowledged DeleteEpisode deleted, found stored."""
+    episodes_unexpected: int = 0
+    """Episodes stored that no acknowledged write put there."""
+
+
+class Stubs:
+    """The stubs of both services over one channel."""
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        self.memory = memory_pb2_grpc.MemoryServiceStub(channel)
+        self.episodes = memory_pb2_grpc.EpisodeServiceStub(channel)
+
+
+def an_episode(episode_id: str, words: str) -> pb.EpisodeTrace:
+    return convert.episode_to_proto(
+        EpisodeTrace(
+            id=episode_id,
+            task_id=f"task-{episode_id}",
+            timestamp="2026-01-01T00:00:00Z",
+            agent="soak",
+            goal=f"fix the {words}",
+            action_log=[ActionEntry(tool="edit_file", input="a.py", output="ok", timestamp=0)],
+        )
+    )
 
 
 class Client:
@@ -85,7 +124,7 @@ class Client:
         filler = " ".join(self.random.choices(["plum", "fig", "pear", "tea", "walk"], k=6))
         return f"m{self.number}x{self.sequence} {filler}"
 
-    def work(self, stub: memory_pb2_grpc.MemoryServiceStub, stop: threading.Event) -> None:
+    def work(self, stub: Stubs, stop: threading.Event) -> None:
         """Resolve pending writes first, then write, reset and read until the server dies."""
         try:
             self.resolve(stub)
@@ -94,14 +133,29 @@ class Client:
         except grpc.RpcError:
             return  # the server is gone: the round is over for this client
 
-    def step(
-        self, stub: memory_pb2_grpc.MemoryServiceStub, resets: float = 0.03, deletes: float = 0.07
-    ) -> None:
-        """One call to a namespace with no write pending: a Reset, a Delete, a Retrieve or a
-        batch."""
+    def step(self, stub: Stubs, resets: float = 0.03, deletes: float = 0.07) -> None:
+        """One call to a namespace with no write pending: a Reset, a Delete, a read, episodes
+        recorded, an episode deleted, or a batch."""
         namespace = self.random.choice([n for n in self.namespaces if n.pending is None])
         roll = self.random.random()
-        if roll < resets:
+        if 0.25 <= roll < 0.40:
+            ids = [f"ep-{self.number}-{self.sequence + n}" for n in range(1, 4)]
+            self.sequence += len(ids)
+            words = " ".join(self.random.choices(["plum", "fig", "pear", "tea", "walk"], k=3))
+            episodes = pb.RecordEpisodesRequest(
+                namespace=namespace.name,
+                request_id=uuid.uuid4().hex,
+                episodes=[an_episode(i, words) for i in ids[: self.random.choice([1, 3])]],
+            )
+            self.send(stub, namespace, "record", episodes)
+        elif 0.40 <= roll < 0.40 + deletes and namespace.episodes:
+            forget = pb.DeleteEpisodeRequest(
+                namespace=namespace.name,
+                id=self.random.choice(sorted(namespace.episodes)),
+                request_id=uuid.uuid4().hex,
+            )
+            self.send(stub, namespace, "forget", forget)
+        elif roll < resets:
             request: object = pb.ResetRequest(namespace=namespace.name)
             self.send(stub, namespace, "reset", request)
         elif roll < resets + deletes and namespace.expected:
@@ -129,16 +183,22 @@ class Client:
             )
             self.send(stub, namespace, "ingest", request)
 
-    def send(
-        self,
-        stub: memory_pb2_grpc.MemoryServiceStub,
-        namespace: Namespace,
-        kind: str,
-        request: object,
-    ) -> None:
+    def send(self, stubs: Stubs, namespace: Namespace, kind: str, request: object) -> None:
         namespace.pending = (kind, request)
+        stub = stubs.memory
         try:
-            if kind == "reset":
+            if kind == "record":
+                assert isinstance(request, pb.RecordEpisodesRequest)
+                recorded = stubs.episodes.RecordEpisodes(request, timeout=CALL_SECONDS)
+                if recorded.recorded != len(request.episodes):
+                    self.tally.unexpected.append(
+                        f"{namespace.name}: recorded {recorded.recorded} of {len(request.episodes)}"
+                    )
+            elif kind == "forget":
+                assert isinstance(request, pb.DeleteEpisodeRequest)
+                if not stubs.episodes.DeleteEpisode(request, timeout=CALL_SECONDS).deleted:
+                    self.tally.unexpected.append(f"{namespace.name}: {request.id} not deleted")
+            elif kind == "reset":
                 stub.Reset(request, timeout=CALL_SECONDS)
             elif kind == "delete":
                 assert isinstance(request, pb.DeleteRequest)
@@ -160,7 +220,16 @@ class Client:
         self.tally.statuses["OK"] += 1
         namespace.pending = None
         self.tally.calls_acknowledged += 1
-        if kind == "reset":
+        if kind == "record":
+            assert isinstance(request, pb.RecordEpisodesRequest)
+            namespace.episodes |= {episode.id for episode in request.episodes}
+            self.tally.episodes_acknowledged += len(request.episodes)
+        elif kind == "forget":
+            assert isinstance(request, pb.DeleteEpisodeRequest)
+            namespace.episodes.discard(request.id)
+            namespace.episodes_deleted.add(request.id)
+            self.tally.episode_deletes_acknowledged += 1
+        elif kind == "reset":
             namespace.expected.clear()
             namespace.ids.clear()
             self.tally.resets_acknowledged += 1
@@ -178,19 +247,42 @@ class Client:
             namespace.ids.update(zip(contents, response.ids, strict=True))
             self.tally.messages_acknowledged += len(request.items)
 
-    def read(self, stub: memory_pb2_grpc.MemoryServiceStub, namespace: Namespace) -> None:
+    def read(self, stubs: Stubs, namespace: Namespace) -> None:
+        """A Retrieve, and an episode read: a search, a listing, or a get of a kept one."""
         try:
-            stub.Retrieve(
+            stubs.memory.Retrieve(
                 pb.RetrieveRequest(namespace=namespace.name, query="plum fig", limit=5),
                 timeout=CALL_SECONDS,
             )
+            self.tally.statuses["OK"] += 1
+            self.tally.reads += 1
+            roll = self.random.random()
+            if roll < 0.4:
+                stubs.episodes.SearchEpisodes(
+                    pb.SearchEpisodesRequest(
+                        namespace=namespace.name, task=pb.TaskContext(goal="fix the plum")
+                    ),
+                    timeout=CALL_SECONDS,
+                )
+            elif roll < 0.7 or not namespace.episodes:
+                stubs.episodes.ListEpisodes(
+                    pb.ListEpisodesRequest(namespace=namespace.name), timeout=CALL_SECONDS
+                )
+            else:
+                wanted = self.random.choice(sorted(namespace.episodes))
+                got = stubs.episodes.GetEpisode(
+                    pb.GetEpisodeRequest(namespace=namespace.name, id=wanted),
+                    timeout=CALL_SECONDS,
+                )
+                if got.episode.id != wanted:
+                    self.tally.unexpected.append(f"{namespace.name}: got {got.episode.id}")
+            self.tally.statuses["OK"] += 1
+            self.tally.episode_reads += 1
         except grpc.RpcError as error:
             self.seen(error)
             raise
-        self.tally.statuses["OK"] += 1
-        self.tally.reads += 1
 
-    def resolve(self, stub: memory_pb2_grpc.MemoryServiceStub) -> None:
+    def resolve(self, stub: Stubs) -> None:
         """Send every pending write again, with its request id (RpcError if one fails)."""
         for namespace in self.namespaces:
             if namespace.pending is not None:
@@ -208,14 +300,19 @@ class Client:
 
 
 def serve(
-    data_dir: Path, *options: str, log: Path | None = None
+    data_dir: Path,
+    *options: str,
+    log: Path | None = None,
+    prefix: Sequence[str] = (),
+    max_open: int = 16,
 ) -> tuple[subprocess.Popen[str], str]:
-    """`himga serve` on `data_dir`, its log drained (into `log`, by default `server.log`
-    beside `data_dir`) so that a full pipe never blocks it."""
+    """`himga serve` on `data_dir` (run under the command `prefix`, if given: `prlimit ...`),
+    its log drained (into `log`, by default `server.log` beside `data_dir`) so that a full pipe
+    never blocks it."""
     process, target = start_listening(
         [
-            sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "sqlite",
-            "--data-dir", str(data_dir), "--max-open-namespaces", "16", *options,
+            *prefix, sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "sqlite",
+            "--data-dir", str(data_dir), "--max-open-namespaces", str(max_open), *options,
         ]
     )  # fmt: skip
     assert process.stderr is not None
@@ -251,7 +348,7 @@ def run(
         stop = threading.Event()
         try:
             with grpc.insecure_channel(target) as channel:
-                stub = memory_pb2_grpc.MemoryServiceStub(channel)
+                stub = Stubs(channel)
                 threads = [
                     threading.Thread(target=client.work, args=(stub, stop)) for client in team
                 ]
@@ -273,7 +370,7 @@ def run(
     process, target = serve(data_dir)
     try:
         with grpc.insecure_channel(target) as channel:
-            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            stub = Stubs(channel)
             stopped = threading.Event()
             stopped.set()
             for client in team:
@@ -290,20 +387,26 @@ def run(
 
 
 def count_stored_pending(data_dir: Path, team: list[Client], tally: Tally) -> None:
-    """Count the pending batches already in the store (read while no server runs)."""
+    """Count the pending batches and episodes already in the store (read while no server
+    runs)."""
     for client in team:
         for namespace in client.namespaces:
-            if namespace.pending is None or namespace.pending[0] != "ingest":
+            if namespace.pending is None:
                 continue
-            request = namespace.pending[1]
-            assert isinstance(request, pb.IngestBatchRequest)
-            if request.items[0].message.content in stored_contents(data_dir, namespace.name):
-                tally.stored_before_retry += 1
+            kind, request = namespace.pending
+            if kind == "ingest":
+                assert isinstance(request, pb.IngestBatchRequest)
+                content = request.items[0].message.content
+                tally.stored_before_retry += content in stored_contents(data_dir, namespace.name)
+            elif kind == "record":
+                assert isinstance(request, pb.RecordEpisodesRequest)
+                episode_id = request.episodes[0].id
+                tally.stored_before_retry += episode_id in stored_episodes(data_dir, namespace.name)
 
 
 def stored_contents(data_dir: Path, namespace: str) -> Counter[str]:
     """The content of every message the namespace's store holds, with how often."""
-    path = namespace_path(data_dir, namespace)
+    path = messages_database(data_dir, namespace)
     stored: Counter[str] = Counter()
     if path.exists():
         # Read-write: no server runs now, and a database whose server was killed may need its
@@ -313,6 +416,18 @@ def stored_contents(data_dir: Path, namespace: str) -> Counter[str]:
             if "messages" in tables:  # a server killed as it made the file left it empty
                 stored.update(c for (c,) in db.execute("SELECT content FROM messages"))
     return stored
+
+
+def stored_episodes(data_dir: Path, namespace: str) -> set[str]:
+    """The ids of the episodes the namespace's store holds."""
+    path = episodes_database(data_dir, namespace)
+    if not path.exists():
+        return set()
+    with sqlite3.connect(path) as db:  # read-write, as stored_contents says why
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        if "episodes" not in tables:  # a server killed as it made the file left it empty
+            return set()
+        return {episode_id for (episode_id,) in db.execute("SELECT id FROM episodes")}
 
 
 def check(data_dir: Path, namespace: Namespace, tally: Tally) -> None:
@@ -325,3 +440,7 @@ def check(data_dir: Path, namespace: Namespace, tally: Tally) -> None:
     tally.resurrected += sum(
         n for c, n in stored.items() if c not in expected and c not in namespace.deleted
     )
+    episodes = stored_episodes(data_dir, namespace.name)
+    tally.episodes_lost += len(namespace.episodes - episodes)
+    tally.episodes_undeleted += len(episodes & namespace.episodes_deleted)
+    tally.episodes_unexpected += len(episodes - namespace.episodes - namespace.episodes_deleted)

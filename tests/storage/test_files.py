@@ -1,5 +1,6 @@
 """Files only their owner reads: the data directory 0700, every file in it 0600 (SQLite's -wal
-and -shm included), and a start with a data directory others can read says so."""
+and -shm included, the episodes' as the messages'), whatever the umask, and a start with a
+data directory others can read says so."""
 
 import os
 import stat
@@ -8,8 +9,9 @@ import sys
 from pathlib import Path
 
 from himga.data.conversation import Message, Session
-from himga.service import RemoteMemory, create_server
+from himga.service import RemoteEpisodes, RemoteMemory, create_server
 from himga.storage.files import create_private, exposed_to_others, make_private_dir, write_private
+from tests.episodes.helpers import episode
 
 HANG_SECONDS = 60
 
@@ -43,6 +45,29 @@ def test_a_server_writes_nothing_others_can_read(tmp_path: Path) -> None:
                 made = sorted(p.name for p in data.rglob("*"))
                 assert any(name.endswith("-wal") for name in made), made
                 assert any(name.endswith("-shm") for name in made), made
+                for path in [data, *data.rglob("*")]:
+                    want = 0o700 if path.is_dir() else 0o600
+                    assert mode(path) == want, f"{path.relative_to(tmp_path)}: {mode(path):o}"
+        finally:
+            server.stop(None).wait()
+    finally:
+        os.umask(old)
+
+
+def test_episode_files_are_private_even_under_the_widest_umask(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    old = os.umask(0)  # every bit the process does not narrow itself would be open to all
+    try:
+        server, port = create_server("127.0.0.1:0", data_dir=data)
+        try:
+            with RemoteEpisodes(f"127.0.0.1:{port}", "private") as episodes:
+                episodes.record(episode(1))
+                with RemoteMemory(f"127.0.0.1:{port}", "private") as memory:
+                    memory.ingest(Message(role="u", content="a secret"), Session(session_id="s"))
+                made = sorted(p.relative_to(data).as_posix() for p in data.rglob("*"))
+                assert "episodes" in made
+                for suffix in (".sqlite3", ".sqlite3-wal", ".sqlite3-shm"):
+                    assert any(n.startswith("episodes/") and n.endswith(suffix) for n in made)
                 for path in [data, *data.rglob("*")]:
                     want = 0o700 if path.is_dir() else 0o600
                     assert mode(path) == want, f"{path.relative_to(tmp_path)}: {mode(path):o}"

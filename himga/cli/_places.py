@@ -1,0 +1,61 @@
+"""Where `himga export` finds a namespace: a server (`--target HOST:PORT`,
+through the wire), or its stores themselves (`--data-dir DIR` or `--database URL`: opened as a
+server opens them, by himga.storage.namespaces, beside any server running over them)."""
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from himga.memory.base import BaseMemory
+
+
+def add_place_arguments(parser: Any) -> None:
+    """`--target`, `--data-dir` or `--database` (exactly one), and `--memory`."""
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--target", help="the server, as HOST:PORT")
+    where.add_argument(
+        "--data-dir", type=Path, help="a server's data directory, opened here (no server needed)"
+    )
+    where.add_argument(
+        "--database", metavar="URL", help="a server's PostgreSQL database, opened here"
+    )
+    parser.add_argument(
+        "--memory", default="", help="the namespace's memory (default: the server's)"
+    )
+
+
+@contextmanager
+def namespace_memory(args: argparse.Namespace, *, create: bool) -> Iterator["BaseMemory"]:
+    """The memory of `args.namespace` where the arguments say; with `create` False, a namespace
+    never written is an empty memory and nothing of it is made."""
+    if args.target is not None:
+        from himga.service import RemoteMemory
+
+        with RemoteMemory(args.target, args.namespace, memory=args.memory) as remote:
+            yield remote
+        return
+    from himga.memory.null import NullMemory
+    from himga.storage.namespaces import NamespaceStores
+
+    database = None
+    if args.database is not None:
+        from himga.storage.postgres import Database
+
+        database = Database(args.database, min_size=1, max_size=2)
+    try:
+        stores = NamespaceStores(database or args.data_dir, memory=args.memory or None)
+        try:
+            with stores.messages(args.namespace, args.memory, create=create) as opened:
+                if opened is None:
+                    yield NullMemory()
+                    return
+                with opened.lock:
+                    yield opened.memory
+        finally:
+            stores.close()
+    finally:
+        if database is not None:
+            database.close()

@@ -1,0 +1,44 @@
+"""Where a server keeps each namespace's files in its data directory:
+
+    <data_dir>/namespaces/<namespace>-<hash>.memory    the memory the namespace holds (a record)
+    <data_dir>/sqlite/<namespace>-<hash>.sqlite3       its messages (the sqlite memory)
+    <data_dir>/episodes/<namespace>-<hash>.sqlite3     its episodes (the sqlite episode store)
+
+Every directory is 0700 and every file 0600 (himga.storage.files). A namespace that was never
+written has none of them.
+"""
+
+import hashlib
+import urllib.parse
+from pathlib import Path
+
+RECORDS = "namespaces"
+MESSAGES = "sqlite"
+EPISODES = "episodes"
+
+
+def namespace_file(data_dir: Path, folder: str, namespace: str, suffix: str) -> Path:
+    """Where `namespace` keeps a file of one kind in a data directory:
+    `<data_dir>/<folder>/<namespace>-<hash><suffix>`.
+
+    The namespace is percent-encoded in the name so a person can tell the files apart; the hash
+    of the exact name keeps names distinct where file systems fold case or the encoded name had
+    to be shortened."""
+    readable = urllib.parse.quote(namespace, safe="")[:80]
+    digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
+    return Path(data_dir) / folder / f"{readable}-{digest}{suffix}"
+
+
+def memory_record(data_dir: Path, namespace: str) -> Path:
+    """The file recording the memory `namespace` holds."""
+    return namespace_file(data_dir, RECORDS, namespace, ".memory")
+
+
+def messages_database(data_dir: Path, namespace: str) -> Path:
+    """The SQLite database of `namespace`'s messages."""
+    return namespace_file(data_dir, MESSAGES, namespace, ".sqlite3")
+
+
+def episodes_database(data_dir: Path, namespace: str) -> Path:
+    """The SQLite database of `namespace`'s episodes."""
+    return namespace_file(data_dir, EPISODES, namespace, ".sqlite3")

@@ -1,0 +1,323 @@
+"""NamespaceStores: the one way to open a namespace's stores, for the server, `himga mcp`, the
+CLI and the tests alike. It knows the place (himga.storage.place: a data directory, a
+PostgreSQL database, or None) and the kinds it opens there: the memory of a namespace whose
+call names none, and the episode store of every namespace.
+
+    stores = NamespaceStores(data_dir, memory="sqlite", episodes="sqlite", max_open=256)
+    with stores.messages("agent-1") as opened:       # creates the namespace if it has to
+        opened.memory.ingest(message, session)         # (take opened.lock if others share it)
+    with stores.episodes("agent-1", create=False) as episodes:
+        ...                                             # None: never written; nothing was made
+    stores.close()
+
+Each namespace has two sides, its messages (a memory) and its episodes (an episode store).
+- It creates: a write (`create=True`) makes what the namespace lacks: its record and its store.
+- It records the memory a namespace holds, so that the namespace keeps it across restarts and
+  every server over the place reads the same one: in a data directory a file written once,
+  atomically (himga.storage.layout), in a database the namespace's row
+  (himga.storage.postgres.recorded_memory). A memory other than the recorded one is
+  MemoryMismatch.
+- It opens only what exists for a read (`create=False`): a namespace never written is None,
+  and nothing of it (no file, no row) is made. Messages exist when their record does; episodes
+  when their database file does (in a data directory) or the namespace's row (in a database).
+- It bounds: with `max_open`, at most that many stores stay open, messages and episodes
+  counted alike; beyond it the least recently used idle durable store is closed (its files
+  released) and opened again, transparently, by its next call. In a data directory, before a
+  store is opened, idle stores are closed the same way while fewer than `ROOM_DESCRIPTORS`
+  descriptors are free, so a server below its descriptor limit keeps room for new connections
+  and answers; when every open store is in use and not even a store's few are free, the call is
+  refused with OSError EMFILE (the server answers RESOURCE_EXHAUSTED: nothing changed). Stores
+  in process memory are never closed so (they would lose what they hold).
+- It closes every store at `close()`.
+
+Memories need not be thread-safe: each open namespace's messages come with a lock its callers
+take (the server's calls to one namespace run one at a time, to different ones side by side).
+Episode stores are thread-safe.
+"""
+
+import errno
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from himga.episodes import registry as episode_kinds
+from himga.episodes.base import EpisodeStore
+from himga.errors import MemoryMismatch
+from himga.memory import registry as memory_kinds
+from himga.memory.base import BaseMemory
+from himga.storage import exhaustion, layout
+from himga.storage.files import write_private
+from himga.storage.place import Place
+
+T = TypeVar("T")
+
+ROOM_DESCRIPTORS = 48
+"""Descriptors kept free when a store is opened in a data directory: for new connections, the
+health probe and a store being opened (a SQLite database takes three: its file, -wal, -shm)."""
+STORE_DESCRIPTORS = 4
+"""The descriptors a store may take as it opens (SQLite: its file, -wal, -shm, and one spare)."""
+MESSAGES = "messages"
+EPISODES = "episodes"
+
+
+def make_store(factory: Callable[[str, Place], T], namespace: str, place: Place) -> T:
+    """The one call of a registry's factory (memory or episode store): the store of `namespace`
+    in `place`."""
+    return factory(namespace, place)
+
+
+@dataclass(slots=True, eq=False)
+class OpenNamespace:
+    """A namespace's messages in use: the name of its memory, the memory, and the lock its
+    calls take."""
+
+    memory_name: str
+    memory: BaseMemory
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
+    """Calls holding it now (counted under the opener's lock); only an unused one is closed."""
+
+    @property
+    def durable(self) -> bool:
+        return self.memory.durable
+
+    def close(self) -> None:
+        with self.lock:
+            self.memory.close()
+
+
+@dataclass(slots=True, eq=False)
+class OpenEpisodes:
+    """A namespace's episode store in use."""
+
+    store: EpisodeStore
+    users: int = 0
+
+    @property
+    def durable(self) -> bool:
+        return self.store.durable
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class NamespaceStores:
+    """Opens namespaces' stores in `place` on demand (see the module's text): messages in the
+    memory their first call names (`memory` when it names none), episodes in stores of kind
+    `episodes`; at most `max_open` stores open (None: no bound). ValueError on an unknown kind
+    or one `place` cannot keep."""
+
+    def __init__(
+        self,
+        place: Place,
+        *,
+        memory: str | None = None,
+        episodes: str | None = None,
+        max_open: int | None = None,
+    ) -> None:
+        self.place = place
+        self.data_dir = place if isinstance(place, Path) else None
+        self.database = None if place is None or isinstance(place, Path) else place
+        over_database = self.database is not None
+        self.default_memory = memory or (
+            memory_kinds.DATABASE_MEMORY if over_database else memory_kinds.DEFAULT_MEMORY
+        )
+        self.episodes_kind = episodes or (
+            episode_kinds.DATABASE_STORE if over_database else episode_kinds.DEFAULT_STORE
+        )
+        self.max_open = max_open
+        self._memories: dict[str, Callable[[str, Place], BaseMemory]] = {}
+        problem = self.memory_problem(self.default_memory)  # fail now, at start-up
+        if problem is not None:
+            raise ValueError(problem)
+        self._episodes = episode_kinds.store_factory(self.episodes_kind)
+        problem = episode_kinds.place_problem(self.episodes_kind, place)
+        if problem is not None:
+            raise ValueError(problem)
+        self._open: OrderedDict[tuple[str, str], OpenNamespace | OpenEpisodes] = OrderedDict()
+        self._opening = threading.Lock()
+
+    def __len__(self) -> int:
+        """How many stores are open now (messages and episodes alike)."""
+        return len(self._open)
+
+    def memory_problem(self, memory: str) -> str | None:
+        """Why memory `memory` cannot keep this place's namespaces (unknown, or kept elsewhere),
+        or None when it can."""
+        try:
+            self._memory_factory(memory)
+        except ValueError as error:
+            return str(error)
+        return memory_kinds.place_problem(memory, self.place)
+
+    # --- using a namespace ---------------------------------------------------------------
+
+    @contextmanager
+    def messages(
+        self, namespace: str, memory: str = "", *, create: bool = True
+    ) -> Iterator[OpenNamespace | None]:
+        """The namespace's messages, opened with `memory` ("" for the default) if they were
+        not open, and kept open while the block runs; None, with nothing opened or made, when
+        the namespace has none and `create` is False. MemoryMismatch when the namespace holds
+        another memory; the names must have been checked (`memory_problem`)."""
+        memory = memory or self.default_memory
+        key = (MESSAGES, namespace)
+        with self._opening:
+            opened = self._open.get(key)
+            if opened is None and (create or self._has_messages(namespace)):
+                self._make_room()
+                _check_memory(namespace, self._recorded(namespace, memory), memory)
+                factory = self._memory_factory(memory)
+                opened = OpenNamespace(memory, self._make(factory, namespace))
+                self._open[key] = opened
+            if opened is not None:
+                self._hold(key, opened)
+        if opened is None:
+            yield None
+            return
+        assert isinstance(opened, OpenNamespace)
+        try:
+            _check_memory(namespace, opened.memory_name, memory)
+            yield opened
+        finally:
+            self._release(opened)
+
+    @contextmanager
+    def episodes(self, namespace: str, *, create: bool = True) -> Iterator[EpisodeStore | None]:
+        """The namespace's episode store, opened if it was not, and kept open while the block
+        runs; None, with nothing opened or made, when the namespace has none and `create` is
+        False."""
+        key = (EPISODES, namespace)
+        with self._opening:
+            opened = self._open.get(key)
+            if opened is None and (create or self._has_episodes(namespace)):
+                self._make_room()
+                opened = OpenEpisodes(self._make(self._episodes, namespace))
+                self._open[key] = opened
+            if opened is not None:
+                self._hold(key, opened)
+        if opened is None:
+            yield None
+            return
+        assert isinstance(opened, OpenEpisodes)
+        try:
+            yield opened.store
+        finally:
+            self._release(opened)
+
+    def close(self) -> None:
+        """Close every open store, once no call uses them any more."""
+        with self._opening:
+            opened, self._open = list(self._open.values()), OrderedDict()
+        for store in opened:
+            store.close()
+
+    # --- records -----------------------------------------------------------------------
+
+    def _has_messages(self, namespace: str) -> bool:
+        """Whether a namespace whose messages are not open has a record (was ever written)."""
+        if self.database is not None:
+            from himga.storage.postgres import recorded_memory
+
+            return recorded_memory(self.database, namespace, None) is not None
+        if self.data_dir is None:
+            return False
+        return layout.memory_record(self.data_dir, namespace).exists()
+
+    def _has_episodes(self, namespace: str) -> bool:
+        """Whether a namespace whose episodes are not open has any kept."""
+        if self.database is not None:
+            from himga.storage.postgres import namespace_exists
+
+            return namespace_exists(self.database, namespace)
+        if self.data_dir is None:
+            return False
+        return layout.episodes_database(self.data_dir, namespace).exists()
+
+    def _recorded(self, namespace: str, memory: str) -> str:
+        """The memory recorded for `namespace`; `memory`, recorded now, if none is (or there is
+        nowhere to record it)."""
+        if self.database is not None:
+            from himga.storage.postgres import recorded_memory
+
+            found = recorded_memory(self.database, namespace, memory)
+            assert found is not None
+            return found
+        if self.data_dir is None:
+            return memory
+        record = layout.memory_record(self.data_dir, namespace)
+        try:
+            return record.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            pass
+        write_private(record, memory.encode("utf-8"))
+        return memory
+
+    # --- the bound -----------------------------------------------------------------------
+
+    def _memory_factory(self, memory: str) -> Callable[[str, Place], BaseMemory]:
+        factory = self._memories.get(memory)
+        if factory is None:
+            factory = self._memories[memory] = memory_kinds.memory_factory(memory)
+        return factory
+
+    def _make(self, factory: Callable[[str, Place], T], namespace: str) -> T:
+        """A store made by `factory` (room made for it by the caller); when the process ran
+        out of descriptors all the same, every idle durable store is closed and it is tried
+        once more (called under the lock)."""
+        try:
+            return make_store(factory, namespace, self.place)
+        except Exception as error:
+            if not exhaustion.out_of_descriptors(error):
+                raise
+            self._close_idle(keep=0)
+        return make_store(factory, namespace, self.place)
+
+    def _make_room(self) -> None:
+        """In a data directory, close idle stores, least recently used first, while fewer than
+        ROOM_DESCRIPTORS descriptors are free; OSError EMFILE when none is left to close and
+        fewer than a store's STORE_DESCRIPTORS are free."""
+        if self.data_dir is None:
+            return
+        free = exhaustion.free_descriptors()
+        if free is None or free >= ROOM_DESCRIPTORS:
+            return
+        for key in self._idle():
+            self._open.pop(key).close()
+            free = exhaustion.free_descriptors()
+            if free is None or free >= ROOM_DESCRIPTORS:
+                return
+        if free < STORE_DESCRIPTORS:
+            raise OSError(errno.EMFILE, f"{free} file descriptors free, every open store in use")
+
+    def _hold(self, key: tuple[str, str], opened: OpenNamespace | OpenEpisodes) -> None:
+        self._open.move_to_end(key)
+        opened.users += 1
+
+    def _release(self, opened: OpenNamespace | OpenEpisodes) -> None:
+        with self._opening:
+            opened.users -= 1
+            self._close_idle()
+
+    def _idle(self) -> list[tuple[str, str]]:
+        """The open stores no call uses that can be closed, least recently used first."""
+        return [key for key, opened in self._open.items() if opened.users == 0 and opened.durable]
+
+    def _close_idle(self, keep: int | None = None) -> None:
+        """Close least recently used idle durable stores while more than `keep` (by default
+        `max_open`) are open (called under the lock)."""
+        keep = self.max_open if keep is None else keep
+        if keep is None or len(self._open) <= keep:
+            return
+        for key in self._idle()[: len(self._open) - keep]:
+            self._open.pop(key).close()
+
+
+def _check_memory(namespace: str, held: str, asked: str) -> None:
+    """MemoryMismatch unless a call asking for memory `asked` may use a namespace holding `held`."""
+    if held != asked:
+        raise MemoryMismatch(f"namespace {namespace!r} holds memory {held!r}, not {asked!r}")

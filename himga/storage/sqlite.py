@@ -1,0 +1,41 @@
+"""Opening a SQLite database as every durable store here does: WAL journal, one connection
+shared by threads (the store's lock serialises it), each transaction begun by the store.
+
+A database in WAL mode keeps its index of the log in a `-shm` file beside it. On a disk with
+no room left that file cannot be made, and the database would not open even to be read: then it
+is opened with the log's index in this process's memory instead, which SQLite allows only with
+the database locked to this one connection (`locking_mode=EXCLUSIVE`) until it is closed. So a
+store opens, and answers reads, on a full disk; other processes wait for it meanwhile.
+"""
+
+import sqlite3
+from pathlib import Path
+
+from himga.storage import exhaustion
+
+
+def connect(path: Path | None, timeout: float) -> sqlite3.Connection:
+    """A connection to the database at `path` in WAL mode (None: a database in memory), with
+    `timeout` seconds to wait for another connection's lock."""
+    if path is None:
+        return _connection(":memory:", timeout)
+    db = _connection(str(path), timeout)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        return db
+    except sqlite3.Error as error:
+        db.close()
+        if not exhaustion.cannot_write(error):
+            raise
+    db = _connection(str(path), timeout)  # no room for -shm: the log's index in memory
+    try:
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+        db.execute("PRAGMA journal_mode=WAL")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _connection(target: str, timeout: float) -> sqlite3.Connection:
+    return sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=timeout)

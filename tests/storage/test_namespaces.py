@@ -1,0 +1,242 @@
+"""The one opener of namespaces (himga.storage.namespaces), as the server and an embedded
+caller use it: a read of a namespace never written creates no file and no row, whichever read
+RPC of either service it is; one bound over messages and episodes; a store in use is never
+closed; when descriptors run short idle stores are closed to make room, and a call that finds
+none to close is RESOURCE_EXHAUSTED; what was closed opens again with all it held."""
+
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+import pytest
+from himga_proto.memory.v1 import memory_pb2 as pb
+from himga_proto.memory.v1 import memory_pb2_grpc
+
+from himga.data.conversation import Message, Session
+from himga.records import TaskContext
+from himga.service import convert, create_server
+from himga.service.auth import METHOD_RIGHTS
+from himga.service.errors import ResourceExhausted
+from himga.service.resources import classify
+from himga.storage import namespaces as opener
+from himga.storage.namespaces import ROOM_DESCRIPTORS, STORE_DESCRIPTORS, NamespaceStores
+from himga.storage.postgres import Database
+from tests.episodes.helpers import episode
+
+HANG_SECONDS = 60
+
+Stubs = tuple[memory_pb2_grpc.MemoryServiceStub, memory_pb2_grpc.EpisodeServiceStub]
+
+READS: dict[str, Callable[[Stubs, str], object]] = {
+    "Retrieve": lambda s, ns: s[0].Retrieve(pb.RetrieveRequest(namespace=ns, query="plum")),
+    "ListMessages": lambda s, ns: s[0].ListMessages(pb.ListMessagesRequest(namespace=ns)),
+    "ListNamespaces": lambda s, ns: s[0].ListNamespaces(pb.ListNamespacesRequest(prefix=ns)),
+    "GetEpisode": lambda s, ns: s[1].GetEpisode(pb.GetEpisodeRequest(namespace=ns, id="ep-1")),
+    "ListEpisodes": lambda s, ns: s[1].ListEpisodes(pb.ListEpisodesRequest(namespace=ns)),
+    "SearchEpisodes": lambda s, ns: s[1].SearchEpisodes(
+        pb.SearchEpisodesRequest(namespace=ns, task=pb.TaskContext(goal="add pagination"))
+    ),
+}
+"""A well-formed call of every method that needs only the right to read."""
+FORGETTING: dict[str, Callable[[Stubs, str], object]] = {
+    "Reset": lambda s, ns: s[0].Reset(pb.ResetRequest(namespace=ns)),
+    "Delete": lambda s, ns: s[0].Delete(pb.DeleteRequest(namespace=ns, ids=["m-1"])),
+    "DeleteNamespace": lambda s, ns: s[0].DeleteNamespace(pb.DeleteNamespaceRequest(namespace=ns)),
+    "DeleteEpisode": lambda s, ns: s[1].DeleteEpisode(
+        pb.DeleteEpisodeRequest(namespace=ns, id="ep-1", request_id=uuid.uuid4().hex)
+    ),
+}
+"""Writes that only forget: of a namespace never written, they make nothing either."""
+
+
+def test_every_read_method_is_checked() -> None:
+    reads = {method.rsplit("/", 1)[1] for method, right in METHOD_RIGHTS.items() if right == "read"}
+    assert reads == set(READS)
+
+
+def call_everything(stubs: Stubs, namespace: str) -> list[str]:
+    """Every read and forgetting call on `namespace`; the codes of those that failed."""
+    failed = []
+    for call in (*READS.values(), *FORGETTING.values()):
+        try:
+            call(stubs, namespace)
+        except grpc.RpcError as error:
+            assert isinstance(error, grpc.Call)
+            failed.append(error.code().name)
+    return failed
+
+
+def files_under(directory: Path) -> list[Path]:
+    return sorted(path for path in directory.rglob("*") if not path.is_dir())
+
+
+def write_both(stubs: Stubs, namespace: str, number: int = 1) -> None:
+    stubs[0].Ingest(
+        pb.IngestRequest(
+            namespace=namespace,
+            message=pb.Message(role="u", content=f"plum {number}"),
+            session=pb.Session(session_id="s"),
+        )
+    )
+    stubs[1].RecordEpisode(
+        pb.RecordEpisodeRequest(namespace=namespace, episode=convert.episode_to_proto(episode(1)))
+    )
+
+
+def test_reads_of_a_namespace_never_written_create_no_file(tmp_path: Path) -> None:
+    server, port = create_server("127.0.0.1:0", data_dir=tmp_path)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stubs = (
+                memory_pb2_grpc.MemoryServiceStub(channel),
+                memory_pb2_grpc.EpisodeServiceStub(channel),
+            )
+            write_both(stubs, "written")  # the folders and a namespace exist
+            before = files_under(tmp_path)
+            assert len(before) > 4  # a record, two databases, their -wal and -shm
+            for number in range(20):
+                assert call_everything(stubs, f"never-{number}") == ["NOT_FOUND"]  # GetEpisode
+            assert files_under(tmp_path) == before
+            assert len(server.namespaces) == 2  # the written one's messages and episodes
+            assert call_everything(stubs, "written") == ["NOT_FOUND"]  # deleted just now
+    finally:
+        server.stop(None).wait()
+
+
+ROWS = "SELECT (SELECT count(*) FROM himga_namespaces), (SELECT count(*) FROM himga_receipts)"
+
+
+def test_reads_of_a_namespace_never_written_create_no_row(database: Database) -> None:
+    server, port = create_server("127.0.0.1:0", database=database)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stubs = (
+                memory_pb2_grpc.MemoryServiceStub(channel),
+                memory_pb2_grpc.EpisodeServiceStub(channel),
+            )
+            with database.transaction() as connection:
+                before = connection.execute(ROWS).fetchone()
+            for number in range(10):
+                namespace = f"never-{uuid.uuid4().hex}-{number}"
+                assert call_everything(stubs, namespace) == ["NOT_FOUND"]
+            with database.transaction() as connection:
+                assert connection.execute(ROWS).fetchone() == before
+            written = f"written-{uuid.uuid4().hex}"
+            write_both(stubs, written)
+            with database.transaction() as connection:
+                rows = connection.execute(ROWS).fetchone()
+            assert rows is not None and before is not None and rows[0] == before[0] + 1
+    finally:
+        server.stop(None).wait()
+
+
+def descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def ingest(stores: NamespaceStores, namespace: str, text: str) -> None:
+    with stores.messages(namespace) as opened:
+        assert opened is not None
+        with opened.lock:
+            opened.memory.ingest(Message(role="u", content=text), Session(session_id="s"))
+
+
+def test_one_bound_over_messages_and_episodes(tmp_path: Path) -> None:
+    stores = NamespaceStores(tmp_path, memory="sqlite", episodes="sqlite", max_open=3)
+    try:
+        ingest(stores, "warm-up", "x")
+        start = descriptors()
+        for number in range(12):
+            ingest(stores, f"ns-{number}", f"fig{number} said")
+            with stores.episodes(f"ns-{number}") as store:
+                assert store is not None
+                store.record(episode(number))
+            assert len(stores) <= 3
+        assert descriptors() - start <= 3 * 3  # three SQLite stores, not 24
+        for number in range(12):  # each opens again with all it held
+            with stores.messages(f"ns-{number}", create=False) as opened:
+                assert opened is not None
+                hits = opened.memory.search(f"fig{number}")
+                assert [hit.content for hit in hits] == [f"fig{number} said"]
+            with stores.episodes(f"ns-{number}", create=False) as store:
+                assert store is not None
+                assert store.get(f"ep-{number:04d}").id == f"ep-{number:04d}"
+                assert store.search(TaskContext(goal="pagination")).hits
+    finally:
+        stores.close()
+
+
+def test_a_store_in_use_is_not_closed_for_the_bound(tmp_path: Path) -> None:
+    stores = NamespaceStores(tmp_path, memory="sqlite", episodes="sqlite", max_open=1)
+    try:
+        with stores.episodes("held") as held:
+            assert held is not None
+            for number in range(5):
+                ingest(stores, f"other-{number}", "x")
+            held.record(episode(7))  # still open: it was in use all along
+            assert held.get("ep-0007").id == "ep-0007"
+        assert len(stores) == 1
+    finally:
+        stores.close()
+
+
+def test_short_of_descriptors_idle_stores_make_room_or_the_call_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stores = NamespaceStores(tmp_path, memory="sqlite", episodes="sqlite")
+
+    # Room for two open stores, whatever this process holds: short of the room kept beyond
+    # them, out of descriptors beyond three.
+    def free() -> int:
+        return {0: 100, 1: 100, 2: ROOM_DESCRIPTORS - 1}.get(len(stores), STORE_DESCRIPTORS - 1)
+
+    monkeypatch.setattr(opener.exhaustion, "free_descriptors", free)
+    try:
+        for number in range(6):
+            ingest(stores, f"ns-{number}", f"word{number}")
+            assert len(stores) <= 2
+        with (
+            stores.messages("ns-4", create=False),
+            stores.episodes("ns-5"),
+            stores.messages("ns-3", create=False),  # the third: short of room, but it fits
+        ):
+            assert len(stores) == 3
+            with pytest.raises(OSError) as caught:
+                ingest(stores, "one-more", "x")
+            assert isinstance(classify(caught.value), ResourceExhausted)
+            assert [path for path in files_under(tmp_path) if "one-more" in path.name] == []
+        ingest(stores, "one-more", "x")  # the calls ended: room again
+        for number in range(6):
+            with stores.messages(f"ns-{number}", create=False) as opened:
+                assert opened is not None
+                assert [hit.content for hit in opened.memory.search(f"word{number}")] == [
+                    f"word{number}"
+                ]
+    finally:
+        stores.close()
+
+
+def test_an_embedded_caller_and_a_server_share_a_data_directory(tmp_path: Path) -> None:
+    embedded = NamespaceStores(tmp_path, memory="sqlite", episodes="sqlite")
+    try:
+        ingest(embedded, "shared", "quince jam")
+        with embedded.episodes("shared") as store:
+            assert store is not None
+            store.record(episode(3))
+    finally:
+        embedded.close()
+    server, port = create_server("127.0.0.1:0", data_dir=tmp_path)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            hits = memory_pb2_grpc.MemoryServiceStub(channel).Retrieve(
+                pb.RetrieveRequest(namespace="shared", query="quince")
+            )
+            assert [hit.content for hit in hits.hits] == ["quince jam"]
+            got = memory_pb2_grpc.EpisodeServiceStub(channel).GetEpisode(
+                pb.GetEpisodeRequest(namespace="shared", id="ep-0003")
+            )
+            assert got.episode.id == "ep-0003"
+    finally:
+        server.stop(None).wait()
