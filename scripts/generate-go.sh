@@ -24,4 +24,4 @@ python -m grpc_tools.protoc -Iproto \
   --plugin=protoc-gen-go-grpc="$plugins/protoc-gen-go-grpc" \
   --go_out="$out" --go_opt=module="$module/$out" \
   --go-grpc_out="$out" --go-grpc_opt=module="$module/$out" \
-  proto/himga_proto/memory/v1/memory.proto
+  proto/himga_proto/memory/v1/memory.proto proto/himga_proto/memory/v1/options.proto

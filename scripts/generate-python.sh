@@ -42,7 +42,13 @@ python -m grpc_tools.protoc -Iproto \
   --python_out="$out" --grpc_python_out="$out" --mypy_out="$out" --mypy_grpc_out="$out" \
   --connect-python_out="$out" \
   --plugin=protoc-gen-himga-openapi=scripts/protoc-gen-himga-openapi --himga-openapi_out="$out" \
-  proto/himga_proto/memory/v1/memory.proto
+  proto/himga_proto/memory/v1/memory.proto proto/himga_proto/memory/v1/options.proto
+# The same file as a FileDescriptorProto with its comments (source info), which the compiled
+# module leaves out: server reflection serves this one (himga.service.reflection), so that
+# `grpcurl describe` shows the proto's comments.
+python -m grpc_tools.protoc -Iproto --include_source_info \
+  --descriptor_set_out="$out/himga_proto/memory/v1/memory.binpb" \
+  proto/himga_proto/memory/v1/memory.proto proto/himga_proto/memory/v1/options.proto
 for pkg in himga_proto himga_proto/memory himga_proto/memory/v1; do
   printf '%s\n' "$header" > "$out/$pkg/__init__.py"
 done

@@ -3,6 +3,7 @@
 #   schema/v1.ts                        types of the JSON Schemas (json-schema-to-typescript)
 #   himga_proto/memory/v1/memory_pb.ts  the messages and the MemoryService (protoc-gen-es)
 #   google/rpc/error_details_pb.ts      google.rpc.BadRequest & co., to read error details
+#   himga_proto/memory/v1/memory_openapi.ts  the HTTP JSON API's types (openapi-typescript)
 # Run through `make generate`. The tools are the exact versions in package-lock.json (installed
 # by scripts/node-modules.sh) and the Python venv's grpcio-tools protoc, so the output is
 # byte-for-byte repeatable from any copy of the repository.
@@ -73,4 +74,10 @@ googleapis="$(python -c 'import google.rpc.status_pb2 as m, pathlib; print(pathl
 python -m grpc_tools.protoc -Iproto -I"$googleapis" \
   --plugin=protoc-gen-es="$root/node_modules/.bin/protoc-gen-es" \
   --es_out="$out" --es_opt=target=ts,import_extension=js,json_types=true \
-  himga_proto/memory/v1/memory.proto google/rpc/error_details.proto
+  himga_proto/memory/v1/memory.proto himga_proto/memory/v1/options.proto \
+  google/rpc/error_details.proto
+
+# Types of the HTTP JSON API from the OpenAPI document (written by generate-python.sh just
+# before), as openapi-typescript (pinned in package-lock.json) makes them for a client.
+node_modules/.bin/openapi-typescript generated/python/himga_proto/memory/v1/memory.openapi.json \
+  -o "$out/himga_proto/memory/v1/memory_openapi.ts" >/dev/null

@@ -93,7 +93,9 @@ class AsyncRemoteMemory:
         filter: MessageFilter | None = None,
         max_context_tokens: int = 0,
     ) -> tuple[str, builtins.list[Hit]]:
-        response = await self._retrieve(query, max(limit, 1), filter, max_context_tokens)
+        if limit < 1:  # as RemoteMemory.recall
+            return "", []
+        response = await self._retrieve(query, limit, filter, max_context_tokens)
         return response.context, calls.hits(response, limit)
 
     async def reset(self) -> None:
@@ -122,6 +124,20 @@ class AsyncRemoteMemory:
         request = self._calls.list(filter, page_size, page_token)
         response: pb.ListMessagesResponse = await self._call(self._stub.ListMessages, request)
         return calls.page(response)
+
+    async def list_namespaces(
+        self, *, prefix: str = "", page_size: int = 100, page_token: str = ""
+    ) -> calls.NamespacePage:
+        """As RemoteMemory.list_namespaces."""
+        request = calls.list_namespaces(prefix, page_size, page_token)
+        response: pb.ListNamespacesResponse = await self._call(self._stub.ListNamespaces, request)
+        return calls.namespace_page(response)
+
+    async def delete_namespace(self) -> bool:
+        """As RemoteMemory.delete_namespace."""
+        request = self._calls.delete_namespace()
+        response: pb.DeleteNamespaceResponse = await self._call(self._stub.DeleteNamespace, request)
+        return response.deleted
 
     @property
     def durable(self) -> bool:

@@ -87,6 +87,9 @@ class MemoryCalls:
             request_id=request_id,
         )
 
+    def delete_namespace(self) -> pb.DeleteNamespaceRequest:
+        return pb.DeleteNamespaceRequest(namespace=self.namespace)
+
     def list(
         self, filter: MessageFilter | None, page_size: int, page_token: str
     ) -> pb.ListMessagesRequest:
@@ -99,6 +102,36 @@ class MemoryCalls:
             page_size=page_size,
             page_token=page_token,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceInfo:
+    """One namespace a server holds: its name, and the memory of its messages ("" when it
+    holds episodes only)."""
+
+    name: str
+    memory: str
+
+
+@dataclass(frozen=True, slots=True)
+class NamespacePage:
+    """One page of ListNamespaces: its namespaces, and the token of the next page ("" on the
+    last)."""
+
+    namespaces: builtins.list[NamespaceInfo]
+    next_page_token: str
+
+
+def list_namespaces(prefix: str, page_size: int, page_token: str) -> pb.ListNamespacesRequest:
+    if page_size < 1:
+        raise InvalidArgument("page_size", "must be 1 to 1000")
+    return pb.ListNamespacesRequest(prefix=prefix, page_size=page_size, page_token=page_token)
+
+
+def namespace_page(response: pb.ListNamespacesResponse) -> NamespacePage:
+    """The page a ListNamespaces answer holds."""
+    found = [NamespaceInfo(info.name, info.memory) for info in response.namespaces]
+    return NamespacePage(found, response.next_page_token)
 
 
 def hits(response: pb.RetrieveResponse, limit: int) -> builtins.list[Hit]:

@@ -95,7 +95,9 @@ class RemoteMemory(BaseMemory):
         filter: MessageFilter | None = None,
         max_context_tokens: int = 0,
     ) -> tuple[str, builtins.list[Hit]]:
-        response = self._retrieve(query, max(limit, 1), filter, max_context_tokens)
+        if limit < 1:  # the server reads 0 as its default: no hits and no context, as in process
+            return "", []
+        response = self._retrieve(query, limit, filter, max_context_tokens)
         return response.context, calls.hits(response, limit)
 
     def reset(self) -> None:
@@ -126,6 +128,22 @@ class RemoteMemory(BaseMemory):
         request = self._calls.list(filter, page_size, page_token)
         response: pb.ListMessagesResponse = self._call(self._stub.ListMessages, request)
         return calls.page(response)
+
+    def list_namespaces(
+        self, *, prefix: str = "", page_size: int = 100, page_token: str = ""
+    ) -> calls.NamespacePage:
+        """One page of the server's namespaces (ListNamespaces): those whose name starts with
+        `prefix` and that the token may read, in name order; page_size 1 to 1000."""
+        request = calls.list_namespaces(prefix, page_size, page_token)
+        response: pb.ListNamespacesResponse = self._call(self._stub.ListNamespaces, request)
+        return calls.namespace_page(response)
+
+    def delete_namespace(self) -> bool:
+        """Forget this memory's namespace wholly (DeleteNamespace: its messages, episodes and
+        receipts; the token needs `admin`); whether the server held it."""
+        request = self._calls.delete_namespace()
+        response: pb.DeleteNamespaceResponse = self._call(self._stub.DeleteNamespace, request)
+        return response.deleted
 
     def close(self) -> None:
         """Release the connection; the memory is kept by the server."""

@@ -1,7 +1,7 @@
 """The capabilities of the whole memory API, which a storing memory shows by doing it:
 corrections in place, deletes by session and time that stay in their namespace, filters that
-fill the limit, listings that give every message once whatever happens between pages, and
-message times.
+fill the limit, listings that give every message once whatever happens between pages,
+message times, and a context built from the hits answered.
 """
 
 from himga_proto.memory.v1 import memory_pb2 as pb
@@ -137,3 +137,27 @@ def _message_times(wire: Wire, new_namespace: NewNamespace) -> None:
         if turn_id not in got or got[turn_id].ToSeconds() != moment.ToSeconds():
             seen = got[turn_id].ToJsonString() if turn_id in got else "no hit"
             raise CheckFailed(f"{turn_id}: time {seen}, want {moment.ToJsonString()}")
+
+
+@check(
+    "context-follows-limit",
+    "capability",
+    "Retrieve's context is built from the hits it answers: with limit 1, 5 or 20 of 15 matching "
+    "messages, the context holds exactly the messages among the hits, and limit 0 as many as "
+    "the default 10",
+)
+def _context_follows_limit(wire: Wire, new_namespace: NewNamespace) -> None:
+    namespace = new_namespace()
+    word = marker()
+    tags = [marker() for _ in range(15)]
+    wire.store(namespace, *(item(f"{word} {tag}", f"C{i}") for i, tag in enumerate(tags)))
+    for limit, wanted in ((1, 1), (5, 5), (20, 15), (0, 10)):
+        answer = wire.retrieve(namespace, word, limit)
+        if len(answer.hits) != wanted:
+            raise CheckFailed(f"limit {limit}: {len(answer.hits)} hits of 15, want {wanted}")
+        hit = {h.turn_id for h in answer.hits}
+        shown = {f"C{i}" for i, tag in enumerate(tags) if tag in answer.context}
+        if shown != hit:
+            raise CheckFailed(
+                f"limit {limit}: the context holds {sorted(shown)}, the hits are {sorted(hit)}"
+            )

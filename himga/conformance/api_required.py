@@ -156,10 +156,18 @@ def _budget_kept(wire: Wire, new_namespace: NewNamespace) -> None:
     "page-token-checked",
     "required",
     "ListMessages of a new namespace lists nothing, and a page_token the server never made is "
-    "INVALID_ARGUMENT naming page_token (or listings are refused as UNSUPPORTED)",
+    "INVALID_ARGUMENT naming page_token (or listings are refused as UNSUPPORTED), in "
+    "ListNamespaces too",
 )
 def _page_token_checked(wire: Wire, new_namespace: NewNamespace) -> None:
     namespace = new_namespace()
+    expect_error(
+        lambda: wire.memory.ListNamespaces(
+            pb.ListNamespacesRequest(page_token="not-a-token"), timeout=wire.timeout
+        ),
+        INVALID,
+        "page_token",
+    )
     first = unless_unsupported(lambda: wire.list_page(namespace))
     if first is None:
         return

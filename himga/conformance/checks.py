@@ -56,12 +56,14 @@ class Check:
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """How a server fared on one check; `detail` says what was seen when it failed.
-    `offered` is False when the server does not offer the check's service at all."""
+    `offered` is False when the server does not offer the check's service at all; `left` says
+    why the namespaces the check wrote could not be deleted afterwards ("" when they were)."""
 
     check: Check
     passed: bool
     detail: str
     offered: bool = True
+    left: str = ""
 
 
 CHECKS: list[Check] = []

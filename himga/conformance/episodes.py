@@ -13,12 +13,14 @@ TOKEN_CHARS = 4
 """Characters per token of max_context_tokens, as the proto documents it."""
 
 
+PROBE = "conformance.probe"
+"""The namespace `offers_episodes` asks about."""
+
+
 def offers_episodes(wire: Wire) -> bool:
     """Whether the server offers EpisodeService (anything but UNIMPLEMENTED counts)."""
     try:
-        wire.episodes.ListEpisodes(
-            pb.ListEpisodesRequest(namespace="conformance.probe"), timeout=wire.timeout
-        )
+        wire.episodes.ListEpisodes(pb.ListEpisodesRequest(namespace=PROBE), timeout=wire.timeout)
     except grpc.RpcError as error:
         return code_of(error) != grpc.StatusCode.UNIMPLEMENTED
     return True

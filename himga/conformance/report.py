@@ -52,4 +52,10 @@ def render(target: str, results: Sequence[CheckResult]) -> str:
     lines.append(f"{target} {verdict} to the {contract} contract")
     if not offered:
         lines.append("(it does not offer EpisodeService: its checks were not run)")
+    left = [r for r in results if r.left]
+    if left:
+        lines.append(
+            f"{len(left)} checks could not delete the namespaces they wrote "
+            f"(conformance.*): {left[0].left}"
+        )
     return "\n".join(lines)

@@ -1,5 +1,7 @@
 """Running the checks: each on its own namespaces, a failure reported with what was seen."""
 
+import dataclasses
+
 import grpc
 
 # Imported for their registrations (the registry orders them: required, capabilities, episodes).
@@ -8,17 +10,32 @@ from himga.conformance import (  # noqa: F401
     api_required,
     capabilities,
     episodes,
+    namespaces,
     required,
 )
-from himga.conformance.checks import CHECKS, Check, CheckResult
-from himga.conformance.episodes import offers_episodes
+from himga.conformance.checks import CHECKS, Check, CheckResult, NewNamespace
+from himga.conformance.episodes import PROBE, offers_episodes
+from himga.conformance.namespaces import forget_namespaces
 from himga.conformance.wire import CheckFailed, Wire, code_of, connect, fresh_namespace
 
 
 def run_check(wire: Wire, check: Check) -> CheckResult:
-    """Run one check; any failed call or broken expectation is a failure, with what was seen."""
+    """Run one check, then delete the namespaces it made; any failed call or broken expectation
+    is a failure, with what was seen."""
+    made: list[str] = []
+
+    def new_namespace() -> str:
+        made.append(fresh_namespace(check.name))
+        return made[-1]
+
+    result = _judged(wire, check, new_namespace)
+    left = forget_namespaces(wire, made)
+    return dataclasses.replace(result, left=left) if left else result
+
+
+def _judged(wire: Wire, check: Check, new_namespace: NewNamespace) -> CheckResult:
     try:
-        check.run(wire, lambda: fresh_namespace(check.name))
+        check.run(wire, new_namespace)
     except CheckFailed as failure:
         return CheckResult(check, False, str(failure))
     except grpc.RpcError as error:
@@ -35,6 +52,7 @@ def run_checks(target: str, timeout: float = 10.0, token: str | None = None) -> 
     seconds."""
     with connect(target, timeout, token) as wire:
         offered = offers_episodes(wire)
+        forget_namespaces(wire, [PROBE])
         return [
             run_check(wire, check)
             if offered or check.kind != "episodes"

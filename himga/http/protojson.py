@@ -7,7 +7,9 @@ how a value is written), then every message of that type follows its plan. The p
 kinds the proto uses (strings, booleans, integers, doubles, messages, Timestamps, lists, maps
 with string keys); a message type with any other kind (float, bytes, enums, another well-known
 type) is written by json_format itself. tests/http/test_protojson.py holds both to the same
-answers on random messages of every type of the proto.
+answers on random messages of every type of the proto, but one: a double marked
+`(whole_number) = true` in the proto (a count the schemas type as integer) that holds a whole
+number is written as a JSON integer (4, where json_format writes 4.0), as the schemas ask.
 """
 
 import math
@@ -18,6 +20,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+from himga_proto.memory.v1 import options_pb2
 
 Writer = Callable[[Any], Any]
 _AS_IS = {
@@ -118,8 +121,15 @@ def _value(field: FieldDescriptor) -> Writer | None:
     if field.type in _INT64:
         return str
     if field.type == FieldDescriptor.TYPE_DOUBLE:
-        return _double
+        return _whole if field.GetOptions().Extensions[options_pb2.whole_number] else _double
     raise _Unplanned(field.full_name)
+
+
+def _whole(value: float) -> int | float | str:
+    """A double marked whole_number (a count): a JSON integer when it holds one."""
+    if value.is_integer():
+        return int(value)
+    return _double(value)
 
 
 def _double(value: float) -> float | str:

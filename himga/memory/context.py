@@ -1,7 +1,8 @@
 """The context string the keyword memories return from `retrieve`: their best hits, one a line.
 
 Each line reads `[<session date>] <speaker>: <content>` (the seed memory's layout; `[unknown]`
-when the session has no date), best hit first. At most CONTEXT_HITS hits and CONTEXT_CHARS
+when the session has no date), best hit first. `retrieve` gives CONTEXT_HITS hits, `recall` the
+hits it answers (at most its `limit`); either way at most CONTEXT_CHARS
 characters in all, and, when a call gives a token budget, at most that many tokens (counted by
 himga.memory.budget): a hit that would overflow a budget is cut short with "…" if it is the
 first, and left out otherwise, with every hit after it, so the context always fits a prompt of
@@ -24,12 +25,12 @@ def format_hit(hit: Hit) -> str:
     return f"[{hit.date_str or 'unknown'}] {hit.role}: {hit.content}"
 
 
-def build_context(hits: Sequence[Hit], max_tokens: int = 0) -> str:
-    """The context of the best CONTEXT_HITS `hits`, within CONTEXT_CHARS characters and, when
+def build_context(hits: Sequence[Hit], max_tokens: int = 0, count: int = CONTEXT_HITS) -> str:
+    """The context of the best `count` `hits`, within CONTEXT_CHARS characters and, when
     `max_tokens` is not 0, within that many tokens."""
     lines: list[str] = []
     used = tokens = 0
-    for hit in hits[:CONTEXT_HITS]:
+    for hit in hits[: max(count, 0)]:
         line = format_hit(hit).replace("\n", " ")
         cost = len(line) + (1 if lines else 0)
         line_tokens = count_tokens(line) if max_tokens else 0
@@ -62,5 +63,9 @@ class ContextFromHits(BaseMemory):
         max_context_tokens: int = 0,
     ) -> tuple[str, builtins.list[Hit]]:
         budget = check_budget(max_context_tokens)
-        hits = self.search(query, max(limit, CONTEXT_HITS), filter=filter)
-        return build_context(hits, budget), hits[: max(limit, 0)]
+        if limit < 1:
+            return "", []
+        # The context is built from the hits answered, so `limit` bounds both; the default
+        # limit gives the context `retrieve` gives.
+        hits = self.search(query, limit, filter=filter)
+        return build_context(hits, budget, limit), hits

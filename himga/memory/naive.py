@@ -94,13 +94,14 @@ class SimpleKeywordMemory(BaseMemory):
         max_context_tokens: int = 0,
     ) -> tuple[str, builtins.list[Hit]]:
         budget = check_budget(max_context_tokens)
-        matches = self._matches(query, filter)
-        # The seed's context is the last lines, oldest first; a budget keeps the most recent
-        # lines that fit (its "best", as `search` ranks them).
-        lines = [line for line, _ in reversed(matches[-RETRIEVE_LINES:])]
-        context = "\n".join(reversed(fit_lines(lines, budget)))
-        hits = [hit_of(stored, 1.0) for _, stored in reversed(matches[-limit:])] if limit else []
-        return context, hits
+        if limit < 1:
+            return "", []
+        # The context holds the hits answered (so `limit` bounds both; the default limit is the
+        # seed's RETRIEVE_LINES): the last lines, oldest first, and a budget keeps the most
+        # recent lines that fit (its "best", as `search` ranks them).
+        shown = list(reversed(self._matches(query, filter)[-limit:]))
+        context = "\n".join(reversed(fit_lines([line for line, _ in shown], budget)))
+        return context, [hit_of(stored, 1.0) for _, stored in shown]
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
         wanted, chosen = deletion(ids, filter)

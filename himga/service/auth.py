@@ -13,8 +13,11 @@ call to refuse as INVALID_ARGUMENT). A method the table does not list is refused
 Rights are separate: `read` does not imply `write`, nor `admin` the others.
 """
 
+import contextvars
 import logging
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,7 +40,8 @@ _HEALTH = "/grpc.health.v1.Health/"
 _REFLECTION = "ServerReflection/ServerReflectionInfo"
 
 # The one table: every method a himga server serves, by full name, with the right it needs.
-# read: Retrieve, List*, Get*, Search*; write: Ingest*, Record*, Delete*; admin: Reset.
+# read: Retrieve, List*, Get*, Search*; write: Ingest*, Record*, Delete*; admin: Reset,
+# DeleteNamespace.
 METHOD_RIGHTS: dict[str, Right | None] = {
     _MEMORY + "Ingest": "write",
     _MEMORY + "IngestBatch": "write",
@@ -45,6 +49,8 @@ METHOD_RIGHTS: dict[str, Right | None] = {
     _MEMORY + "Reset": "admin",
     _MEMORY + "Delete": "write",
     _MEMORY + "ListMessages": "read",
+    _MEMORY + "ListNamespaces": "read",
+    _MEMORY + "DeleteNamespace": "admin",
     _EPISODES + "RecordEpisode": "write",
     _EPISODES + "RecordEpisodes": "write",
     _EPISODES + "DeleteEpisode": "write",
@@ -58,7 +64,30 @@ METHOD_RIGHTS: dict[str, Right | None] = {
     "/grpc.reflection.v1." + _REFLECTION: OPEN,
 }
 
+LISTS_NAMESPACES = frozenset({_MEMORY + "ListNamespaces"})
+"""Methods that name no namespace but answer about many: any token with the method's right may
+call them, and the handler shows only the namespaces it grants that right on (`readable`)."""
+
 _BEARER = "bearer "
+_GRANT: contextvars.ContextVar[Grant | None] = contextvars.ContextVar("himga_grant", default=None)
+
+
+@contextmanager
+def _granting(grant: Grant) -> Iterator[None]:
+    reset = _GRANT.set(grant)
+    try:
+        yield
+    finally:
+        _GRANT.reset(reset)
+
+
+def readable(context: object) -> Callable[[str], bool] | None:
+    """For a call of LISTS_NAMESPACES: whether its token may read a namespace; None on a
+    server that asks for no tokens (every namespace may be read)."""
+    grant = _GRANT.get()
+    if grant is None:
+        return None
+    return lambda namespace: grant.allows("read", namespace)
 
 
 class TokenSource(Protocol):
@@ -119,6 +148,11 @@ class AuthInterceptor(grpc.ServerInterceptor):
             return refusing(handler, self._failed(refused, method))
         right = METHOD_RIGHTS[method]
         assert right is not None
+        if method in LISTS_NAMESPACES:
+            if right not in grant.rights:
+                refused = PermissionDenied(f"the token does not grant {right!r} on any namespace")
+                return refusing(handler, self._failed(refused, method))
+            return wrap(handler, method, around=lambda method, context: _granting(grant))
 
         def check(request: Any, context: grpc.ServicerContext) -> None:
             namespace = _namespace(request)

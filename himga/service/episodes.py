@@ -28,10 +28,15 @@ T = TypeVar("T")
 class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
     """Serves EpisodeService over the episode stores of one server."""
 
-    def __init__(self, stores: EpisodeStores, calls: Calls | None = None) -> None:
+    def __init__(
+        self,
+        stores: EpisodeStores,
+        calls: Calls | None = None,
+        receipts: InProcessReceipts | None = None,
+    ) -> None:
         self.stores = stores
         self.calls = calls or Calls()
-        self._receipts = InProcessReceipts()
+        self._receipts = receipts or InProcessReceipts()
 
     @rpc
     def RecordEpisode(

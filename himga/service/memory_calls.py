@@ -2,7 +2,25 @@
 himga.client.channels for what every call carries); these names stay for code that imports them
 from here."""
 
-from himga.client.calls import MemoryCalls, hits, page
+from himga.client.calls import (
+    MemoryCalls,
+    NamespaceInfo,
+    NamespacePage,
+    hits,
+    list_namespaces,
+    namespace_page,
+    page,
+)
 from himga.client.channels import bearer, channel_options
 
-__all__ = ["MemoryCalls", "bearer", "channel_options", "hits", "page"]
+__all__ = [
+    "MemoryCalls",
+    "NamespaceInfo",
+    "NamespacePage",
+    "bearer",
+    "channel_options",
+    "hits",
+    "list_namespaces",
+    "namespace_page",
+    "page",
+]

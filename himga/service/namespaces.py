@@ -9,15 +9,17 @@ nothing and creates nothing (no file, no row); `--max-open-namespaces` bounds th
 messages and episodes alike.
 """
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from himga.episodes.base import EpisodeStore
 from himga.episodes.inprocess import InProcessEpisodes
 from himga.errors import MemoryMismatch
 from himga.service.errors import FieldViolation
 from himga.service.names import NAMESPACE_RULE, namespace_violations
-from himga.storage.namespaces import NamespaceStores, OpenNamespace
+from himga.storage.namespaces import EPISODES, MESSAGES, NamespaceStores, OpenNamespace
 from himga.storage.place import Place
 
 __all__ = [
@@ -27,6 +29,10 @@ __all__ = [
     "OpenNamespace",
     "namespace_violations",
 ]
+
+T = TypeVar("T")
+_WAIT_SECONDS = 0.01
+"""How often `closing` looks whether the calls using a namespace have ended."""
 
 
 class Namespaces(NamespaceStores):
@@ -58,6 +64,39 @@ class Namespaces(NamespaceStores):
 
     using = NamespaceStores.messages
     """`messages`, under the name the servicer calls it by."""
+
+    def open_names(self) -> dict[str, str]:
+        """The namespaces with a store open now, each with the name of its memory ("" when only
+        its episodes are open)."""
+        with self._opening:
+            found = {name: "" for side, name in self._open if side == EPISODES}
+            for (side, name), opened in self._open.items():
+                if side == MESSAGES and isinstance(opened, OpenNamespace):
+                    found[name] = opened.memory_name
+        return found
+
+    @contextmanager
+    def closing(self, namespace: str) -> Iterator[None]:
+        """Close the namespace's stores once no call uses them, and keep every call from
+        opening them while the block runs (which removes what they hold:
+        himga.service.catalog.forget)."""
+        keys = [(MESSAGES, namespace), (EPISODES, namespace)]
+        while True:
+            with self._opening:
+                held = [self._open[key] for key in keys if key in self._open]
+                if all(opened.users == 0 for opened in held):
+                    for key in keys:
+                        if key in self._open:
+                            self._open.pop(key).close()
+                    yield
+                    return
+            time.sleep(_WAIT_SECONDS)
+
+    def _make(self, factory: Callable[[str, Place, Any], T], namespace: str, options: Any) -> T:
+        from himga.service.catalog import remember_name  # catalog reads the naming rule here
+
+        remember_name(self.data_dir, namespace)
+        return super()._make(factory, namespace, options)
 
     @contextmanager
     def episode_store(self, namespace: str, *, create: bool = True) -> Iterator[EpisodeStore]:

@@ -57,6 +57,12 @@ class InProcessReceipts:
             return None
         return kept[1]
 
+    def forget(self, namespace: str) -> None:
+        """Drop every receipt of `namespace` (DeleteNamespace)."""
+        with self._lock:
+            for key in [key for key in self._kept if key[0] == namespace]:
+                del self._kept[key]
+
     def keep(self, namespace: str, receipt: Receipt) -> None:
         with self._lock:
             self._kept[(namespace, receipt.request_id)] = (time.time(), receipt)

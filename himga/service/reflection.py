@@ -7,8 +7,13 @@ protocol: their messages have the same fields with the same numbers, only the pa
 So `v1` is served by the same servicer under the `v1` name, its messages read and written with
 the `v1alpha` classes, and the `v1` file itself (the `v1alpha` file under its `v1` name and
 package) is added to the descriptor pool so that it is resolvable like every other service.
+
+The compiled modules carry no source info, so reflection would serve himga's files without
+their comments; it serves instead the descriptor set `make generate` writes with them
+(`memory.binpb`), so that `grpcurl describe` shows what each message, field and call means.
 """
 
+from importlib import resources
 from typing import Any
 
 import grpc
@@ -28,6 +33,9 @@ class _Servicer(reflection.ReflectionServicer):
         super().__init__(service_names, pool=pool)
         self._symbols = pool
 
+    def _file_by_filename(self, request: Any, filename: str) -> Any:
+        return _with_comments(super()._file_by_filename(request, filename))  # type: ignore[misc]
+
     def _file_containing_symbol(self, request: Any, fully_qualified_name: str) -> Any:
         pool = self._symbols
         try:
@@ -39,9 +47,34 @@ class _Servicer(reflection.ReflectionServicer):
                     fully_qualified_name = service
             except KeyError:
                 pass
-        return super()._file_containing_symbol(  # type: ignore[misc]
-            request, fully_qualified_name
+        return _with_comments(
+            super()._file_containing_symbol(  # type: ignore[misc]
+                request, fully_qualified_name
+            )
         )
+
+
+def _commented() -> dict[str, bytes]:
+    """himga's proto files as FileDescriptorProtos with their source info (the comments), by
+    file name, from the descriptor set `make generate` writes beside the compiled module."""
+    data = resources.files("himga_proto.memory.v1").joinpath("memory.binpb").read_bytes()
+    files = descriptor_pb2.FileDescriptorSet.FromString(data).file
+    return {file.name: file.SerializeToString() for file in files}
+
+
+_COMMENTED = _commented()
+
+
+def _with_comments(response: Any) -> Any:
+    """A file descriptor answer with himga's files replaced by their commented form."""
+    if not response.HasField("file_descriptor_response"):
+        return response
+    served = response.file_descriptor_response.file_descriptor_proto
+    for index, serialized in enumerate(served):
+        name = descriptor_pb2.FileDescriptorProto.FromString(serialized).name
+        if name in _COMMENTED:
+            served[index] = _COMMENTED[name]
+    return response
 
 
 def _add_v1_file(pool: descriptor_pool.DescriptorPool) -> None:

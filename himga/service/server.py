@@ -24,6 +24,7 @@ from himga.service.episodes import EpisodeServicer
 from himga.service.lifecycle import Calls
 from himga.service.metrics import Metrics
 from himga.service.namespaces import Namespaces
+from himga.service.receipts import InProcessReceipts
 from himga.service.resources import StoreHealth
 from himga.service.servicer import MemoryServicer
 from himga.storage.place import Place
@@ -171,8 +172,9 @@ def create_server(
         ],
     )
     store = StoreHealth(directory, database.reachable if database is not None else None)
-    servicer = MemoryServicer(namespaces, calls, max_message_bytes, store)
-    episode_servicer = EpisodeServicer(episode_stores, calls)
+    episode_receipts = InProcessReceipts()
+    servicer = MemoryServicer(namespaces, calls, max_message_bytes, store, episode_receipts)
+    episode_servicer = EpisodeServicer(episode_stores, calls, episode_receipts)
     memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
     memory_pb2_grpc.add_EpisodeServiceServicer_to_server(episode_servicer, server)
     health_servicer = health.HealthServicer()

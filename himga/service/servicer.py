@@ -15,7 +15,7 @@ from himga.errors import InvalidArgument
 from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.null import NullMemory
-from himga.service import convert, fairness, resources
+from himga.service import auth, catalog, convert, fairness, resources
 from himga.service.errors import FieldViolation, InvalidRequest, abort
 from himga.service.lifecycle import Calls
 from himga.service.namespaces import Namespaces, namespace_violations
@@ -24,7 +24,10 @@ from himga.service.receipts import InProcessReceipts, W, request_id_violations, 
 MAX_LIMIT = 1000
 """The most hits one Retrieve may ask for (the proto documents it)."""
 MAX_PAGE_SIZE = 1000
-"""The most messages one ListMessages page may ask for (the proto documents it)."""
+"""The most messages one ListMessages page (or namespaces one ListNamespaces page) may ask for
+(the proto documents it)."""
+DEFAULT_NAMESPACE_PAGE = 100
+"""How many namespaces a ListNamespaces page holds when the request says 0."""
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -65,12 +68,14 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         calls: Calls | None = None,
         max_response_bytes: int | None = None,
         store: resources.StoreHealth | None = None,
+        episode_receipts: InProcessReceipts | None = None,
     ) -> None:
         self.namespaces = namespaces
         self.calls = calls or Calls()
         self.max_response_bytes = max_response_bytes
         self.store = store
         self._receipts = InProcessReceipts()
+        self._episode_receipts = episode_receipts  # DeleteNamespace forgets these too
 
     @rpc
     def Ingest(self, request: pb.IngestRequest, context: grpc.ServicerContext) -> pb.IngestResponse:
@@ -157,6 +162,41 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             messages=[convert.stored_to_proto(stored) for stored in page.messages],
             next_page_token=page.next_page_token,
         )
+
+    @rpc
+    def ListNamespaces(
+        self, request: pb.ListNamespacesRequest, context: grpc.ServicerContext
+    ) -> pb.ListNamespacesResponse:
+        if request.page_size > MAX_PAGE_SIZE:
+            raise InvalidRequest([FieldViolation("page_size", f"must be at most {MAX_PAGE_SIZE}")])
+        readable = auth.readable(context)  # None: a server without tokens
+        size = request.page_size or DEFAULT_NAMESPACE_PAGE
+        after = catalog.after_token(request.page_token, request.prefix)
+        page: list[catalog.Held] = []
+        while len(page) <= size:  # one more than the page: whether another page follows
+            found = catalog.held(self.namespaces, request.prefix, after, size + 1)
+            if not found:
+                break
+            after = found[-1].name
+            page += [held for held in found if readable is None or readable(held.name)]
+        shown, more = page[:size], len(page) > size
+        return pb.ListNamespacesResponse(
+            namespaces=[pb.NamespaceInfo(name=held.name, memory=held.memory) for held in shown],
+            next_page_token=catalog.page_token(request.prefix, shown[-1].name) if more else "",
+        )
+
+    @rpc
+    def DeleteNamespace(
+        self, request: pb.DeleteNamespaceRequest, context: grpc.ServicerContext
+    ) -> pb.DeleteNamespaceResponse:
+        violations = namespace_violations(request.namespace)
+        if violations:
+            raise InvalidRequest(violations)
+        deleted = catalog.forget(self.namespaces, request.namespace)
+        for receipts in (self._receipts, self._episode_receipts):
+            if receipts is not None:
+                receipts.forget(request.namespace)
+        return pb.DeleteNamespaceResponse(deleted=deleted)
 
     @contextmanager
     def _memory(

@@ -58,6 +58,7 @@ API_CAPABILITIES = {
     "filter-fills-the-limit",
     "lists-every-message-once",
     "message-times",
+    "context-follows-limit",
 }
 _ROW = re.compile(
     r"^(\S+)\s+(required|capability|episodes)\s+(PASS|FAIL|NOT OFFERED)\b", re.MULTILINE
@@ -264,6 +265,9 @@ def test_himga_serve_conforms(tmp_path: Path) -> None:
     assert {name for name, _, result in _ROW.findall(table) if result == "PASS"} == {
         c.name for c in CHECKS
     }
+    assert "could not delete" not in table
+    # The kit removed what it wrote: no namespace, no file of one, is left on the server.
+    assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_a_server_with_an_auth_file_conforms_with_a_token_and_only_with_one(

@@ -17,6 +17,7 @@ from himga.service import tokens
 from himga.service.auth import AuthFile
 from himga.service.server import create_server
 from himga.status import field_violations, reason_of
+from tests.episodes.helpers import episode
 from tests.http.conftest import MEMORY, Served, error_reason_and_violations
 
 MESSAGE = {"role": "user", "content": "Caroline went to the LGBTQ support group", "turn_id": "D1:3"}
@@ -129,8 +130,25 @@ def test_the_openapi_document_is_valid_and_names_every_rpc(served: Served) -> No
     for service in pb.DESCRIPTOR.services_by_name.values():
         for method in service.methods:
             assert f"/{service.full_name}/{method.name}" in document["paths"], method.name
-    hit = document["components"]["schemas"]["himga.memory.v1.Hit"]["properties"]
+    schemas = document["components"]["schemas"]
+    hit = schemas["Hit"]["properties"]
     assert "turn_id" in hit and "turnId" not in hit
+    # What generated clients need: short names, a server, the bearer scheme, required fields
+    # (from the proto's (required) option) and counts typed integer (its (whole_number)).
+    retrieve = document["paths"]["/himga.memory.v1.MemoryService/Retrieve"]["post"]
+    assert retrieve["operationId"] == "MemoryService.Retrieve"
+    assert retrieve["security"] == [{"bearer": []}, {}]
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert document["servers"][0]["url"] == "/"
+    assert not [name for name in schemas if "." in name or name.startswith("himga")]
+    assert schemas["RetrieveRequest"]["required"] == ["namespace"]
+    assert schemas["IngestRequest"]["required"] == ["namespace", "message", "session"]
+    assert schemas["Message"]["required"] == ["role", "content"]
+    for count in ("access_count", "tokens_used", "duration_seconds"):
+        assert schemas["EpisodeTrace"]["properties"][count]["type"] == "integer", count
+    assert schemas["ActionEntry"]["properties"]["t"]["type"] == "integer"
+    assert schemas["EpisodeTrace"]["properties"]["importance"]["type"] == "number"
+    assert "context" in schemas["RetrieveResponse"]["required"]  # always written in answers
 
 
 def test_date_times_in_lower_case_are_read_as_the_schemas_allow(served: Served) -> None:
@@ -158,3 +176,26 @@ def test_date_times_in_lower_case_are_read_as_the_schemas_allow(served: Served) 
     times["after"] = "2023-05-08t13:57:00z"
     _, dropped = served.call("Retrieve", {"namespace": "lower", "query": "met", "filter": times})
     assert [hit["turn_id"] for hit in kept["hits"]] == ["t1"] and dropped["hits"] == []
+
+
+def test_counts_are_json_integers_in_answers(served: Served) -> None:
+    """access_count, tokens_used, duration_seconds and t are integers in the schemas; the JSON
+    answers write them as such (1, not 1.0), so a client decoding into an int reads them."""
+    episodes = "/himga.memory.v1.EpisodeService/"
+    document = episode(1).to_dict()
+    document["tokens_used"] = 1234
+    status, _, _ = served.post(
+        episodes + "RecordEpisode", {"namespace": "counts", "episode": document}
+    )
+    assert status == 200
+    status, _, raw = served.post(
+        episodes + "GetEpisode", {"namespace": "counts", "id": document["id"]}
+    )
+    assert status == 200
+    got = json.loads(raw)["episode"]
+    assert (got["access_count"], got["tokens_used"]) == (1, 1234)
+    for value in (got["access_count"], got["tokens_used"], got["duration_seconds"]):
+        assert type(value) is int, raw
+    assert all(type(action["t"]) is int for action in got["action_log"]), raw
+    assert b".0," not in raw and b".0}" not in raw
+    assert validation.is_valid(got, "EpisodeTrace")

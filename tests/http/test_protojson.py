@@ -1,7 +1,8 @@
 """himga.http.protojson writes every message of the proto as json_format does (with the fields
 without presence always written), on random messages of every type: unicode strings, every
 double including NaN and the infinities, Timestamps at the ends of their range with 0, 3, 6 and 9
-fractional digits, lists and maps, nested messages set and unset."""
+fractional digits, lists and maps, nested messages set and unset; but for the doubles marked
+whole_number (counts), which it writes as JSON integers when they hold one."""
 
 import json
 import random
@@ -13,7 +14,7 @@ from google.protobuf import descriptor_pb2, json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2
-from himga_proto.memory.v1 import memory_pb2
+from himga_proto.memory.v1 import memory_pb2, options_pb2
 
 from himga.http import protojson
 
@@ -96,9 +97,38 @@ def _scalar(field: FieldDescriptor, rng: random.Random) -> Any:
 
 def _same(message: Message) -> None:
     expected = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+    whole_numbers(expected, message.DESCRIPTOR)
     found = protojson.to_dict(message)
-    # Through JSON text, so that NaN compares and a key's order does not.
+    # Through JSON text, so that NaN compares, 4 differs from 4.0 and a key's order does not.
     assert json.dumps(found, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def whole_numbers(written: Any, descriptor: Descriptor) -> None:
+    """json_format's object of a message, with each whole value of a double marked
+    whole_number as an integer: what protojson writes (and the schemas want) instead."""
+    if descriptor.full_name.startswith("google.") or not isinstance(written, dict):
+        return
+    for field in descriptor.fields:
+        if field.json_name not in written:
+            continue
+        value = written[field.json_name]
+        if field.GetOptions().Extensions[options_pb2.whole_number]:
+            is_whole = isinstance(value, float) and value.is_integer()
+            written[field.json_name] = int(value) if is_whole else value
+        elif field.message_type is not None and not field.message_type.GetOptions().map_entry:
+            for item in value if field.is_repeated else [value]:
+                whole_numbers(item, field.message_type)
+
+
+def test_counts_are_written_as_json_integers() -> None:
+    episode = memory_pb2.EpisodeTrace(access_count=4, tokens_used=2**53, duration_seconds=0)
+    episode.action_log.add(t=12, action="edit")
+    text = json.dumps(protojson.to_dict(episode))
+    assert '"access_count": 4,' in text and '"tokens_used": 9007199254740992,' in text
+    assert '"duration_seconds": 0,' in text and '"t": 12,' in text
+    # A fraction stays one (the schema refuses it), as do NaN and the infinities.
+    assert protojson.to_dict(memory_pb2.EpisodeTrace(access_count=1.5))["access_count"] == 1.5
+    assert protojson.to_dict(memory_pb2.ActionEntry(t=float("inf")))["t"] == "Infinity"
 
 
 @pytest.mark.parametrize("descriptor", _types(), ids=lambda d: d.name)

@@ -98,3 +98,13 @@ def test_go_validate_example_names_the_field_and_the_rule(tmp_path: Path) -> Non
     assert f"{bad}: invalid" in output, output
     assert re.search(r"at '/role': minLength", output), output
     assert "additional properties 'mood' not allowed" in output, output
+
+
+def test_go_decodes_the_http_json_counts_into_ints(tmp_path: Path) -> None:
+    from himga.service import create_server
+
+    server, _ = create_server("127.0.0.1:0", data_dir=tmp_path, http_address=("127.0.0.1", 0))
+    try:
+        go_test("./tests/go/httpjson", 2, {"HIMGA_HTTP": f"http://127.0.0.1:{server.http_port}"})
+    finally:
+        server.stop(None).wait()

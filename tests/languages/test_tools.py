@@ -71,6 +71,9 @@ def test_grpcurl_describes_every_method_by_reflection(
             assert f"{service}.{method} is a method" in output, output
             described += 1
     assert described >= 9
+    # The proto's comments come with the descriptors.
+    output = run([grpcurl, "-plaintext", target, "describe", "himga.memory.v1.RetrieveRequest"])
+    assert "// At most this many hits" in output, output
 
 
 def test_grpcurl_calls_with_a_token(tools: dict[str, Path], server: tuple[str, str]) -> None:

@@ -104,3 +104,36 @@ def test_typescript_example_runs(build: Path, memory_server: str) -> None:
     assert "in s2: D1:" not in output
     assert "deleted 1 message of s2; 0 hits left there" in output
     assert "items[0].message.role" in output  # the refused batch names the empty role
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """The HTTP origin of a server with an auth file, and a token granting everything."""
+    from himga.service import create_server, tokens
+    from himga.service.auth import AuthFile
+
+    folder = tmp_path_factory.mktemp("openapi-ts")
+    held = tokens.Tokens()
+    token, _ = held.new(["*"], tokens.RIGHTS)
+    tokens.save(folder / "auth.json", held)
+    server, _ = create_server(
+        "127.0.0.1:0",
+        data_dir=folder / "data",
+        auth=AuthFile(folder / "auth.json"),
+        http_address=("127.0.0.1", 0),
+    )
+    try:
+        yield f"http://127.0.0.1:{server.http_port}", token
+    finally:
+        server.stop(None).wait()
+
+
+def test_a_client_typed_by_openapi_typescript_calls_the_server(
+    build: Path, http_server: tuple[str, str]
+) -> None:
+    origin, token = http_server
+    counts = _node_test(
+        build / "tests" / "typescript" / "openapi.test.js",
+        {"HIMGA_HTTP": origin, "HIMGA_TOKEN": token},
+    )
+    assert counts["pass"] >= 2

@@ -133,12 +133,14 @@ def test_one_long_hit_is_cut_to_the_budget(new: Factory) -> None:
     assert len(context) == CONTEXT_CHARS and context.endswith("…")
 
 
-def test_recall_matches_retrieve_and_search(new: Factory) -> None:
+def test_recall_builds_its_context_from_the_hits_it_answers(new: Factory) -> None:
     memory = new()
     _say(memory, *[("Ada", f"kayak trip number {i}") for i in range(15)])
-    context, hits = memory.recall("kayak", limit=3)
-    assert context == memory.retrieve("kayak")
-    assert hits == memory.search("kayak", limit=3)
+    for limit in (1, 3, 12):
+        context, hits = memory.recall("kayak", limit=limit)
+        assert hits == memory.search("kayak", limit=limit)
+        assert context.splitlines() == [f"[3 March, 2023] Ada: {hit.content}" for hit in hits]
+    assert memory.recall("kayak")[0] == memory.retrieve("kayak")  # the default: as retrieve
 
 
 def test_one_by_one_and_batch_ingest_rank_alike(new: Factory) -> None:

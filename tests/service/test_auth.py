@@ -31,7 +31,7 @@ from tests.service.conftest import ingest_request
 CONVENTION = {
     "read": ("Retrieve", "List", "Get", "Search"),
     "write": ("Ingest", "Record", "Delete"),
-    "admin": ("Reset",),
+    "admin": ("Reset", "DeleteNamespace"),
 }
 
 

@@ -9,7 +9,9 @@ so the comparison and the round trip leave them out. An absent property and its 
 unset `optional` out). Two mappings are the proto's documented rules: a date-time is a
 google.protobuf.Timestamp, compared as an instant (ProtoJSON writes `Z` and 0, 3, 6 or 9
 fractional digits); an integer is a 32-bit integer or a double, never a 64-bit integer, which
-ProtoJSON would write as a string the schema rejects.
+ProtoJSON would write as a string the schema rejects; a double that carries an integer is
+marked `(whole_number)` in the proto (so that the JSON writers write it as one), a number's is
+not; and a field is marked `(required)` exactly when the schema requires its property.
 """
 
 import copy
@@ -23,7 +25,7 @@ from urllib.parse import urljoin
 import pytest
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from himga_proto.memory.v1 import memory_pb2
+from himga_proto.memory.v1 import memory_pb2, options_pb2
 
 from himga import validation
 
@@ -119,6 +121,12 @@ def mirror_problems(descriptor: Descriptor, schema: dict[str, Any], base: str = 
                 f"{name}.{key}: {'required' if key in required else 'optional'} in the schema, "
                 f"but the proto field {'has' if field.has_presence else 'lacks'} presence"
             )
+        marked = field.GetOptions().Extensions[options_pb2.required]
+        if marked != (key in required):
+            problems.append(
+                f"{name}.{key}: {'required' if key in required else 'optional'} in the schema, "
+                f"but the proto field is {'' if marked else 'not '}marked (required)"
+            )
         problems += type_problems(f"{name}.{key}", field, prop, base)
     return sorted(problems)
 
@@ -159,6 +167,12 @@ def type_problems(where: str, field: FieldDescriptor, prop: dict[str, Any], base
         if held is not None or field.type not in COMPATIBLE.get(json_type, set()):
             return [
                 f"{where}: {json_type} in the schema, proto type {field.type} is not compatible"
+            ]
+        whole = field.GetOptions().Extensions[options_pb2.whole_number]
+        if field.type == FieldDescriptor.TYPE_DOUBLE and whole != (json_type == "integer"):
+            return [
+                f"{where}: {json_type} in the schema, but the proto double is "
+                f"{'' if whole else 'not '}marked (whole_number)"
             ]
     return []
 
@@ -211,6 +225,10 @@ def _changed(type_name: str, change: str) -> dict[str, Any]:
         properties["metadata"]["additionalProperties"] = {"type": "integer"}
     elif change == "not a map":
         properties["metadata"] = {"type": "string"}
+    elif change == "not required":
+        schema["required"].remove("role")
+    elif change == "a number for a count":
+        properties["access_count"]["type"] = "number"
     elif change == "a string as a map":
         properties["turn_id"] = {"type": "object", "additionalProperties": {"type": "string"}}
     return schema
@@ -237,6 +255,8 @@ def _changed(type_name: str, change: str) -> dict[str, Any]:
         ("Message", "map values", "Message.metadata: integer in the schema"),
         ("Message", "not a map", "Message.metadata: string in the schema, a map in the proto"),
         ("Message", "a string as a map", "Message.turn_id: a map in the schema, not a map"),
+        ("Message", "not required", "Message.role: optional in the schema, but the proto field"),
+        ("EpisodeTrace", "a number for a count", "EpisodeTrace.access_count: number in the"),
     ],
 )
 def test_the_check_finds_each_kind_of_difference(type_name: str, change: str, problem: str) -> None:

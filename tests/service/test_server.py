@@ -34,7 +34,16 @@ def test_reflection_lists_and_describes_both_services(listing_server: str) -> No
         file = database.FindFileContainingSymbol(SERVICE_NAME)
     methods = {s.name: {m.name for m in s.method} for s in file.service}
     assert methods == {
-        "MemoryService": {"Ingest", "IngestBatch", "Retrieve", "Reset", "Delete", "ListMessages"},
+        "MemoryService": {
+            "Ingest",
+            "IngestBatch",
+            "Retrieve",
+            "Reset",
+            "Delete",
+            "ListMessages",
+            "ListNamespaces",
+            "DeleteNamespace",
+        },
         "EpisodeService": {
             "RecordEpisode",
             "RecordEpisodes",
@@ -44,6 +53,22 @@ def test_reflection_lists_and_describes_both_services(listing_server: str) -> No
             "SearchEpisodes",
         },
     }
+
+
+def test_reflection_serves_the_proto_comments(listing_server: str) -> None:
+    """The reflected file carries its source info: each call's and field's comment, where the
+    proto has it (grpcurl describe prints them)."""
+    with grpc.insecure_channel(listing_server) as channel:
+        file = ProtoReflectionDescriptorDatabase(channel).FindFileContainingSymbol(SERVICE_NAME)
+    comments = {tuple(at.path): at.leading_comments for at in file.source_code_info.location}
+    service = [s.name for s in file.service].index("MemoryService")
+    methods = [m.name for m in file.service[service].method]
+    retrieve = comments[(6, service, 2, methods.index("Retrieve"))]
+    assert retrieve.startswith(" Recalls what a namespace holds about a query"), retrieve
+    request = [m.name for m in file.message_type].index("RetrieveRequest")
+    fields = [f.name for f in file.message_type[request].field]
+    assert "At most this many hits" in comments[(4, request, 2, fields.index("limit"))]
+    assert file.source_code_info.location[0].span  # spans too, as protoc writes them
 
 
 def test_unknown_episode_store_is_refused_at_start() -> None:

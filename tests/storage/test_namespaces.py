@@ -32,6 +32,7 @@ Stubs = tuple[memory_pb2_grpc.MemoryServiceStub, memory_pb2_grpc.EpisodeServiceS
 READS: dict[str, Callable[[Stubs, str], object]] = {
     "Retrieve": lambda s, ns: s[0].Retrieve(pb.RetrieveRequest(namespace=ns, query="plum")),
     "ListMessages": lambda s, ns: s[0].ListMessages(pb.ListMessagesRequest(namespace=ns)),
+    "ListNamespaces": lambda s, ns: s[0].ListNamespaces(pb.ListNamespacesRequest(prefix=ns)),
     "GetEpisode": lambda s, ns: s[1].GetEpisode(pb.GetEpisodeRequest(namespace=ns, id="ep-1")),
     "ListEpisodes": lambda s, ns: s[1].ListEpisodes(pb.ListEpisodesRequest(namespace=ns)),
     "SearchEpisodes": lambda s, ns: s[1].SearchEpisodes(
@@ -42,6 +43,7 @@ READS: dict[str, Callable[[Stubs, str], object]] = {
 FORGETTING: dict[str, Callable[[Stubs, str], object]] = {
     "Reset": lambda s, ns: s[0].Reset(pb.ResetRequest(namespace=ns)),
     "Delete": lambda s, ns: s[0].Delete(pb.DeleteRequest(namespace=ns, ids=["m-1"])),
+    "DeleteNamespace": lambda s, ns: s[0].DeleteNamespace(pb.DeleteNamespaceRequest(namespace=ns)),
     "DeleteEpisode": lambda s, ns: s[1].DeleteEpisode(
         pb.DeleteEpisodeRequest(namespace=ns, id="ep-1", request_id=uuid.uuid4().hex)
     ),

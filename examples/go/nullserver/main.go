@@ -64,6 +64,16 @@ func (nullMemory) ListMessages(context.Context, *memoryv1.ListMessagesRequest) (
 	return &memoryv1.ListMessagesResponse{}, nil
 }
 
+// ListNamespaces lists nothing: a memory that stores nothing holds no namespace.
+func (nullMemory) ListNamespaces(context.Context, *memoryv1.ListNamespacesRequest) (*memoryv1.ListNamespacesResponse, error) {
+	return &memoryv1.ListNamespacesResponse{}, nil
+}
+
+// DeleteNamespace deletes nothing, and says the namespace was not held.
+func (nullMemory) DeleteNamespace(context.Context, *memoryv1.DeleteNamespaceRequest) (*memoryv1.DeleteNamespaceResponse, error) {
+	return &memoryv1.DeleteNamespaceResponse{}, nil
+}
+
 func (nullMemory) Retrieve(context.Context, *memoryv1.RetrieveRequest) (*memoryv1.RetrieveResponse, error) {
 	return &memoryv1.RetrieveResponse{}, nil
 }

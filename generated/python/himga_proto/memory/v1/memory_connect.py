@@ -35,6 +35,12 @@ class MemoryService(Protocol):
     async def list_messages(self, request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest, ctx: RequestContext) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
+    async def list_namespaces(self, request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest, ctx: RequestContext) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
+    async def delete_namespace(self, request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest, ctx: RequestContext) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+
 
 class MemoryServiceASGIApplication(ConnectASGIApplication[MemoryService]):
     def __init__(self, service: MemoryService | AsyncGenerator[MemoryService], *, interceptors: Iterable[Interceptor]=(), read_max_bytes: int | None = None, compressions: Iterable[Compression] | None = None) -> None:
@@ -100,6 +106,26 @@ class MemoryServiceASGIApplication(ConnectASGIApplication[MemoryService]):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=svc.list_messages,
+                ),
+                "/himga.memory.v1.MemoryService/ListNamespaces": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListNamespaces",
+                        service_name="himga.memory.v1.MemoryService",
+                        input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest,
+                        output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.list_namespaces,
+                ),
+                "/himga.memory.v1.MemoryService/DeleteNamespace": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DeleteNamespace",
+                        service_name="himga.memory.v1.MemoryService",
+                        input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest,
+                        output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=svc.delete_namespace,
                 ),
             },
             interceptors=interceptors,
@@ -228,6 +254,46 @@ class MemoryServiceClient(ConnectClient):
                 service_name="himga.memory.v1.MemoryService",
                 input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest,
                 output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def list_namespaces(
+        self,
+        request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListNamespaces",
+                service_name="himga.memory.v1.MemoryService",
+                input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest,
+                output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    async def delete_namespace(
+        self,
+        request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeleteNamespace",
+                service_name="himga.memory.v1.MemoryService",
+                input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest,
+                output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,
@@ -468,6 +534,10 @@ class MemoryServiceSync(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
     def list_messages(self, request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest, ctx: RequestContext) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse:
         raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def list_namespaces(self, request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest, ctx: RequestContext) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
+    def delete_namespace(self, request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest, ctx: RequestContext) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, "Not implemented")
 
 
 class MemoryServiceWSGIApplication(ConnectWSGIApplication):
@@ -533,6 +603,26 @@ class MemoryServiceWSGIApplication(ConnectWSGIApplication):
                         idempotency_level=IdempotencyLevel.UNKNOWN,
                     ),
                     function=service.list_messages,
+                ),
+                "/himga.memory.v1.MemoryService/ListNamespaces": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListNamespaces",
+                        service_name="himga.memory.v1.MemoryService",
+                        input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest,
+                        output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.list_namespaces,
+                ),
+                "/himga.memory.v1.MemoryService/DeleteNamespace": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DeleteNamespace",
+                        service_name="himga.memory.v1.MemoryService",
+                        input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest,
+                        output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                    ),
+                    function=service.delete_namespace,
                 ),
             },
             interceptors=interceptors,
@@ -661,6 +751,46 @@ class MemoryServiceClientSync(ConnectClientSync):
                 service_name="himga.memory.v1.MemoryService",
                 input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest,
                 output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_namespaces(
+        self,
+        request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListNamespaces",
+                service_name="himga.memory.v1.MemoryService",
+                input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest,
+                output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+
+    def delete_namespace(
+        self,
+        request: himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+    ) -> himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeleteNamespace",
+                service_name="himga.memory.v1.MemoryService",
+                input=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest,
+                output=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
             ),
             headers=headers,

@@ -749,6 +749,141 @@ class ListMessagesResponse(_message.Message):
 Global___ListMessagesResponse: _TypeAlias = ListMessagesResponse  # noqa: Y015
 
 @_typing.final
+class ListNamespacesRequest(_message.Message):
+    """ListNamespaces' request: a page of the namespaces the caller may read."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PREFIX_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    prefix: _builtins.str
+    """Only namespaces whose name starts with this (compared exactly); empty: every one."""
+    page_size: _builtins.int
+    """At most this many namespaces in the page; 0 means the server's default (100). At most
+    1000.
+    """
+    page_token: _builtins.str
+    """Where to go on: the next_page_token of the previous page, unchanged, with the same
+    prefix. Empty: the first page. A token the server did not make, or one of another prefix,
+    is INVALID_ARGUMENT naming page_token.
+    """
+    def __init__(
+        self,
+        *,
+        prefix: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "prefix", b"prefix"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListNamespacesRequest: _TypeAlias = ListNamespacesRequest  # noqa: Y015
+
+@_typing.final
+class NamespaceInfo(_message.Message):
+    """One namespace a server holds."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MEMORY_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The namespace's name, as calls name it."""
+    memory: _builtins.str
+    """The memory its messages are kept with (a name `himga serve --help` lists); empty when it
+    holds episodes only.
+    """
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        memory: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["memory", b"memory", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NamespaceInfo: _TypeAlias = NamespaceInfo  # noqa: Y015
+
+@_typing.final
+class ListNamespacesResponse(_message.Message):
+    """ListNamespaces' answer: one page."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """The token for the next page; empty when this page is the last."""
+    @_builtins.property
+    def namespaces(self) -> _containers.RepeatedCompositeFieldContainer[Global___NamespaceInfo]:
+        """The page's namespaces, in the byte order of their names."""
+
+    def __init__(
+        self,
+        *,
+        namespaces: _abc.Iterable[Global___NamespaceInfo] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["namespaces", b"namespaces", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListNamespacesResponse: _TypeAlias = ListNamespacesResponse  # noqa: Y015
+
+@_typing.final
+class DeleteNamespaceRequest(_message.Message):
+    """DeleteNamespace's request: the namespace to forget."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to delete. Required."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteNamespaceRequest: _TypeAlias = DeleteNamespaceRequest  # noqa: Y015
+
+@_typing.final
+class DeleteNamespaceResponse(_message.Message):
+    """DeleteNamespace's answer; the namespace is gone once it arrives."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    deleted: _builtins.bool
+    """Whether the server held the namespace (it holds it no more either way)."""
+    def __init__(
+        self,
+        *,
+        deleted: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteNamespaceResponse: _TypeAlias = DeleteNamespaceResponse  # noqa: Y015
+
+@_typing.final
 class ActionEntry(_message.Message):
     """One tool call made during an episode (schemas/v1/action_entry.json). The wire uses the
     schema's short keys; the Python records call them timestamp, tool, input and output.

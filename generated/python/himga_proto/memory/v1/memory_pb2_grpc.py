@@ -53,9 +53,10 @@ class MemoryServiceStub:
     UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
     TOKEN" metadata) and got none, or an unknown one.
     PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
-    Retrieve; write: Ingest, IngestBatch; admin:
-    Reset) on the request's namespace. Neither auth
-    reason tells whether the namespace exists.
+    Retrieve, List*; write: Ingest, IngestBatch, Delete;
+    admin: Reset, DeleteNamespace) on the request's
+    namespace. Neither auth reason tells whether the
+    namespace exists.
     CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
     write committed: nothing was stored.
     SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -118,6 +119,16 @@ class MemoryServiceStub:
                 request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest.SerializeToString,
                 response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse.FromString,
                 _registered_method=True)
+        self.ListNamespaces = channel.unary_unary(
+                '/himga.memory.v1.MemoryService/ListNamespaces',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse.FromString,
+                _registered_method=True)
+        self.DeleteNamespace = channel.unary_unary(
+                '/himga.memory.v1.MemoryService/DeleteNamespace',
+                request_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest.SerializeToString,
+                response_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -148,9 +159,10 @@ class MemoryServiceServicer:
     UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
     TOKEN" metadata) and got none, or an unknown one.
     PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
-    Retrieve; write: Ingest, IngestBatch; admin:
-    Reset) on the request's namespace. Neither auth
-    reason tells whether the namespace exists.
+    Retrieve, List*; write: Ingest, IngestBatch, Delete;
+    admin: Reset, DeleteNamespace) on the request's
+    namespace. Neither auth reason tells whether the
+    namespace exists.
     CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
     write committed: nothing was stored.
     SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -236,6 +248,29 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListNamespaces(self, request, context):
+        """Lists the namespaces the server holds, in the byte order of their names, a page at a time:
+        only those whose name starts with `prefix`, and, on a server that asks for tokens, only
+        those the caller's token grants `read` on (a token without `read` anywhere gets
+        PERMISSION_DENIED). A namespace is held from the first call that stored something in it,
+        messages or episodes, until DeleteNamespace. A namespace made or deleted between pages is
+        listed when its name comes after the last one of the previous page, and left out otherwise.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteNamespace(self, request, context):
+        """Forgets a namespace wholly, on whatever store holds it: its messages, its episodes, the
+        record of its memory and the receipts of its writes (so its request ids may be used
+        again). It is no longer listed, and a later call opens it anew, with any memory. Needs the
+        `admin` right on the namespace. Deleting a namespace the server does not hold succeeds and
+        answers `deleted` false. Calls to the namespace running at the same time finish first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -268,6 +303,16 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListMessages,
                     request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest.FromString,
                     response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse.SerializeToString,
+            ),
+            'ListNamespaces': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNamespaces,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse.SerializeToString,
+            ),
+            'DeleteNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteNamespace,
+                    request_deserializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest.FromString,
+                    response_serializer=himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -305,9 +350,10 @@ class MemoryService:
     UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
     TOKEN" metadata) and got none, or an unknown one.
     PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
-    Retrieve; write: Ingest, IngestBatch; admin:
-    Reset) on the request's namespace. Neither auth
-    reason tells whether the namespace exists.
+    Retrieve, List*; write: Ingest, IngestBatch, Delete;
+    admin: Reset, DeleteNamespace) on the request's
+    namespace. Neither auth reason tells whether the
+    namespace exists.
     CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
     write committed: nothing was stored.
     SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -486,6 +532,60 @@ class MemoryService:
             '/himga.memory.v1.MemoryService/ListMessages',
             himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesRequest.SerializeToString,
             himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListMessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNamespaces(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.MemoryService/ListNamespaces',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.ListNamespacesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/himga.memory.v1.MemoryService/DeleteNamespace',
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceRequest.SerializeToString,
+            himga__proto_dot_memory_dot_v1_dot_memory__pb2.DeleteNamespaceResponse.FromString,
             options,
             channel_credentials,
             insecure,

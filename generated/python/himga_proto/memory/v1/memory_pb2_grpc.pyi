@@ -57,9 +57,10 @@ class MemoryServiceStub:
       UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
                                                TOKEN" metadata) and got none, or an unknown one.
       PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
-                                               Retrieve; write: Ingest, IngestBatch; admin:
-                                               Reset) on the request's namespace. Neither auth
-                                               reason tells whether the namespace exists.
+                                               Retrieve, List*; write: Ingest, IngestBatch, Delete;
+                                               admin: Reset, DeleteNamespace) on the request's
+                                               namespace. Neither auth reason tells whether the
+                                               namespace exists.
       CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
                                                write committed: nothing was stored.
       SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -125,6 +126,21 @@ class MemoryServiceStub:
     stored), a page at a time, optionally filtered. Messages stored before the first page are
     each listed exactly once however the namespace changes between pages, unless deleted.
     """
+    ListNamespaces: _grpc.UnaryUnaryMultiCallable[_memory_pb2.ListNamespacesRequest, _memory_pb2.ListNamespacesResponse]
+    """Lists the namespaces the server holds, in the byte order of their names, a page at a time:
+    only those whose name starts with `prefix`, and, on a server that asks for tokens, only
+    those the caller's token grants `read` on (a token without `read` anywhere gets
+    PERMISSION_DENIED). A namespace is held from the first call that stored something in it,
+    messages or episodes, until DeleteNamespace. A namespace made or deleted between pages is
+    listed when its name comes after the last one of the previous page, and left out otherwise.
+    """
+    DeleteNamespace: _grpc.UnaryUnaryMultiCallable[_memory_pb2.DeleteNamespaceRequest, _memory_pb2.DeleteNamespaceResponse]
+    """Forgets a namespace wholly, on whatever store holds it: its messages, its episodes, the
+    record of its memory and the receipts of its writes (so its request ids may be used
+    again). It is no longer listed, and a later call opens it anew, with any memory. Needs the
+    `admin` right on the namespace. Deleting a namespace the server does not hold succeeds and
+    answers `deleted` false. Calls to the namespace running at the same time finish first.
+    """
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -155,9 +171,10 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
       UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
                                                TOKEN" metadata) and got none, or an unknown one.
       PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
-                                               Retrieve; write: Ingest, IngestBatch; admin:
-                                               Reset) on the request's namespace. Neither auth
-                                               reason tells whether the namespace exists.
+                                               Retrieve, List*; write: Ingest, IngestBatch, Delete;
+                                               admin: Reset, DeleteNamespace) on the request's
+                                               namespace. Neither auth reason tells whether the
+                                               namespace exists.
       CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
                                                write committed: nothing was stored.
       SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -220,6 +237,21 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     stored), a page at a time, optionally filtered. Messages stored before the first page are
     each listed exactly once however the namespace changes between pages, unless deleted.
     """
+    ListNamespaces: _aio.UnaryUnaryMultiCallable[_memory_pb2.ListNamespacesRequest, _memory_pb2.ListNamespacesResponse]  # type: ignore[assignment]
+    """Lists the namespaces the server holds, in the byte order of their names, a page at a time:
+    only those whose name starts with `prefix`, and, on a server that asks for tokens, only
+    those the caller's token grants `read` on (a token without `read` anywhere gets
+    PERMISSION_DENIED). A namespace is held from the first call that stored something in it,
+    messages or episodes, until DeleteNamespace. A namespace made or deleted between pages is
+    listed when its name comes after the last one of the previous page, and left out otherwise.
+    """
+    DeleteNamespace: _aio.UnaryUnaryMultiCallable[_memory_pb2.DeleteNamespaceRequest, _memory_pb2.DeleteNamespaceResponse]  # type: ignore[assignment]
+    """Forgets a namespace wholly, on whatever store holds it: its messages, its episodes, the
+    record of its memory and the receipts of its writes (so its request ids may be used
+    again). It is no longer listed, and a later call opens it anew, with any memory. Needs the
+    `admin` right on the namespace. Deleting a namespace the server does not hold succeeds and
+    answers `deleted` false. Calls to the namespace running at the same time finish first.
+    """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     """Keeps and recalls the conversational memory of agents. Every request names a namespace:
@@ -249,9 +281,10 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
       UNAUTHENTICATED     UNAUTHENTICATED      the server needs a token ("authorization: Bearer
                                                TOKEN" metadata) and got none, or an unknown one.
       PERMISSION_DENIED   PERMISSION_DENIED    the token does not grant the call's right (read:
-                                               Retrieve; write: Ingest, IngestBatch; admin:
-                                               Reset) on the request's namespace. Neither auth
-                                               reason tells whether the namespace exists.
+                                               Retrieve, List*; write: Ingest, IngestBatch, Delete;
+                                               admin: Reset, DeleteNamespace) on the request's
+                                               namespace. Neither auth reason tells whether the
+                                               namespace exists.
       CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
                                                write committed: nothing was stored.
       SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
@@ -347,6 +380,33 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         """Lists the messages of a namespace in a stable order (the order their ids were first
         stored), a page at a time, optionally filtered. Messages stored before the first page are
         each listed exactly once however the namespace changes between pages, unless deleted.
+        """
+
+    @_abc_1.abstractmethod
+    def ListNamespaces(
+        self,
+        request: _memory_pb2.ListNamespacesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.ListNamespacesResponse, _abc.Awaitable[_memory_pb2.ListNamespacesResponse]]:
+        """Lists the namespaces the server holds, in the byte order of their names, a page at a time:
+        only those whose name starts with `prefix`, and, on a server that asks for tokens, only
+        those the caller's token grants `read` on (a token without `read` anywhere gets
+        PERMISSION_DENIED). A namespace is held from the first call that stored something in it,
+        messages or episodes, until DeleteNamespace. A namespace made or deleted between pages is
+        listed when its name comes after the last one of the previous page, and left out otherwise.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteNamespace(
+        self,
+        request: _memory_pb2.DeleteNamespaceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.DeleteNamespaceResponse, _abc.Awaitable[_memory_pb2.DeleteNamespaceResponse]]:
+        """Forgets a namespace wholly, on whatever store holds it: its messages, its episodes, the
+        record of its memory and the receipts of its writes (so its request ids may be used
+        again). It is no longer listed, and a later call opens it anew, with any memory. Needs the
+        `admin` right on the namespace. Deleting a namespace the server does not hold succeeds and
+        answers `deleted` false. Calls to the namespace running at the same time finish first.
         """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

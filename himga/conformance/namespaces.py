@@ -1,0 +1,127 @@
+"""The required checks of namespaces as things: ListNamespaces shows, under a prefix and a page
+at a time in the byte order of their names, every namespace whose messages can be read back;
+DeleteNamespace forgets one wholly (its messages and the receipts of its writes) and answers
+whether it was held. A memory that stores nothing may list nothing; what it lists must still
+keep the order, the prefix and the paging. `forget_namespaces` is how the kit removes what it
+wrote once a check is done.
+"""
+
+import grpc
+from himga_proto.memory.v1 import memory_pb2 as pb
+
+from himga.conformance.checks import NewNamespace, batch_item, check, said
+from himga.conformance.wire import CheckFailed, Wire, code_of, marker
+
+PAGE_SIZE = 1000
+
+
+def listed(wire: Wire, prefix: str, page_size: int = PAGE_SIZE) -> list[pb.NamespaceInfo]:
+    """Every namespace ListNamespaces shows under `prefix`, page after page; fails on a page
+    that breaks the prefix, the order or the page size, and on a token that never ends."""
+    found: list[pb.NamespaceInfo] = []
+    token = ""
+    for _ in range(10_000):
+        page = wire.memory.ListNamespaces(
+            pb.ListNamespacesRequest(prefix=prefix, page_size=page_size, page_token=token),
+            timeout=wire.timeout,
+        )
+        if len(page.namespaces) > page_size:
+            raise CheckFailed(f"a page of size {page_size} held {len(page.namespaces)}")
+        found += page.namespaces
+        token = page.next_page_token
+        if not token:
+            break
+    else:
+        raise CheckFailed("ListNamespaces kept answering a next page")
+    names = [info.name for info in found]
+    if any(not name.startswith(prefix) for name in names):
+        raise CheckFailed(f"under prefix {prefix!r} it listed {names}")
+    if names != sorted(set(names), key=lambda name: name.encode()):
+        raise CheckFailed(f"not once each in the byte order of their names: {names}")
+    return found
+
+
+def _readable(wire: Wire, namespace: str, word: str) -> bool:
+    """Whether the namespace gives back a message holding `word`."""
+    answer = wire.retrieve(namespace, word)
+    return bool(answer.hits) or word in answer.context
+
+
+@check(
+    "namespaces-listed",
+    "required",
+    "ListNamespaces lists, under a prefix, a page at a time and in the byte order of their "
+    "names, every namespace whose messages can be read back, and no other name",
+)
+def _namespaces_listed(wire: Wire, new_namespace: NewNamespace) -> None:
+    prefix = new_namespace() + "."
+    names = [prefix + suffix for suffix in ("b", "a", "a:1", "c-2")]
+    outside = new_namespace()
+    word = marker()
+    for namespace in [*names, outside]:
+        wire.store(namespace, batch_item(said(word)))
+    shown = [info.name for info in listed(wire, prefix, page_size=1)]
+    if outside in shown:
+        raise CheckFailed(f"{outside!r} was listed under the prefix {prefix!r}")
+    missing = [name for name in names if name not in shown and _readable(wire, name, word)]
+    if missing:
+        raise CheckFailed(f"namespaces holding messages were not listed: {missing}")
+    if shown != [info.name for info in listed(wire, prefix)]:
+        raise CheckFailed("pages of 1 and one page of 1000 listed different namespaces")
+
+
+@check(
+    "namespace-deleted",
+    "required",
+    "after DeleteNamespace a namespace holds no message, is not listed, and its request ids "
+    "are new again; deleting it again answers deleted false",
+)
+def _namespace_deleted(wire: Wire, new_namespace: NewNamespace) -> None:
+    namespace = new_namespace()
+    word = marker()
+    request = pb.IngestBatchRequest(
+        namespace=namespace, items=[batch_item(said(word))], request_id="kit-1"
+    )
+    wire.memory.IngestBatch(request, timeout=wire.timeout)
+    held = [info.name for info in listed(wire, namespace)] == [namespace]
+    answer = wire.memory.DeleteNamespace(
+        pb.DeleteNamespaceRequest(namespace=namespace), timeout=wire.timeout
+    )
+    if answer.deleted != held:
+        raise CheckFailed(f"DeleteNamespace of a namespace listed {held} answered {answer}")
+    if _readable(wire, namespace, word):
+        raise CheckFailed("a message of the deleted namespace was retrieved")
+    if wire.list_page(namespace).messages:
+        raise CheckFailed("messages of the deleted namespace were listed")
+    if [info.name for info in listed(wire, namespace)]:
+        raise CheckFailed("the deleted namespace is still listed")
+    again = wire.memory.DeleteNamespace(
+        pb.DeleteNamespaceRequest(namespace=namespace), timeout=wire.timeout
+    )
+    if again.deleted:
+        raise CheckFailed("deleting the deleted namespace again answered deleted true")
+    other = pb.IngestBatchRequest(
+        namespace=namespace, items=[batch_item(said(marker())), batch_item(said(word))]
+    )
+    other.request_id = "kit-1"  # another request under the first one's id: new again
+    stored = wire.memory.IngestBatch(other, timeout=wire.timeout)
+    if stored.ingested != 2:
+        raise CheckFailed(f"the first write's request id answered {stored.ingested} items")
+
+
+def forget_namespaces(wire: Wire, made: list[str]) -> str:
+    """Delete every namespace a check made (and those it made under their names); "" when they
+    are gone, else why not (a server without DeleteNamespace, a token without admin)."""
+    try:
+        for namespace in made:
+            for name in [namespace, *(info.name for info in listed(wire, namespace + "."))]:
+                wire.memory.DeleteNamespace(
+                    pb.DeleteNamespaceRequest(namespace=name), timeout=wire.timeout
+                )
+    except grpc.RpcError as error:
+        code = code_of(error)
+        details = error.details() if isinstance(error, grpc.Call) else str(error)
+        return f"{code.name if code else 'error'}: {details}"
+    except CheckFailed as failure:
+        return str(failure)
+    return ""
