@@ -14,12 +14,15 @@ import asyncio
 import io
 import json
 import sys
+import threading
+import time
 from concurrent.futures import Executor
 from typing import Any
 
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 
 from himga.http.app import Environ, WsgiApp
+from himga.http.handlers import ARRIVED, GONE
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -45,6 +48,7 @@ class InThreads:
         if scope["type"] != "http":
             return
         body = bytearray()
+        arrived = time.monotonic()
         while True:
             message = await receive()
             if message["type"] != "http.request":
@@ -56,8 +60,17 @@ class InThreads:
             if not message["more_body"]:
                 break
         loop = asyncio.get_running_loop()
-        answer = await loop.run_in_executor(self._pool, self._answer, environ(scope, bytes(body)))
-        await _send(send, *answer)
+        found = environ(scope, bytes(body))
+        gone = threading.Event()
+        found[ARRIVED], found[GONE] = arrived, gone
+        answering = loop.run_in_executor(self._pool, self._answer, found)
+        watching = asyncio.ensure_future(_hang_up(receive, gone))
+        try:
+            answer = await answering
+        finally:
+            watching.cancel()
+        if not gone.is_set():
+            await _send(send, *answer)
 
     def _answer(self, environ: Environ) -> tuple[int, Headers, bytes]:
         """The status, headers and whole body of the WSGI application's answer."""
@@ -78,6 +91,15 @@ class InThreads:
             (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers
         ]
         return int(status.split(" ", 1)[0]), encoded, body
+
+
+async def _hang_up(receive: ASGIReceiveCallable, gone: threading.Event) -> None:
+    """Set `gone` once the client disconnects (a write still in flight then rolls back)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
 
 
 async def _send(send: ASGISendCallable, status: int, headers: Headers, body: bytes) -> None:
