@@ -20,6 +20,8 @@ from himga.service.errors import FieldViolation, InvalidRequest, describe
 
 _FRAME = 5
 _TRAILERS = 0x80
+_PRINTABLE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
+"""What gRPC's grpc-message leaves as it is (the rest is percent-encoded)."""
 
 
 def broken_framing(environ: dict[str, Any]) -> str | None:
@@ -62,7 +64,7 @@ def refuse(why: str, start_response: Callable[..., Any]) -> Iterable[bytes]:
         status.details.append(packed)
     trailers = [
         ("grpc-status", str(described.kind.code.value[0])),
-        ("grpc-message", urllib.parse.quote(described.message, safe=" ")),
+        ("grpc-message", urllib.parse.quote(described.message, safe=_PRINTABLE)),
         ("grpc-status-details-bin", base64.b64encode(status.SerializeToString()).decode()),
     ]
     block = "".join(f"{name}: {value}\r\n" for name, value in trailers).encode()

@@ -9,6 +9,8 @@ trailing metadata past 8 KiB by default, and the whole of a refusal's details st
 64 KiB on every door.
 """
 
+from collections.abc import Iterable
+
 from himga.status import FieldViolation
 
 MAX_VIOLATIONS = 100
@@ -26,8 +28,8 @@ class Violations(list[FieldViolation]):
     """The violations a check found so far; `full` once it need look no further. `more` counts
     those found past the bound, `unchecked` says the check stopped before the end."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, first: Iterable[FieldViolation] = ()) -> None:
+        super().__init__(first)
         self.more = 0
         self.unchecked = False
 

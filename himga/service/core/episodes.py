@@ -12,6 +12,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga.episodes.base import EpisodeFilter, EpisodeStore, limit_problems
 from himga.episodes.paging import after
 from himga.service import convert
+from himga.service.core.bounds import Violations
 from himga.service.core.context import CallContext
 from himga.service.episode_stores import EpisodeStores
 from himga.service.errors import FieldViolation, InvalidRequest
@@ -44,9 +45,12 @@ class EpisodeHandlers:
     def RecordEpisodes(
         self, request: pb.RecordEpisodesRequest, context: CallContext
     ) -> pb.RecordEpisodesResponse:
-        found = request_id_violations(request.request_id)
+        found = Violations(request_id_violations(request.request_id))
         episodes = []
         for i, episode in enumerate(request.episodes):
+            if found.full:  # refused already: the rest is not read
+                found.unchecked = True
+                break
             try:
                 episodes.append(convert.episode_document(episode, f"episodes[{i}]"))
             except InvalidRequest as error:
@@ -135,6 +139,8 @@ class EpisodeHandlers:
         with `found` and whatever is wrong with the namespace, before anything is opened."""
         violations = namespace_violations(namespace) + found
         if violations:
+            if isinstance(found, Violations):
+                raise InvalidRequest(violations, found.more, found.unchecked)
             raise InvalidRequest(violations)
         return self.stores.open(namespace)
 

@@ -15,6 +15,7 @@ from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.null import NullMemory
 from himga.service import convert, fairness, resources
+from himga.service.core.bounds import Violations
 from himga.service.core.context import CallContext
 from himga.service.errors import FieldViolation, InvalidRequest
 from himga.service.lifecycle import Calls
@@ -67,12 +68,15 @@ class MemoryHandlers:
     def IngestBatch(
         self, request: pb.IngestBatchRequest, context: CallContext
     ) -> pb.IngestBatchResponse:
-        found = request_id_violations(request.request_id)
+        found = Violations(request_id_violations(request.request_id))
         sessions = _Sessions()
         with fairness.large_batch(len(request.items)):
-            items = [
-                _item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)
-            ]
+            items = []
+            for i, it in enumerate(request.items):
+                if found.full:  # refused already: the rest is not read
+                    found.unchecked = True
+                    break
+                items.append(_item(it, f"items[{i}].", found, sessions))
             with self._memory(request, found) as memory:
                 ids = self._write(
                     memory, request, context, lambda: memory.store(filter(None, items))
@@ -153,7 +157,10 @@ class MemoryHandlers:
             + (found or [])
         )
         if violations:
-            raise InvalidRequest(violations)
+            more, unchecked = (
+                (found.more, found.unchecked) if isinstance(found, Violations) else (0, False)
+            )
+            raise InvalidRequest(violations, more, unchecked)
         with self.namespaces.using(request.namespace, request.memory, create=create) as opened:
             if opened is None:
                 yield NullMemory()
