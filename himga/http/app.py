@@ -55,6 +55,7 @@ class HttpApp:
         max_message_bytes: int | None = None,
     ) -> None:
         codec.install()
+        self.core = core
         memory = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
         episodes = memory_pb2.DESCRIPTOR.services_by_name["EpisodeService"].full_name
         self._services: dict[str, WsgiApp] = {

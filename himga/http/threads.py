@@ -16,6 +16,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
 
@@ -32,8 +33,15 @@ class InThreads:
     `max_body_bytes` is refused as soon as that many bytes have come: 413, with Connect's error
     JSON (resource_exhausted), which Connect clients read as they read any error."""
 
-    def __init__(self, app: WsgiApp, pool: Executor, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: WsgiApp,
+        pool: Executor,
+        max_body_bytes: int,
+        refused: Callable[[str, str, str, str], None] | None = None,
+    ) -> None:
         self._app = app
+        self._refused = refused  # the core's log policy (himga.service.core.refusals)
         self._pool = pool
         self._max_body_bytes = max_body_bytes
         message = f"the request body is over {max_body_bytes} bytes, the most this server takes"
@@ -55,6 +63,10 @@ class InThreads:
                 return  # the client went away
             body += message["body"]
             if len(body) > self._max_body_bytes:
+                if self._refused is not None:
+                    peer = scope.get("client") or ("", 0)
+                    why = f"a body over {self._max_body_bytes} bytes"
+                    self._refused("limits", scope["path"], f"http:{peer[0]}:{peer[1]}", why)
                 await _send(send, 413, [(b"content-type", b"application/json")], self._too_large)
                 return
             if not message["more_body"]:
