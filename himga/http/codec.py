@@ -29,7 +29,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from himga.http import protojson
+from himga.http import fastjson, protojson
 from himga.service.core.bounds import Violations
 from himga.status import FieldViolation, Undecodable
 
@@ -89,16 +89,27 @@ class JsonCodec:
 
     def parse(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
         """`data` as a `kind`, or an Undecodable naming its offending fields."""
+        if _LOWER_CASE_TIME.search(data) is None:
+            try:
+                return fastjson.parse(data, kind)
+            except fastjson.Unsure:
+                pass  # json_format's answer, whatever it is
         message = kind()
         try:
-            self._into(data, message)
+            self._into(data, message, fast=False)
         except Exception as error:  # ParseError, UnicodeDecodeError, RecursionError (nesting)
             found = json_violations(data, message.DESCRIPTOR)
             return Undecodable(_why(error), len(data), tuple(found), found.more, found.unchecked)
         return message
 
-    def _into(self, data: bytes | bytearray, message: Message) -> None:
+    def _into(self, data: bytes | bytearray, message: Message, fast: bool = True) -> None:
         if _LOWER_CASE_TIME.search(data) is None:
+            if fast:
+                try:
+                    message.MergeFrom(fastjson.parse(data, type(message)))
+                    return
+                except fastjson.Unsure:
+                    pass
             json_format.Parse(bytes(data), message)
         else:
             value = json.loads(data, object_pairs_hook=_once_each)
