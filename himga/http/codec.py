@@ -2,11 +2,13 @@
 that do not decode answered the way the gRPC port answers them.
 
 connect-python 0.9 turns any decoding failure into a bare `invalid_argument` ("Failed to decode
-request body: ...") before the interceptors run, with no ErrorInfo and no field named. Within
-`serving()`, these codecs instead leave the message empty and keep an `Undecodable` (naming the
-offending fields of a JSON body) for `Dispatcher`, which hands it to the gRPC server's own
-interceptor chain: auth first, then INVALID_ARGUMENT with reason INVALID_REQUEST and BadRequest
-violations (himga.service.decoding), the same log line and metrics as over gRPC.
+request body: ...") before any handler runs, with no ErrorInfo and no field named. Within
+`serving()`, these codecs instead leave the message empty and keep its bytes (`taken`) for the
+handlers (himga.http.handlers), which hand them to the core with the codec's `parse`: the core
+checks the token first, then parses, and a body that does not parse is answered INVALID_ARGUMENT
+with reason INVALID_REQUEST and BadRequest violations naming its fields (at most the first 100,
+himga.service.core.bounds), the same log line and metrics as over gRPC. `parse` reads JSON by
+the plan of himga.http.fastjson, and with json_format where the plan is unsure.
 
 Its encoder writes the ProtoJSON of `himga.http.protojson` without indentation (connect-python
 indents by two spaces, through the json module's pure-Python encoder, after json_format's own

@@ -140,7 +140,7 @@ def create_server(
     `metrics` sees every call (serving them over HTTP is the caller's choice: `Metrics.serve`).
     With `http_address` (host, port), the same services are also served over HTTP (himga.http:
     Connect and gRPC-Web, the OpenAPI document, the memory browser), through the same
-    interceptors and servicers, on a pool of `max_workers` threads of its own, with CORS for
+    core, on a pool of `max_workers` threads of its own, with CORS for
     `cors_origins`; `MemoryServer.http_port` is its port. ValueError on an unknown memory or
     episode store, or an unreadable TLS file."""
     directory = Path(data_dir) if data_dir is not None else None
