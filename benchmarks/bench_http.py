@@ -12,7 +12,9 @@ same hits). The CONCURRENCY threads are made once and kept for every timed pass.
 Each run times every question through both ports in BLOCKS blocks that alternate which port
 goes first, so that a change in the machine's load falls on both. The table gives min / median
 / max over the runs of HTTP's calls per second as a share of gRPC's, each ratio taken within
-one run. Target: HTTP JSON at least 0.8 of gRPC, sequential and at concurrency 8.
+one run. Target: HTTP JSON at least 0.8 of gRPC, sequential and at concurrency 8. The floor
+rows time, the same way, a call the HTTP server answers without the core (a refused CORS
+preflight) against gRPC's Retrieve: the most HTTP calls per second this server gives at all.
 
 Then, in the same process, the MB/s at which a valid IngestBatch of LoCoMo turns (as JSON) is
 decoded by the HTTP port's codec (himga.http.fastjson, json_format where it is unsure) beside
@@ -127,7 +129,12 @@ def _measure(
     target: str, http_port: int, questions: list[str], runs: int
 ) -> dict[str, list[float]]:
     sequential, concurrent = "sequential", f"concurrency {CONCURRENCY}"
-    table: dict[str, list[float]] = {sequential: [], concurrent: []}
+    floors = {sequential: "  floor, sequential", concurrent: f"  floor, concurrency {CONCURRENCY}"}
+    table: dict[str, list[float]] = {
+        sequential: [],
+        concurrent: [],
+        **{f: [] for f in floors.values()},
+    }
     local = threading.local()
     with (
         grpc.insecure_channel(target) as channel,
@@ -158,6 +165,21 @@ def _measure(
                 raise RuntimeError(f"HTTP {answer.status}: {payload[:200]!r}")
             return [hit["turn_id"] for hit in json.loads(payload)["hits"]]
 
+        def over_floor(question: str) -> list[str]:
+            """The HTTP server's floor: a call the application answers at once (a CORS
+            preflight from no allowed origin: 403, no body), on the same server."""
+            if not hasattr(local, "floor"):
+                local.floor = http.client.HTTPConnection("127.0.0.1", http_port, timeout=30)
+            try:
+                local.floor.request("OPTIONS", _RETRIEVE)
+                answer = local.floor.getresponse()
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                local.floor.close()
+                local.floor.request("OPTIONS", _RETRIEVE)
+                answer = local.floor.getresponse()
+            answer.read()
+            return []
+
         # Warm both ways, each thread's connection included, and check they answer alike.
         for workers in (1, CONCURRENCY):
             grpc_hits = _ask(over_grpc, questions, workers, pool)
@@ -166,14 +188,15 @@ def _measure(
         blocks = [questions[i::BLOCKS] for i in range(BLOCKS)]
         for run in range(runs):
             for workers, name in ((1, sequential), (CONCURRENCY, concurrent)):
-                spent = {over_grpc: 0.0, over_http: 0.0}
+                spent = {over_grpc: 0.0, over_http: 0.0, over_floor: 0.0}
                 for number, block in enumerate(blocks):
                     ways = (over_grpc, over_http) if (run + number) % 2 else (over_http, over_grpc)
-                    for way in ways:
+                    for way in (*ways, over_floor):
                         start = time.perf_counter()
                         _ask(way, block, workers, pool)
                         spent[way] += time.perf_counter() - start
                 table[name].append(spent[over_grpc] / spent[over_http])
+                table[floors[name]].append(spent[over_grpc] / spent[over_floor])
     return table
 
 

@@ -24,7 +24,7 @@ import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from connectrpc import _codec
 from google.protobuf import json_format, message_factory
@@ -94,6 +94,11 @@ class JsonCodec:
         if _LOWER_CASE_TIME.search(data) is None:
             try:
                 return fastjson.parse(data, kind)
+            except fastjson.UnknownKeys as unknown:  # json_format refuses it: nothing to ask
+                found = Violations()
+                _object(unknown.value, cast(Descriptor, kind.DESCRIPTOR), "", found)
+                why = f"{kind.DESCRIPTOR.name} has no field named by some of its keys"
+                return Undecodable(why, len(data), tuple(found), found.more, found.unchecked)
             except fastjson.Unsure:
                 pass  # json_format's answer, whatever it is
         message = kind()
@@ -208,7 +213,9 @@ def json_violations(data: bytes | bytearray, descriptor: Any) -> Violations:
         found.append(FieldViolation("", "the body nests arrays or objects too deeply"))
         return found
     try:
-        _object(upper_case_times(value, descriptor), descriptor, "", found)
+        if _LOWER_CASE_TIME.search(data) is not None:
+            value = upper_case_times(value, descriptor)
+        _object(value, descriptor, "", found)
     except RecursionError:
         found.append(FieldViolation("", "the body nests objects too deeply"))
     return found
@@ -228,18 +235,24 @@ def _object(value: Any, descriptor: Descriptor, path: str, found: Violations) ->
     if not isinstance(value, dict):
         found.append(FieldViolation(path, f"must be a JSON object ({descriptor.name})"))
         return
+    _field(descriptor, "")  # its names made
+    names = _NAMES[descriptor.full_name]
+    unknown = len(value.keys() - names.keys())  # counted in C, however many there are
+    known = len(value) - unknown
+    unknown_named = known_seen = 0
     for key, item in value.items():
-        field = _field(descriptor, key)
-        if found.full:  # past the bound: count what a look at the key tells, walk nothing
-            if field is None:
-                found.more += 1
-            else:
-                found.unchecked = True
-            continue
+        field = names.get(key)
+        if found.full:  # past the bound: count the unknown keys, walk nothing more
+            found.more += unknown - unknown_named
+            found.unchecked = found.unchecked or known_seen < known
+            return
         where = f"{path}.{key}" if path else key
         if field is None:
+            unknown_named += 1
             found.append(FieldViolation(where, f"{descriptor.name} has no such field"))
-        elif not _parses(descriptor, {key: item}):
+            continue
+        known_seen += 1
+        if not _parses(descriptor, {key: item}):
             before = len(found)
             _inside(field, item, where, found)
             if len(found) == before and not found.full:
@@ -344,10 +357,16 @@ def _well_known(descriptor: Descriptor) -> bool:
 
 def _field(descriptor: Descriptor, key: str) -> FieldDescriptor | None:
     """The field `key` names, by its name or its json_name (ProtoJSON accepts both)."""
-    found: FieldDescriptor | None = descriptor.fields_by_name.get(key)
-    if found is None:
-        found = next((f for f in descriptor.fields if f.json_name == key), None)
-    return found
+    names = _NAMES.get(descriptor.full_name)
+    if names is None:
+        names = {f.json_name: f for f in descriptor.fields}
+        names.update(descriptor.fields_by_name)
+        _NAMES[descriptor.full_name] = names
+    return names.get(key)
+
+
+_NAMES: dict[str, dict[str, FieldDescriptor]] = {}
+"""Each message type's fields by name and by json_name, made on first use."""
 
 
 def _parses(descriptor: Descriptor, value: dict[str, Any]) -> bool:

@@ -29,6 +29,15 @@ class Unsure(Exception):
     """The plan has no rule for what it met: parse with json_format."""
 
 
+class UnknownKeys(Unsure):
+    """The body's top-level object has keys that name no field: json_format refuses it too, so
+    there is nothing to ask it; `value` is the body as read (nothing of it changed yet)."""
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        super().__init__("unknown keys")
+        self.value = value
+
+
 _TIMESTAMP = "google.protobuf.Timestamp"
 
 
@@ -49,6 +58,9 @@ class _Plan:
     def __init__(self, descriptor: Descriptor) -> None:
         self.descriptor = descriptor
         self.checks: list[tuple[str, Callable[[dict[str, Any], str], None]]] = []
+        self.names = frozenset(f.name for f in descriptor.fields) | frozenset(
+            f.json_name for f in descriptor.fields
+        )
 
 
 _PLANS: dict[str, _Plan] = {}
@@ -175,8 +187,11 @@ def parse(data: bytes | bytearray, kind: type[M]) -> M:
             raise
         except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError
             raise Unsure("not JSON") from None
+        found = plan(kind.DESCRIPTOR)
+        if type(value) is dict and not value.keys() <= found.names:
+            raise UnknownKeys(value)
         try:
-            _walk(plan(kind.DESCRIPTOR), value)
+            _walk(found, value)
             return kind(**value)
         except (ValueError, TypeError, OverflowError, RecursionError):  # what a field refused
             raise Unsure("a value the constructor refuses") from None
