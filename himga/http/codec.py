@@ -31,7 +31,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from himga.http import fastjson, protojson
+from himga.http import apart, fastjson, protojson
 from himga.service.core.bounds import Violations
 from himga.status import FieldViolation, Undecodable
 
@@ -90,7 +90,14 @@ class JsonCodec:
         return message
 
     def parse(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
-        """`data` as a `kind`, or an Undecodable naming its offending fields."""
+        """`data` as a `kind`, or an Undecodable naming its offending fields (a large body is
+        read in a helper process: himga.http.apart)."""
+        if len(data) >= apart.APART_BYTES:
+            return apart.parse(data, kind)
+        return self.parse_here(data, kind)
+
+    def parse_here(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
+        """`parse`, in this process."""
         if _LOWER_CASE_TIME.search(data) is None:
             try:
                 return fastjson.parse(data, kind)

@@ -13,6 +13,7 @@ from google.rpc import status_pb2
 from grpc_status import rpc_status
 from himga_proto.memory.v1 import memory_pb2 as pb
 
+from himga.http import apart
 from himga.service.core.bounds import MAX_VIOLATIONS
 from himga.status import field_violations, reason_of
 from tests.http.conftest import MEMORY, Served, error_reason_and_violations
@@ -107,3 +108,27 @@ def test_grpc_web_carries_the_bounded_details_in_its_trailers(served: Served) ->
     assert found
     details = status_pb2.Status.FromString(base64.b64decode(found[0] + "=="))
     assert details.code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+
+
+def test_a_large_body_is_read_apart_with_the_same_answers(served: Served) -> None:
+    # Valid, and over APART_BYTES: read in the helper process, stored as any other batch.
+    words = [f"quill{i}" for i in range(12_000)]
+    items = [
+        {"message": {"role": "u", "content": f"{word} pad " * 8}, "session": {"session_id": "s"}}
+        for word in words
+    ]
+    body = json.dumps({"namespace": "apart", "items": items}).encode()
+    assert len(body) >= apart.APART_BYTES
+    status, _, raw = served.post(MEMORY + "IngestBatch", body)
+    assert status == 200 and json.loads(raw)["ingested"] == len(words)
+    found = served.stub.Retrieve(pb.RetrieveRequest(namespace="apart", query="quill11999"))
+    assert [hit.content for hit in found.hits][:1] == ["quill11999 pad " * 8]
+    # Invalid, and as large: the same violations as the same fault in a small body.
+    items[3]["message"]["role"] = 5
+    small = {"namespace": "apart", "items": items[:4]}
+    _, _, small_raw = served.post(MEMORY + "IngestBatch", small)
+    status, _, raw = served.post(MEMORY + "IngestBatch", {"namespace": "apart", "items": items})
+    assert status == 400
+    assert error_reason_and_violations(json.loads(raw)) == error_reason_and_violations(
+        json.loads(small_raw)
+    )
