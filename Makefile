@@ -21,7 +21,7 @@ MEMORY   ?= sqlite
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
-        bench-isolation bench-postgres screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
+        bench-isolation bench-bad-bodies bench-postgres screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
 
 ## help: list the targets with what each does
 help:
@@ -125,6 +125,10 @@ screenshot-browser: $(SETUP) $(NODE)
 bench-postgres: $(SETUP)
 	bash scripts/postgres.sh
 	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_postgres
+
+## bench-bad-bodies: small Retrieves alone and beside a stream of 14 MB bodies of unknown keys
+bench-bad-bodies: $(SETUP)
+	$(PY) -m benchmarks.bench_bad_bodies
 
 ## bench-isolation: small calls to one namespace alone and beside another's 100k-message batches
 bench-isolation: $(SETUP)

@@ -97,24 +97,48 @@ def error_kind(exc: Exception) -> ErrorKind:
     return INTERNAL
 
 
-def abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
-    """End the call with the status of `exc`: its code, its ErrorInfo, and its field violations
-    as BadRequest. An unexpected exception is logged; the caller learns only that it happened."""
+@dataclass(frozen=True, slots=True)
+class Described:
+    """What every door sends for one failed call: its kind (code and reason), its message, and
+    for a bad request the field violations, bounded (himga.bounds)."""
+
+    kind: ErrorKind
+    message: str
+    violations: tuple[FieldViolation, ...] = ()
+
+    def details(self) -> list[ProtoMessage]:
+        """The google.rpc details: an ErrorInfo, and a BadRequest for a bad request."""
+        found: list[ProtoMessage] = [
+            error_details_pb2.ErrorInfo(reason=self.kind.reason, domain=ERROR_DOMAIN)
+        ]
+        if self.violations:
+            violations = [
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=v.field, description=v.description
+                )
+                for v in self.violations
+            ]
+            found.append(error_details_pb2.BadRequest(field_violations=violations))
+        return found
+
+
+def describe(exc: Exception) -> Described:
+    """How `exc` travels: by `ERROR_KINDS`; an unexpected exception as INTERNAL, its message
+    kept from the caller (the core logs it)."""
     kind = error_kind(exc)
     if kind is INTERNAL:
-        _log.exception("internal error", exc_info=exc)
-        message = "internal error (logged by the server)"
-    else:
-        message = str(exc)
-    status = status_pb2.Status(code=kind.code.value[0], message=message)
-    info = error_details_pb2.ErrorInfo(reason=kind.reason, domain=ERROR_DOMAIN)
-    status.details.append(_packed(info))
+        return Described(kind, "internal error (logged by the server)")
     if isinstance(exc, InvalidRequest):
-        violations = [
-            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
-            for v in exc.violations
-        ]
-        status.details.append(_packed(error_details_pb2.BadRequest(field_violations=violations)))
+        return Described(kind, str(exc), tuple(exc.shown()))
+    return Described(kind, str(exc))
+
+
+def abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
+    """End the gRPC call with the status of `exc` (`describe`): its code, its ErrorInfo, and
+    its field violations as BadRequest."""
+    described = describe(exc)
+    status = status_pb2.Status(code=described.kind.code.value[0], message=described.message)
+    status.details.extend(_packed(detail) for detail in described.details())
     context.abort_with_status(rpc_status.to_status(status))
     raise AssertionError("abort_with_status returned")  # it raises; this keeps mypy honest
 

@@ -1,32 +1,33 @@
-"""`create_server`: a started gRPC server with MemoryService, health checking and reflection,
-and, when asked, token auth, TLS, a bound on open namespaces and Prometheus metrics."""
+"""`start_server(ServerConfig(...))` (or `create_server(address, **options)`): a started gRPC
+server with MemoryService, EpisodeService, health checking and reflection, the doors its
+configuration opens beside it (himga.service.doors), and, when asked, token auth, TLS, a bound
+on open namespaces and Prometheus metrics."""
 
 import logging
 import threading
 from collections.abc import Sequence
 from concurrent import futures
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from himga_proto.memory.v1 import memory_pb2, memory_pb2_grpc
+from himga_proto.memory.v1 import memory_pb2
 
 from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE
 from himga.limits import MAX_MESSAGE_BYTES
 from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY
-from himga.service import reflection
-from himga.service.auth import AuthInterceptor, TokenSource
+from himga.service import doors, reflection, servicer
+from himga.service.auth import TokenSource
+from himga.service.core.build import build_core
 from himga.service.credentials import ServerTls
-from himga.service.decoding import DecodingInterceptor
+from himga.service.doors import DoorConfig
 from himga.service.episode_stores import EpisodeStores
-from himga.service.episodes import EpisodeServicer
 from himga.service.lifecycle import Calls
 from himga.service.metrics import Metrics
 from himga.service.namespaces import Namespaces
-from himga.service.receipts import InProcessReceipts
 from himga.service.resources import StoreHealth
-from himga.service.servicer import MemoryServicer
 from himga.storage.place import Place
 
 SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
@@ -40,7 +41,6 @@ FLUSH_SECONDS = 1.0
 _log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from himga.http.server import HttpServer
     from himga.storage.postgres import Database
 
 
@@ -59,7 +59,8 @@ class MemoryServer:
         store: StoreHealth | None = None,
         auth: TokenSource | None = None,
         episodes: EpisodeStores | None = None,
-        http: "HttpServer | None" = None,
+        http: "doors.Door | None" = None,
+        opened: "dict[str, doors.Door] | None" = None,
     ) -> None:
         self.grpc_server = server
         self._health = health_servicer
@@ -69,6 +70,10 @@ class MemoryServer:
         self._store = store
         self.auth = auth
         self.http = http
+        self.doors: dict[str, doors.Door] = opened if opened is not None else {}
+        """Every door opened beside the gRPC port, by name (himga.service.doors)."""
+        if http is not None:
+            self.doors.setdefault("http", http)
 
     @property
     def http_port(self) -> int | None:
@@ -100,8 +105,8 @@ class MemoryServer:
                 if not self.calls.drain(ABANDON_SECONDS):
                     _log.warning("%d calls still running at stop", self.calls.in_flight)
             self.grpc_server.stop(FLUSH_SECONDS).wait()
-            if self.http is not None:
-                self.http.stop()
+            for door in self.doors.values():
+                door.stop()
             self._namespaces.close()
             if self._episodes is not None:
                 self._episodes.close()
@@ -115,55 +120,88 @@ class MemoryServer:
         return stopped
 
 
-def create_server(
-    address: str,
-    *,
-    memory: str | None = None,
-    episodes: str | None = None,
-    data_dir: Path | str | None = None,
-    database: "Database | None" = None,
-    max_message_bytes: int = MAX_MESSAGE_BYTES,
-    max_workers: int = 8,
-    auth: TokenSource | None = None,
-    tls: ServerTls | None = None,
-    max_open_namespaces: int | None = None,
-    metrics: Metrics | None = None,
-    http_address: tuple[str, int] | None = None,
-    cors_origins: Sequence[str] = (),
-) -> tuple[MemoryServer, int]:
-    """Start a memory server on `address` ("127.0.0.1:0" picks a free port) and return it with
-    its port. It serves MemoryService and EpisodeService. New namespaces get `memory` unless a
-    call names another, and keep their episodes in stores of kind `episodes`; durable ones keep
-    their files under `data_dir` (None: nothing on disk), or every namespace in `database`
-    (himga.storage.postgres: shared with every other server over it; `memory` and `episodes`
-    then default to the PostgreSQL ones, and only memories shared so are offered). With `auth`,
-    every call but health and reflection needs a token of its file; with `tls`, the port (and
-    the HTTP port) speaks TLS only. At most `max_open_namespaces` stores (messages and episodes
-    alike) stay open.
-    `metrics` sees every call (serving them over HTTP is the caller's choice: `Metrics.serve`).
-    With `http_address` (host, port), the same services are also served over HTTP (himga.http:
-    Connect and gRPC-Web, the OpenAPI document, the memory browser), through the same
-    interceptors and servicers, on a pool of `max_workers` threads of its own, with CORS for
-    `cors_origins`; `MemoryServer.http_port` is its port. ValueError on an unknown memory or
-    episode store, or an unreadable TLS file."""
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything one memory server is started with (`start_server`).
+
+    It listens on `address` ("127.0.0.1:0" picks a free port) and serves MemoryService and
+    EpisodeService. New namespaces get `memory` unless a call names another, and keep their
+    episodes in stores of kind `episodes`; durable ones keep their files under `data_dir`
+    (None: nothing on disk), or every namespace in `database` (himga.storage.postgres: shared
+    with every other server over it; `memory` and `episodes` then default to the PostgreSQL
+    ones, and only memories shared so are offered). With `auth`, every call but health and
+    reflection needs a token of its file; with `tls`, the port (and every other door) speaks
+    TLS only. At most `max_open_namespaces` durable namespaces stay open. `metrics` sees every
+    call (serving them over HTTP is the caller's choice: `Metrics.serve`). With `http_address`
+    (host, port), the same services are also served over HTTP (himga.http: Connect and
+    gRPC-Web, the OpenAPI document, the memory browser), through the same core, on a pool of
+    `max_workers` threads of its own, with CORS for `cors_origins`."""
+
+    address: str
+    memory: str | None = None
+    episodes: str | None = None
+    data_dir: Path | str | None = None
+    database: "Database | None" = None
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_workers: int = 8
+    auth: TokenSource | None = None
+    tls: ServerTls | None = None
+    max_open_namespaces: int | None = None
+    metrics: Metrics | None = None
+    http_address: tuple[str, int] | None = None
+    cors_origins: Sequence[str] = ()
+
+    def doors(self) -> DoorConfig:
+        """What the doors beside the gRPC port are opened with."""
+        return DoorConfig(
+            self.tls, self.max_message_bytes, self.max_workers, self.http_address, self.cors_origins
+        )
+
+
+def create_server(address: str, **options: Any) -> tuple[MemoryServer, int]:
+    """`start_server(ServerConfig(address, **options))`: a started server and its port."""
+    return start_server(ServerConfig(address, **options))
+
+
+def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
+    """Start the memory server `config` describes and return it with its port: the core over
+    its stores, the gRPC port, and each door the configuration opens
+    (himga.service.doors); `MemoryServer.http_port` is the HTTP door's port. ValueError on an
+    unknown memory or episode store, or an unreadable TLS file."""
+    memory, episodes, data_dir, database = (
+        config.memory,
+        config.episodes,
+        config.data_dir,
+        config.database,
+    )
+    max_message_bytes, max_workers, auth = (
+        config.max_message_bytes,
+        config.max_workers,
+        config.auth,
+    )
+    tls, metrics, address = config.tls, config.metrics, config.address
     directory = Path(data_dir) if data_dir is not None else None
     place: Place = database if database is not None else directory
     memory = memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
     episodes = episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
-    namespaces = Namespaces(memory, place, max_open_namespaces, episodes)
+    namespaces = Namespaces(memory, place, config.max_open_namespaces, episodes)
     episode_stores = EpisodeStores(namespaces)
     credentials = tls.credentials() if tls is not None else None
     calls = Calls()
-    chain: list[grpc.ServerInterceptor] = [calls]
     if metrics is not None:
         metrics.watch(lambda: len(namespaces), directory)
-        chain.insert(0, metrics)
-    if auth is not None:
-        chain.append(AuthInterceptor(auth, metrics.auth_failed if metrics is not None else None))
-    chain.append(DecodingInterceptor())
+    store = StoreHealth(directory, database.reachable if database is not None else None)
+    core = build_core(
+        namespaces,
+        episode_stores,
+        auth=auth,
+        metrics=metrics,
+        max_response_bytes=max_message_bytes,
+        store=store,
+        calls=calls,
+    )
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="himga-rpc"),
-        interceptors=chain,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -171,12 +209,7 @@ def create_server(
             ("grpc.so_reuseport", 0),
         ],
     )
-    store = StoreHealth(directory, database.reachable if database is not None else None)
-    episode_receipts = InProcessReceipts()
-    servicer = MemoryServicer(namespaces, calls, max_message_bytes, store, episode_receipts)
-    episode_servicer = EpisodeServicer(episode_stores, calls, episode_receipts)
-    memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
-    memory_pb2_grpc.add_EpisodeServiceServicer_to_server(episode_servicer, server)
+    servicer.add_to(server, core)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable((SERVICE_NAME, EPISODE_SERVICE_NAME, health.SERVICE_NAME), server)
@@ -184,21 +217,12 @@ def create_server(
         port = server.add_secure_port(address, credentials)
     else:
         port = server.add_insecure_port(address)
-    http = None
-    if http_address is not None:
-        from himga.http.app import HttpApp
-        from himga.http.dispatch import Dispatcher
-        from himga.http.server import HttpServer, HttpTls
-
-        dispatcher = Dispatcher(
-            chain, {SERVICE_NAME: servicer, EPISODE_SERVICE_NAME: episode_servicer}
-        )
-        app = HttpApp(dispatcher, cors_origins=cors_origins, max_message_bytes=max_message_bytes)
-        http_tls = HttpTls(tls.cert, tls.key, tls.client_ca) if tls is not None else None
-        http = HttpServer(app, *http_address, workers=max_workers, tls=http_tls)
+    wanted = config.doors()
+    opened = {name: doors.build(name, core, wanted) for name in wanted.wanted}
+    http = opened.get("http")
     server.start()
-    if http is not None:
-        http.start()
+    for door in opened.values():
+        door.start()
 
     def serving(writable: bool) -> None:
         status = (
@@ -214,6 +238,6 @@ def create_server(
     store.check()  # a server started on a full disk is NOT_SERVING until a write can land
     _log.debug("memory server on port %d with memory %r", port, memory)
     running = MemoryServer(
-        server, health_servicer, namespaces, calls, store, auth, episode_stores, http
+        server, health_servicer, namespaces, calls, store, auth, episode_stores, http, opened
     )
     return running, port
