@@ -9,8 +9,9 @@
 //                                 TOKEN typed in (the hits' turns)
 //   picker MODE                   the namespace picker where the server lists namespaces
 //                                 (MODE listed: two pages, answered here as ListNamespaces
-//                                 answers), where it answers 404 (absent: the real server
-//                                 without the RPC) or unimplemented; then list the namespace
+//                                 answers), where it answers 404 (absent: a server
+//                                 without the RPC) or unimplemented, or as the real server
+//                                 answers it (server); then list the namespace
 //   empty                         what the page says for no hits, an unknown namespace, no
 //                                 namespace, filters that match nothing
 //   errors                        a call the server refuses (a namespace no name can be); then, once told on stdin that the
@@ -122,10 +123,12 @@ const scenarios = {
         next_page_token: "page-2" },
       "page-2": { namespaces: [{ name: "zz-last", memory: "keyword" }], next_page_token: "" },
     };
-    if (mode !== "absent") {
+    if (mode !== "server") {
       await page.route("**/himga.memory.v1.MemoryService/ListNamespaces", async (route) => {
         const asked = JSON.parse(route.request().postData() || "{}");
-        if (mode === "unimplemented") {
+        if (mode === "absent") {
+          await route.fulfill({ status: 404, contentType: "text/plain", body: "404 Not Found" });
+        } else if (mode === "unimplemented") {
           await route.fulfill({ status: 501, contentType: "application/json",
             body: JSON.stringify({ code: "unimplemented", message: "method not implemented" }) });
         } else {
@@ -143,7 +146,10 @@ const scenarios = {
       || !document.querySelector("#picker").hidden);
     const seen = { picker: await visible("#namespace-picker"), note: await text("#namespace-note"),
       field: await visible("#namespace"), error: await text("#error-text") };
-    if (seen.picker) {
+    if (seen.picker && mode === "server") {
+      seen.first = await options();
+      await page.selectOption("#namespace-picker", namespace);
+    } else if (seen.picker) {
       seen.first = await options();
       await turn("namespaces", "next", 2);
       seen.second = await options();

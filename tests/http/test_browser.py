@@ -89,8 +89,8 @@ def stored(base: str) -> str:
 
 
 def test_the_picker_pages_through_the_namespaces_and_picks_one(stored: str) -> None:
-    """ListNamespaces answered by the page's test as the proto says it answers (this server
-    predates it); the messages listed are the real server's."""
+    """ListNamespaces answered by the page's test as the proto says it answers, over two pages;
+    the messages listed are the real server's."""
     seen = drive("picker", stored + "/", "locomo", "listed")
     assert seen["picker"] and seen["error"] == ""
     assert seen["first"] == ["", "agents", "locomo"]
@@ -99,6 +99,16 @@ def test_the_picker_pages_through_the_namespaces_and_picks_one(stored: str) -> N
     assert seen["namespace"] == "locomo"
     assert len(seen["messages"]) == 11
     # Where the server lists its namespaces, the page can say that one does not exist.
+    assert seen["unknown"].startswith("There is no namespace \u201cno-such-namespace\u201d")
+
+
+def test_the_picker_lists_the_real_servers_namespaces(stored: str) -> None:
+    """The server's own ListNamespaces: the namespace the test stored is offered and picked."""
+    seen = drive("picker", stored + "/", "locomo", "server")
+    assert seen["picker"] and seen["error"] == ""
+    assert "locomo" in seen["first"]
+    assert seen["namespace"] == "locomo"
+    assert len(seen["messages"]) == 11
     assert seen["unknown"].startswith("There is no namespace \u201cno-such-namespace\u201d")
 
 
@@ -120,14 +130,13 @@ def test_empty_lists_say_why_and_what_to_do(stored: str) -> None:
         in (seen["noHits"])
     )
     assert "Try other words" in seen["noHits"]
-    for said in ("unknownSearch", "unknownMessages"):
-        assert "\u201cno-such-namespace\u201d holds no messages: check its name" in seen[said]
-    assert (
-        "\u201cno-such-namespace\u201d holds no episodes: check its name"
-        in (seen["unknownEpisodes"])
-    )
+    # The server lists its namespaces, so the page can say that this one does not exist.
+    for said in ("unknownSearch", "unknownMessages", "unknownEpisodes"):
+        assert seen[said].startswith(
+            "There is no namespace \u201cno-such-namespace\u201d on this server"
+        ), seen[said]
     assert "matches these filters: clear some of them" in seen["noEpisodeMatches"]
-    assert seen["noNamespace"] == "Type a namespace above first."
+    assert seen["noNamespace"] == "Pick a namespace above, or type its name, first."
     assert seen["error"] == ""
 
 
