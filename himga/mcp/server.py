@@ -15,7 +15,7 @@ from mcp.server.stdio import stdio_server
 import himga
 from himga.errors import HimgaError
 from himga.mcp.stores import Stores
-from himga.mcp.tools import TOOLS
+from himga.mcp.tools import Tool, tools
 
 _log = logging.getLogger("himga.mcp")
 
@@ -24,6 +24,33 @@ INSTRUCTIONS = (
     "answering about the past, forget what the user asks to drop; record_episode after a task "
     "and find_episodes before one, to learn from earlier attempts."
 )
+NOWHERE = (
+    " Nowhere to keep memories: this server was started without --data-dir or --target, so "
+    "what is remembered is held in memory only and lost when it stops. To keep it, start "
+    "`himga mcp --data-dir DIR` (or `--target HOST:PORT` for a running himga server)."
+)
+
+
+def instructions(stores: Stores) -> str:
+    """What a host is told on `initialize`: how to use the tools, and, when nothing is kept,
+    that it is not (a log line is not enough: desktop hosts hide the server's stderr)."""
+    return INSTRUCTIONS + ("" if stores.kept else NOWHERE)
+
+
+def listing(tool: Tool) -> types.Tool:
+    """A tool as tools/list gives it."""
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        output_schema=tool.output_schema(),
+        annotations=types.ToolAnnotations(
+            read_only_hint=tool.hints.read_only,
+            destructive_hint=tool.hints.destructive,
+            idempotent_hint=tool.hints.idempotent,
+            open_world_hint=False,
+        ),
+    )
 
 
 def create(stores: Stores) -> Server[Any]:
@@ -32,21 +59,15 @@ def create(stores: Stores) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema())
-                for t in TOOLS.values()
-            ]
-        )
+        return types.ListToolsResult(tools=[listing(tool) for tool in tools().values()])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        tool = TOOLS.get(params.name)
+        tool = tools().get(params.name)
         if tool is None:
-            return _error(f"no tool {params.name!r}; tools: {', '.join(TOOLS)}")
-        arguments = dict(params.arguments or {})
-        problems = tool.problems(arguments)
+            return _error(f"no tool {params.name!r}; tools: {', '.join(tools())}")
+        problems, arguments = tool.check(dict(params.arguments or {}))
         if problems:
             return _error("\n".join(problems))
         try:
@@ -60,7 +81,7 @@ def create(stores: Stores) -> Server[Any]:
     return Server(
         "himga",
         version=himga.__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(stores),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

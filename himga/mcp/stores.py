@@ -14,6 +14,8 @@ from himga.memory.base import BaseMemory
 class Stores:
     memory: BaseMemory
     episodes: EpisodeStore
+    kept: bool
+    """Whether what they hold outlives the process (a data directory, or a server)."""
 
     def close(self) -> None:
         self.memory.close()
@@ -28,6 +30,7 @@ def embedded(namespace: str, data_dir: Path | None, memory: str, episodes: str) 
     return Stores(
         memory_factory(memory)(namespace, data_dir),
         store_factory(episodes)(namespace, data_dir),
+        kept=data_dir is not None,
     )
 
 
@@ -38,4 +41,5 @@ def remote(target: str, namespace: str, memory: str, token: str | None) -> Store
     return Stores(
         RemoteMemory(target, namespace, memory=memory, token=token),
         RemoteEpisodes(target, namespace, token=token),
+        kept=True,
     )
