@@ -1,10 +1,13 @@
 """The MCP server: the tools of himga.mcp.tools on the SDK's low-level Server, served over
 stdio (what desktop agents launch) or streamable HTTP. Tool calls run in worker threads, since
-the stores block; a call the tool's schema refuses, or the stores refuse, is a tool error (the
-model reads it and may try again), naming each field that is wrong."""
+the stores block; a write whose call the client cancels is rolled back (the check each write
+makes just before COMMIT, as over gRPC, asks whether the call is still wanted); a call the
+tool's schema refuses, or the stores refuse, is a tool error (the model reads it and may try
+again), naming each field that is wrong."""
 
 import logging
 import socket
+import threading
 from typing import Any
 
 import anyio.to_thread
@@ -15,7 +18,8 @@ from mcp.server.stdio import stdio_server
 import himga
 from himga.errors import HimgaError
 from himga.mcp.stores import Stores
-from himga.mcp.tools import Tool, tools
+from himga.mcp.tools import Answer, Tool, tools
+from himga.memory.commit import CallerGone, Terms, committing
 
 _log = logging.getLogger("himga.mcp")
 
@@ -70,8 +74,21 @@ def create(stores: Stores) -> Server[Any]:
         problems, arguments = tool.check(dict(params.arguments or {}))
         if problems:
             return _error("\n".join(problems))
+        gone = threading.Event()
+
+        def still_wanted() -> None:
+            if gone.is_set():
+                raise CallerGone("the MCP call was cancelled before its write committed")
+
+        def run() -> Answer:
+            with committing(Terms(still_wanted)):  # checked by each write just before COMMIT
+                return tool.run(stores, arguments)
+
         try:
-            text, structured = await anyio.to_thread.run_sync(tool.run, stores, arguments)
+            text, structured = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            gone.set()  # the write, still running in its thread, rolls back
+            raise
         except (HimgaError, ValueError) as error:
             return _error(str(error))
         return types.CallToolResult(

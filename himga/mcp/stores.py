@@ -1,45 +1,105 @@
-"""What the tools call: one memory and one episode store of a namespace, either embedded (made
-by the registries' factories in a data directory, as `himga serve` makes them) or kept by a
-running server (RemoteMemory and RemoteEpisodes). Both are the interfaces every himga memory and
-store implement, so the tools never know which they hold."""
+"""What the tools call: the memory and the episode store of one namespace, either embedded (in a
+data directory, opened as `himga serve` opens a namespace, through the server's own opener, so
+the namespace record its reads check is written and either door finds what the other wrote)
+or kept by a running server (RemoteMemory and RemoteEpisodes). Both give the interfaces every
+himga memory and store implement, so the tools never know which they hold.
 
-from dataclasses import dataclass
+A tool asks for the memory with `create`: a write makes the namespace, a read or a forget of a
+namespace that does not exist opens nothing and finds nothing (as the server's Retrieve and
+Delete do). Embedded calls to one namespace run one at a time (memories need not be
+thread-safe; the server takes the same lock)."""
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from himga.episodes.base import EpisodeStore
 from himga.memory.base import BaseMemory
 
+if TYPE_CHECKING:
+    from himga.service.episode_stores import EpisodeStores
+    from himga.service.namespaces import Namespaces
 
-@dataclass(frozen=True, slots=True)
-class Stores:
-    memory: BaseMemory
-    episodes: EpisodeStore
+
+class Stores(Protocol):
     kept: bool
     """Whether what they hold outlives the process (a data directory, or a server)."""
 
+    def memory(self, *, create: bool) -> AbstractContextManager[BaseMemory | None]:
+        """The namespace's memory while the block runs; None when `create` is False and the
+        namespace does not exist."""
+        ...
+
+    def episodes(self) -> EpisodeStore: ...
+
+    def close(self) -> None: ...
+
+
+class Embedded:
+    """A namespace of a data directory (None: kept in memory, gone at exit), opened by the
+    server's opener (himga.service.namespaces, himga.service.episode_stores)."""
+
+    def __init__(self, namespaces: "Namespaces", episodes: "EpisodeStores", namespace: str):
+        self.namespaces = namespaces
+        self.episode_stores = episodes
+        self.namespace = namespace
+        self.kept = namespaces.place is not None
+
+    @contextmanager
+    def memory(self, *, create: bool) -> Iterator[BaseMemory | None]:
+        with self.namespaces.using(self.namespace, "", create=create) as opened:
+            if opened is None:
+                yield None
+                return
+            with opened.lock:
+                yield opened.memory
+
+    def episodes(self) -> EpisodeStore:
+        return self.episode_stores.open(self.namespace)
+
     def close(self) -> None:
-        self.memory.close()
-        self.episodes.close()
+        self.namespaces.close()
+        self.episode_stores.close()
 
 
-def embedded(namespace: str, data_dir: Path | None, memory: str, episodes: str) -> Stores:
-    """The stores of `namespace` in `data_dir` (None: kept in memory, gone at exit)."""
-    from himga.episodes.registry import store_factory
-    from himga.memory.registry import memory_factory
+class Remote:
+    """A namespace of a running server."""
 
-    return Stores(
-        memory_factory(memory)(namespace, data_dir),
-        store_factory(episodes)(namespace, data_dir),
-        kept=data_dir is not None,
-    )
+    def __init__(self, memory: BaseMemory, episodes: EpisodeStore) -> None:
+        self._memory = memory
+        self._episodes = episodes
+        self.kept = True
+
+    @contextmanager
+    def memory(self, *, create: bool) -> Iterator[BaseMemory | None]:
+        yield self._memory  # the server opens, or not, as its calls do
+
+    def episodes(self) -> EpisodeStore:
+        return self._episodes
+
+    def close(self) -> None:
+        self._memory.close()
+        self._episodes.close()
 
 
-def remote(target: str, namespace: str, memory: str, token: str | None) -> Stores:
+def embedded(namespace: str, data_dir: Path | None, memory: str, episodes: str) -> Embedded:
+    """The stores of `namespace` in `data_dir` (None: kept in memory, gone at exit); ValueError
+    naming what is wrong with the namespace, the memory or the store kind."""
+    from himga.service.episode_stores import EpisodeStores
+    from himga.service.namespaces import Namespaces, namespace_violations
+
+    wrong = namespace_violations(namespace)
+    if wrong:
+        raise ValueError(f"--namespace {namespace!r}: {wrong[0].description}")
+    return Embedded(Namespaces(memory, data_dir), EpisodeStores(episodes, data_dir), namespace)
+
+
+def remote(target: str, namespace: str, memory: str, token: str | None) -> Remote:
     """The stores of `namespace` in the server at `target` ("host:port")."""
     from himga.service import RemoteEpisodes, RemoteMemory
 
-    return Stores(
+    return Remote(
         RemoteMemory(target, namespace, memory=memory, token=token),
         RemoteEpisodes(target, namespace, token=token),
-        kept=True,
     )

@@ -17,6 +17,7 @@ from himga.mcp.proto_schema import fields_schema, message_schema
 from himga.mcp.records_schema import inline
 from himga.mcp.stores import Stores
 from himga.memory.base import DEFAULT_LIMIT
+from himga.memory.filters import deletion
 from himga.timeutil import to_utc_isoformat
 
 Answer = tuple[str, dict[str, Any]]
@@ -189,7 +190,9 @@ def _remember(stores: Stores, arguments: dict[str, Any]) -> Answer:
 
     session = Session.model_validate({**arguments["session"], "messages": []})
     items = [(Message.model_validate(m), session) for m in arguments["messages"]]
-    ids = stores.memory.store(items)
+    with stores.memory(create=True) as memory:
+        assert memory is not None
+        ids = memory.store(items)
     text = f"remembered {len(ids)} message(s) in session {session.session_id}: {', '.join(ids)}"
     return text, {"ids": ids, "session_id": session.session_id}
 
@@ -213,12 +216,18 @@ def _recall(stores: Stores, arguments: dict[str, Any]) -> Answer:
     from himga.service import convert
 
     request = _request(_pb().RetrieveRequest, arguments, _RECALL)
-    context, hits = stores.memory.recall(
-        request.query,
-        request.limit or DEFAULT_LIMIT,
-        filter=_filter(request),
-        max_context_tokens=request.max_context_tokens,
-    )
+    chosen = _filter(request)
+    with stores.memory(create=False) as memory:
+        context, hits = (
+            ("", [])
+            if memory is None
+            else memory.recall(
+                request.query,
+                request.limit or DEFAULT_LIMIT,
+                filter=chosen,
+                max_context_tokens=request.max_context_tokens,
+            )
+        )
     found = [
         json_format.MessageToDict(convert.hit_to_proto(hit), preserving_proto_field_name=True)
         for hit in hits
@@ -233,7 +242,10 @@ _FORGET = ("ids", "filter")
 
 def _forget(stores: Stores, arguments: dict[str, Any]) -> Answer:
     request = _request(_pb().DeleteRequest, arguments, _FORGET)
-    deleted = stores.memory.delete(builtins.list(request.ids), filter=_filter(request))
+    ids, chosen = builtins.list(request.ids), _filter(request)
+    deletion(ids, chosen)  # naming nothing is an error, whether the namespace exists or not
+    with stores.memory(create=False) as memory:
+        deleted = 0 if memory is None else memory.delete(ids, filter=chosen)
     return f"forgot {deleted} message(s)", {"deleted": deleted}
 
 
@@ -259,7 +271,7 @@ def _record_episode(stores: Stores, arguments: dict[str, Any]) -> Answer:
     from himga.records import EpisodeTrace
 
     episode = EpisodeTrace.from_dict(arguments["episode"])
-    stores.episodes.record(episode)
+    stores.episodes().record(episode)
     timestamp = episode.to_dict()["timestamp"]
     return f"recorded episode {episode.id}", {"id": episode.id, "timestamp": timestamp}
 
@@ -268,7 +280,7 @@ def _find_episodes(stores: Stores, arguments: dict[str, Any]) -> Answer:
     from himga.records import TaskContext
 
     request = _request(_pb().SearchEpisodesRequest, arguments, _FIND)
-    found = stores.episodes.search(
+    found = stores.episodes().search(
         TaskContext.from_dict(arguments["task"]),
         request.query,
         request.limit,
