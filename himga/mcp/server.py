@@ -8,7 +8,7 @@ again), naming each field that is wrong."""
 import logging
 import socket
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import mcp_types as types
@@ -18,8 +18,9 @@ from mcp.server.stdio import stdio_server
 import himga
 from himga.errors import HimgaError
 from himga.mcp.stores import Stores
-from himga.mcp.tools import Answer, Tool, tools
-from himga.memory.commit import CallerGone, Terms, committing
+
+if TYPE_CHECKING:
+    from himga.mcp.tools import Answer, Tool
 
 _log = logging.getLogger("himga.mcp")
 
@@ -41,7 +42,7 @@ def instructions(stores: Stores) -> str:
     return INSTRUCTIONS + ("" if stores.kept else NOWHERE)
 
 
-def listing(tool: Tool) -> types.Tool:
+def listing(tool: "Tool") -> types.Tool:
     """A tool as tools/list gives it."""
     return types.Tool(
         name=tool.name,
@@ -63,11 +64,16 @@ def create(stores: Stores) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        from himga.mcp.tools import tools  # the schemas and validators: not before a call
+
         return types.ListToolsResult(tools=[listing(tool) for tool in tools().values()])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        from himga.mcp.tools import tools
+        from himga.memory.commit import CallerGone, Terms, committing
+
         tool = tools().get(params.name)
         if tool is None:
             return _error(f"no tool {params.name!r}; tools: {', '.join(tools())}")
@@ -80,7 +86,7 @@ def create(stores: Stores) -> Server[Any]:
             if gone.is_set():
                 raise CallerGone("the MCP call was cancelled before its write committed")
 
-        def run() -> Answer:
+        def run() -> "Answer":
             with committing(Terms(still_wanted)):  # checked by each write just before COMMIT
                 return tool.run(stores, arguments)
 

@@ -7,17 +7,20 @@ himga memory and store implement, so the tools never know which they hold.
 A tool asks for the memory with `create`: a write makes the namespace, a read or a forget of a
 namespace that does not exist opens nothing and finds nothing (as the server's Retrieve and
 Delete do). Embedded calls to one namespace run one at a time (memories need not be
-thread-safe; the server takes the same lock)."""
+thread-safe; the server takes the same lock). Nothing of the stores is imported until they are
+opened (`Opening`)."""
 
-from collections.abc import Iterator
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from himga.episodes.base import EpisodeStore
-from himga.memory.base import BaseMemory
-
 if TYPE_CHECKING:
+    from himga.episodes.base import EpisodeStore
+    from himga.memory.base import BaseMemory
     from himga.service.episode_stores import EpisodeStores
     from himga.service.namespaces import Namespaces
 
@@ -40,7 +43,7 @@ class Embedded:
     """A namespace of a data directory (None: kept in memory, gone at exit), opened by the
     server's opener (himga.service.namespaces, himga.service.episode_stores)."""
 
-    def __init__(self, namespaces: "Namespaces", episodes: "EpisodeStores", namespace: str):
+    def __init__(self, namespaces: Namespaces, episodes: EpisodeStores, namespace: str):
         self.namespaces = namespaces
         self.episode_stores = episodes
         self.namespace = namespace
@@ -83,16 +86,53 @@ class Remote:
         self._episodes.close()
 
 
-def embedded(namespace: str, data_dir: Path | None, memory: str, episodes: str) -> Embedded:
-    """The stores of `namespace` in `data_dir` (None: kept in memory, gone at exit); ValueError
-    naming what is wrong with the namespace, the memory or the store kind."""
+class Opening:
+    """Stores opened by `make` on first use (once, whoever asks first), so that a server
+    answers `initialize` before it imports or opens any of them. `kept` is known before."""
+
+    def __init__(self, make: Callable[[], Stores], kept: bool) -> None:
+        self._make = make
+        self._opened: Stores | None = None
+        self._lock = threading.Lock()
+        self.kept = kept
+
+    def opened(self) -> Stores:
+        with self._lock:
+            if self._opened is None:
+                self._opened = self._make()
+            return self._opened
+
+    def memory(self, *, create: bool) -> AbstractContextManager[BaseMemory | None]:
+        return self.opened().memory(create=create)
+
+    def episodes(self) -> EpisodeStore:
+        return self.opened().episodes()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._opened is not None:
+                self._opened.close()
+
+
+def embedded(
+    namespace: str, data_dir: Path | None, memory: str | None = None, episodes: str | None = None
+) -> Embedded:
+    """The stores of `namespace` in `data_dir` (None: kept in memory, gone at exit), with the
+    memory and episode store kinds named (None: the defaults `himga serve` uses); ValueError
+    naming what is wrong with the namespace or the kinds."""
+    from himga.episodes.registry import DEFAULT_STORE
+    from himga.memory.registry import DEFAULT_MEMORY
     from himga.service.episode_stores import EpisodeStores
     from himga.service.namespaces import Namespaces, namespace_violations
 
     wrong = namespace_violations(namespace)
     if wrong:
         raise ValueError(f"--namespace {namespace!r}: {wrong[0].description}")
-    return Embedded(Namespaces(memory, data_dir), EpisodeStores(episodes, data_dir), namespace)
+    return Embedded(
+        Namespaces(memory or DEFAULT_MEMORY, data_dir),
+        EpisodeStores(episodes or DEFAULT_STORE, data_dir),
+        namespace,
+    )
 
 
 def remote(target: str, namespace: str, memory: str, token: str | None) -> Remote:

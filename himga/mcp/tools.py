@@ -16,8 +16,6 @@ from himga import validation
 from himga.mcp.proto_schema import fields_schema, message_schema
 from himga.mcp.records_schema import inline
 from himga.mcp.stores import Stores
-from himga.memory.base import DEFAULT_LIMIT
-from himga.memory.filters import deletion
 from himga.timeutil import to_utc_isoformat
 
 Answer = tuple[str, dict[str, Any]]
@@ -213,6 +211,7 @@ _RECALL = ("query", "limit", "filter", "max_context_tokens")
 def _recall(stores: Stores, arguments: dict[str, Any]) -> Answer:
     from google.protobuf import json_format
 
+    from himga.memory.base import DEFAULT_LIMIT
     from himga.service import convert
 
     request = _request(_pb().RetrieveRequest, arguments, _RECALL)
@@ -242,6 +241,8 @@ _FORGET = ("ids", "filter")
 
 def _forget(stores: Stores, arguments: dict[str, Any]) -> Answer:
     request = _request(_pb().DeleteRequest, arguments, _FORGET)
+    from himga.memory.filters import deletion
+
     ids, chosen = builtins.list(request.ids), _filter(request)
     deletion(ids, chosen)  # naming nothing is an error, whether the namespace exists or not
     with stores.memory(create=False) as memory:
@@ -298,6 +299,8 @@ _COUNT = {"type": "integer", "minimum": 0}
 @cache
 def tools() -> dict[str, Tool]:
     """The tools by name (made on first use: `initialize` needs none of this)."""
+    from himga.memory.base import DEFAULT_LIMIT
+
     pb = _pb()
     tools = (
         Tool(
