@@ -34,14 +34,25 @@ class Undecodable:
     """A request whose bytes did not decode into its method's message, with why (one line) and
     their size; `violations` names the offending fields when the decoder could tell (ProtoJSON
     can: `limit` is not a number; a broken protobuf cannot). Handed to the interceptor chain in
-    place of the request, which answers INVALID_ARGUMENT (himga.service.decoding)."""
+    place of the request, which answers INVALID_ARGUMENT (himga.service.core.core); `more` counts
+    violations found past those named, `unchecked` says the decoder stopped looking before the
+    end (himga.service.core.bounds)."""
 
-    __slots__ = ("size", "violations", "why")
+    __slots__ = ("more", "size", "unchecked", "violations", "why")
 
-    def __init__(self, why: str, size: int, violations: tuple[FieldViolation, ...] = ()) -> None:
+    def __init__(
+        self,
+        why: str,
+        size: int,
+        violations: tuple[FieldViolation, ...] = (),
+        more: int = 0,
+        unchecked: bool = False,
+    ) -> None:
         self.why = why
         self.size = size
         self.violations = violations
+        self.more = more
+        self.unchecked = unchecked
 
 
 def is_call(error: grpc.RpcError) -> bool:

@@ -39,7 +39,13 @@ def server_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def memory_server(server_data_dir: Path) -> Iterator[str]:
     """The target ("127.0.0.1:PORT") of a memory server with the default memory, shared by the
     session; tests keep apart by using namespaces of their own."""
-    server, port = create_server("127.0.0.1:0", memory=DEFAULT_MEMORY, data_dir=server_data_dir)
+    server, port = create_server(
+        "127.0.0.1:0",
+        memory=DEFAULT_MEMORY,
+        data_dir=server_data_dir,
+        http_address=("127.0.0.1", 0),
+    )
+    HTTP_PORTS[f"127.0.0.1:{port}"] = f"http://127.0.0.1:{server.http_port}"
     try:
         yield f"127.0.0.1:{port}"
     finally:
@@ -64,7 +70,8 @@ def database(postgres: postgres_cluster.Postgres) -> Iterator[Database]:
 def postgres_memory_server(database: Database) -> Iterator[str]:
     """The target of a memory server over the session's database (memory and episodes in
     PostgreSQL), shared by the session."""
-    server, port = create_server("127.0.0.1:0", database=database)
+    server, port = create_server("127.0.0.1:0", database=database, http_address=("127.0.0.1", 0))
+    HTTP_PORTS[f"127.0.0.1:{port}"] = f"http://127.0.0.1:{server.http_port}"
     try:
         yield f"127.0.0.1:{port}"
     finally:
@@ -83,6 +90,10 @@ def place_of(request: pytest.FixtureRequest, tmp_path: Path) -> "Callable[[str],
         return tmp_path
 
     return place
+
+
+HTTP_PORTS: dict[str, str] = {}
+"""The HTTP port (a base URL) of each session server, by its gRPC target."""
 
 
 @pytest.fixture

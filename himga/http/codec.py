@@ -30,6 +30,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from himga.http import protojson
+from himga.service.core.bounds import Violations
 from himga.status import FieldViolation, Undecodable
 
 _local = threading.local()
@@ -37,32 +38,34 @@ _local = threading.local()
 
 @contextmanager
 def serving() -> Iterator[None]:
-    """Within: a request that does not decode on this thread is kept for `undecodable` instead
-    of raising."""
-    _local.serving, _local.failure = True, None
+    """Within: a request decoded on this thread is not parsed but kept, bytes and codec, for
+    `taken`, so that the core parses it once the caller's token is known good."""
+    _local.serving, _local.body = True, None
     try:
         yield
     finally:
-        _local.serving, _local.failure = False, None
+        _local.serving, _local.body = False, None
 
 
-def undecodable(request: object) -> Undecodable | None:
-    """Why `request`, decoded on this thread within `serving()`, did not decode; None if it
-    did."""
-    failure: tuple[object, Undecodable] | None = getattr(_local, "failure", None)
-    if failure is None or failure[0] is not request:
+def taken(request: object) -> tuple[bytes, "JsonCodec | ProtoCodec"] | None:
+    """The bytes and codec of `request`, the message a codec left empty on this thread within
+    `serving()`; None if it was decoded."""
+    body: tuple[object, bytes, JsonCodec | ProtoCodec] | None = getattr(_local, "body", None)
+    if body is None or body[0] is not request:
         return None
-    _local.failure = None
-    return failure[1]
+    _local.body = None
+    return body[1], body[2]
 
 
-def _failed(message: Message, error: Exception, data: bytes | bytearray, found: Any) -> Message:
+def _kept(message: Message, data: bytes | bytearray, codec: "JsonCodec | ProtoCodec") -> bool:
     if not getattr(_local, "serving", False):
-        raise error
-    message.Clear()
-    why = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
-    _local.failure = (message, Undecodable(why, len(data), tuple(found)))
-    return message
+        return False
+    _local.body = (message, bytes(data), codec)
+    return True
+
+
+def _why(error: Exception) -> str:
+    return str(error).splitlines()[0][:200] if str(error) else type(error).__name__
 
 
 class JsonCodec:
@@ -79,15 +82,27 @@ class JsonCodec:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
     def decode(self, data: bytes | bytearray, message: Message) -> Message:
-        try:
-            if _LOWER_CASE_TIME.search(data) is None:
-                json_format.Parse(bytes(data), message)
-            else:
-                value = json.loads(data, object_pairs_hook=_once_each)
-                json_format.ParseDict(upper_case_times(value, message.DESCRIPTOR), message)
-        except Exception as error:  # ParseError, UnicodeDecodeError, RecursionError (nesting)
-            return _failed(message, error, data, json_violations(data, message.DESCRIPTOR))
+        if _kept(message, data, self):
+            return message
+        self._into(data, message)
         return message
+
+    def parse(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
+        """`data` as a `kind`, or an Undecodable naming its offending fields."""
+        message = kind()
+        try:
+            self._into(data, message)
+        except Exception as error:  # ParseError, UnicodeDecodeError, RecursionError (nesting)
+            found = json_violations(data, message.DESCRIPTOR)
+            return Undecodable(_why(error), len(data), tuple(found), found.more, found.unchecked)
+        return message
+
+    def _into(self, data: bytes | bytearray, message: Message) -> None:
+        if _LOWER_CASE_TIME.search(data) is None:
+            json_format.Parse(bytes(data), message)
+        else:
+            value = json.loads(data, object_pairs_hook=_once_each)
+            json_format.ParseDict(upper_case_times(value, message.DESCRIPTOR), message)
 
 
 class ProtoCodec:
@@ -100,11 +115,16 @@ class ProtoCodec:
         return message.SerializeToString()
 
     def decode(self, data: bytes | bytearray, message: Message) -> Message:
-        try:
+        if not _kept(message, data, self):
             message.ParseFromString(bytes(data))
-        except Exception as error:  # DecodeError
-            return _failed(message, error, data, ())
         return message
+
+    def parse(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
+        """`data` as a `kind`, or why not (a broken protobuf names no field)."""
+        try:
+            return kind.FromString(data)
+        except Exception as error:  # DecodeError
+            return Undecodable(_why(error), len(data))
 
 
 # A date-time written with a lower-case `t` or `z`, as RFC 3339 and the schemas allow and
@@ -159,20 +179,26 @@ def install() -> None:
         raise RuntimeError("connect-python's codec table moved: himga.http.codec needs updating")
 
 
-def json_violations(data: bytes | bytearray, descriptor: Any) -> list[FieldViolation]:
+def json_violations(data: bytes | bytearray, descriptor: Any) -> Violations:
     """What is wrong with `data` as the ProtoJSON of a `descriptor` message: each offending
     field by its path (`items[2].session.date_str`) and the rule it breaks; one violation of
-    the whole body when no field is to blame (not JSON, a key given twice)."""
+    the whole body when no field is to blame (not JSON, a key given twice). The walk stops at
+    the bound of himga.service.core.bounds: past it, unknown keys are only counted, and nothing
+    else is looked at."""
+    found = Violations()
     try:
         value = json.loads(data)
     except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-        return [FieldViolation("", f"the body is not JSON: {error}")]
+        found.append(FieldViolation("", f"the body is not JSON: {error}"))
+        return found
     except RecursionError:
-        return [FieldViolation("", "the body nests arrays or objects too deeply")]
+        found.append(FieldViolation("", "the body nests arrays or objects too deeply"))
+        return found
     try:
-        return _object(upper_case_times(value, descriptor), descriptor, "")
+        _object(upper_case_times(value, descriptor), descriptor, "", found)
     except RecursionError:
-        return [FieldViolation("", "the body nests objects too deeply")]
+        found.append(FieldViolation("", "the body nests objects too deeply"))
+    return found
 
 
 def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -185,46 +211,62 @@ def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def _object(value: Any, descriptor: Descriptor, path: str) -> list[FieldViolation]:
+def _object(value: Any, descriptor: Descriptor, path: str, found: Violations) -> None:
     if not isinstance(value, dict):
-        return [FieldViolation(path, f"must be a JSON object ({descriptor.name})")]
-    found: list[FieldViolation] = []
+        found.append(FieldViolation(path, f"must be a JSON object ({descriptor.name})"))
+        return
     for key, item in value.items():
-        where = f"{path}.{key}" if path else key
         field = _field(descriptor, key)
+        if found.full:  # past the bound: count what a look at the key tells, walk nothing
+            if field is None:
+                found.more += 1
+            else:
+                found.unchecked = True
+            continue
+        where = f"{path}.{key}" if path else key
         if field is None:
             found.append(FieldViolation(where, f"{descriptor.name} has no such field"))
         elif not _parses(descriptor, {key: item}):
-            found.extend(_inside(field, item, where) or [_broken(field, where)])
-    return found
+            before = len(found)
+            _inside(field, item, where, found)
+            if len(found) == before and not found.full:
+                found.append(_broken(field, where))
 
 
-def _inside(field: FieldDescriptor, item: Any, where: str) -> list[FieldViolation]:
+def _inside(field: FieldDescriptor, item: Any, where: str, found: Violations) -> None:
     """The violations within a field that does not parse, when they can be told apart."""
     if _is_map(field):
         if not isinstance(item, dict):
-            return []
+            return
         value = _map_value(field)
-        return [
-            FieldViolation(f"{where}.{key}", f"must be {_kind(value)}")
-            for key, element in item.items()
-            if not _parses(_owner(field), {field.name: {key: element}})
-        ]
+        for key, element in item.items():
+            if found.full:
+                found.unchecked = True
+                return
+            if not _parses(_owner(field), {field.name: {key: element}}):
+                found.append(FieldViolation(f"{where}.{key}", f"must be {_kind(value)}"))
+        return
     if field.is_repeated and isinstance(item, list):
-        found: list[FieldViolation] = []
         for index, element in enumerate(item):
+            if found.full:
+                found.unchecked = True
+                return
             if not _parses(_owner(field), {field.name: [element]}):
                 at = f"{where}[{index}]"
-                found.extend(_single(field, element, at) or [_broken(field, at, element=True)])
-        return found
-    return [] if field.is_repeated else _single(field, item, where)
+                before = len(found)
+                _single(field, element, at, found)
+                if len(found) == before and not found.full:
+                    found.append(_broken(field, at, element=True))
+        return
+    if not field.is_repeated:
+        _single(field, item, where, found)
 
 
-def _single(field: FieldDescriptor, item: Any, where: str) -> list[FieldViolation]:
+def _single(field: FieldDescriptor, item: Any, where: str, found: Violations) -> None:
     kind = field.message_type
     if kind is None or _well_known(kind) or not isinstance(item, dict):
-        return []
-    return _object(item, kind, where)
+        return
+    _object(item, kind, where, found)
 
 
 def _broken(field: FieldDescriptor, where: str, *, element: bool = False) -> FieldViolation:

@@ -56,7 +56,7 @@ class HttpServer:
             config.create_ssl_context()  # an unreadable file fails now, at start-up
         self._config = config
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="himga-http")
-        self._app = InThreads(app, self._pool, app.max_body_bytes)
+        self._app = InThreads(app, self._pool, app.max_body_bytes, app.core.refusals.refused)
         self._loop = asyncio.new_event_loop()
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()

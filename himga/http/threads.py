@@ -14,12 +14,16 @@ import asyncio
 import io
 import json
 import sys
+import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
 
 from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, HTTPScope, Scope
 
 from himga.http.app import Environ, WsgiApp
+from himga.http.handlers import ARRIVED, GONE
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -29,8 +33,15 @@ class InThreads:
     `max_body_bytes` is refused as soon as that many bytes have come: 413, with Connect's error
     JSON (resource_exhausted), which Connect clients read as they read any error."""
 
-    def __init__(self, app: WsgiApp, pool: Executor, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: WsgiApp,
+        pool: Executor,
+        max_body_bytes: int,
+        refused: Callable[[str, str, str, str], None] | None = None,
+    ) -> None:
         self._app = app
+        self._refused = refused  # the core's log policy (himga.service.core.refusals)
         self._pool = pool
         self._max_body_bytes = max_body_bytes
         message = f"the request body is over {max_body_bytes} bytes, the most this server takes"
@@ -45,19 +56,33 @@ class InThreads:
         if scope["type"] != "http":
             return
         body = bytearray()
+        arrived = time.monotonic()
         while True:
             message = await receive()
             if message["type"] != "http.request":
                 return  # the client went away
             body += message["body"]
             if len(body) > self._max_body_bytes:
+                if self._refused is not None:
+                    peer = scope.get("client") or ("", 0)
+                    why = f"a body over {self._max_body_bytes} bytes"
+                    self._refused("limits", scope["path"], f"http:{peer[0]}:{peer[1]}", why)
                 await _send(send, 413, [(b"content-type", b"application/json")], self._too_large)
                 return
             if not message["more_body"]:
                 break
         loop = asyncio.get_running_loop()
-        answer = await loop.run_in_executor(self._pool, self._answer, environ(scope, bytes(body)))
-        await _send(send, *answer)
+        found = environ(scope, bytes(body))
+        gone = threading.Event()
+        found[ARRIVED], found[GONE] = arrived, gone
+        answering = loop.run_in_executor(self._pool, self._answer, found)
+        watching = asyncio.ensure_future(_hang_up(receive, gone))
+        try:
+            answer = await answering
+        finally:
+            watching.cancel()
+        if not gone.is_set():
+            await _send(send, *answer)
 
     def _answer(self, environ: Environ) -> tuple[int, Headers, bytes]:
         """The status, headers and whole body of the WSGI application's answer."""
@@ -78,6 +103,15 @@ class InThreads:
             (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers
         ]
         return int(status.split(" ", 1)[0]), encoded, body
+
+
+async def _hang_up(receive: ASGIReceiveCallable, gone: threading.Event) -> None:
+    """Set `gone` once the client disconnects (a write still in flight then rolls back)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
 
 
 async def _send(send: ASGISendCallable, status: int, headers: Headers, body: bytes) -> None:

@@ -1,5 +1,6 @@
-"""Who may call what: the right each RPC needs (`METHOD_RIGHTS`, the one table) and the server
-interceptor that checks a call's bearer token against the auth file (himga.service.tokens).
+"""Who may call what: the right each RPC needs (`METHOD_RIGHTS`, the one table) and `Auth`, which
+the core (himga.service.core.core) asks of every call, whatever its door, to check its bearer token
+against the auth file (himga.service.tokens).
 
 Every call but those of `OPEN` services (health, reflection) carries `authorization: Bearer
 TOKEN`. No token, or one the file does not hold: UNAUTHENTICATED. A token that does not grant
@@ -18,11 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
-import grpc
-
 from himga.service import tokens
 from himga.service.errors import PermissionDenied, Unauthenticated
-from himga.service.interceptors import metadata_value, refusing, wrap
 from himga.service.namespaces import namespace_violations
 from himga.service.tokens import Grant, Right, Tokens
 
@@ -95,55 +93,48 @@ class AuthFile:
         return True
 
 
-class AuthInterceptor(grpc.ServerInterceptor):
-    """Refuses calls whose token is missing, unknown, or short of the method's right."""
+class Auth:
+    """Who may call what, as the core asks it once per call: `caller` before the request is
+    read, `allow` once it is."""
 
-    def __init__(self, auth: TokenSource, on_failure: Any = None) -> None:
-        self._auth = auth
-        self._on_failure = on_failure  # called with the failure's reason, as metrics count them
+    def __init__(self, source: TokenSource) -> None:
+        self.source = source
 
-    def intercept_service(
-        self, continuation: Any, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
-        method: str = handler_call_details.method
-        handler: grpc.RpcMethodHandler | None = continuation(handler_call_details)
+    def caller(self, method: str, token: str | None) -> Grant | None:
+        """The grant of `token` for a call of `method`; None for a method anyone may call.
+        Unauthenticated without a token the source holds; PermissionDenied for a method the
+        table does not list."""
         listed = method in METHOD_RIGHTS
         if listed and METHOD_RIGHTS[method] is OPEN:
-            return handler
-        grant = self._grant(handler_call_details)
-        if grant is None:
-            return refusing(handler, self._failed(Unauthenticated(_UNAUTHENTICATED), method))
-        if not listed or handler is None:
-            _log.warning("refused %s: no right is assigned to it (token %s)", method, grant.id)
-            refused = PermissionDenied(f"the server allows no one to call {method}")
-            return refusing(handler, self._failed(refused, method))
-        right = METHOD_RIGHTS[method]
-        assert right is not None
-
-        def check(request: Any, context: grpc.ServicerContext) -> None:
-            namespace = _namespace(request)
-            if namespace is _UNREAD or grant.allows(right, namespace):
-                return
-            if namespace is not None and namespace_violations(namespace):
-                return  # no such namespace can exist: the call answers INVALID_ARGUMENT
-            where = "every namespace" if namespace is None else f"namespace {namespace!r}"
-            raise self._failed(
-                PermissionDenied(f"the token does not grant {right!r} on {where}"), method
-            )
-
-        return wrap(handler, method, check=check)
-
-    def _grant(self, details: grpc.HandlerCallDetails) -> Grant | None:
-        value = metadata_value(details, "authorization")
-        if value is None or not value.lower().startswith(_BEARER):
             return None
-        return self._auth.tokens.find(value[len(_BEARER) :].strip())
+        grant = self.source.tokens.find(token) if token is not None else None
+        if grant is None:
+            raise Unauthenticated(_UNAUTHENTICATED)
+        if not listed:
+            _log.warning("refused %s: no right is assigned to it (token %s)", method, grant.id)
+            raise PermissionDenied(f"the server allows no one to call {method}")
+        return grant
 
-    def _failed(self, error: Exception, method: str) -> Exception:
-        _log.info("refused %s: %s", method, type(error).__name__)
-        if self._on_failure is not None:
-            self._on_failure(type(error).__name__)
-        return error
+    def allow(self, grant: Grant | None, method: str, request: Any) -> None:
+        """PermissionDenied unless `grant` gives the method's right on the request's namespace
+        (a namespace that breaks the naming rule is left to the call to refuse)."""
+        right = METHOD_RIGHTS.get(method)
+        if grant is None or right is None:
+            return
+        namespace = _namespace(request)
+        if namespace is _UNREAD or grant.allows(right, namespace):
+            return
+        if namespace is not None and namespace_violations(namespace):
+            return  # no such namespace can exist: the call answers INVALID_ARGUMENT
+        where = "every namespace" if namespace is None else f"namespace {namespace!r}"
+        raise PermissionDenied(f"the token does not grant {right!r} on {where}")
+
+
+def bearer_token(value: str | None) -> str | None:
+    """The token of an `authorization` header or metadata value ("Bearer TOKEN"), or None."""
+    if value is None or not value.lower().startswith(_BEARER):
+        return None
+    return value[len(_BEARER) :].strip()
 
 
 _UNAUTHENTICATED = (
@@ -156,7 +147,7 @@ _UNREAD = object()
 def _namespace(request: Any) -> Any:
     """The namespace a request names; None when its message has no namespace field (the call
     then needs a grant of every namespace); _UNREAD for a request that could not be decoded
-    (refused as such right after)."""
+    (refused as such before this is asked)."""
     descriptor = getattr(request, "DESCRIPTOR", None)
     if descriptor is None:
         return _UNREAD

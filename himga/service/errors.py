@@ -26,18 +26,29 @@ from himga.errors import (
     Unsupported,
 )
 from himga.memory.commit import CallerGone
+from himga.service.core import bounds
 from himga.status import ERROR_DOMAIN, FieldViolation, field_violations, is_call, reason_of
 
 _log = logging.getLogger(__name__)
 
 
 class InvalidRequest(HimgaError, ValueError):
-    """A request breaks one or more rules; `violations` names every offending field. (A memory
-    raises InvalidArgument for one field; it travels as an InvalidRequest naming that field.)"""
+    """A request breaks one or more rules; `violations` names the offending fields found, `more`
+    counts others found past them, and `unchecked` says the check stopped before the end of the
+    request (himga.service.core.bounds). (A memory raises InvalidArgument for one field; it
+    travels as an InvalidRequest naming that field.)"""
 
-    def __init__(self, violations: list[FieldViolation]) -> None:
-        super().__init__("; ".join(str(v) for v in violations))
+    def __init__(
+        self, violations: list[FieldViolation], more: int = 0, unchecked: bool = False
+    ) -> None:
+        super().__init__(bounds.message(violations, more, unchecked))
         self.violations = violations
+        self.more = more
+        self.unchecked = unchecked
+
+    def shown(self) -> list[FieldViolation]:
+        """The violations an answer carries (the first ones, then how many were left out)."""
+        return bounds.shown(self.violations, self.more, self.unchecked)
 
 
 class MemoryMismatch(HimgaError, RuntimeError):
@@ -104,26 +115,50 @@ def error_kind(exc: Exception) -> ErrorKind:
     return INTERNAL
 
 
-def abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
-    """End the call with the status of `exc`: its code, its ErrorInfo, and its field violations
-    as BadRequest. An unexpected exception is logged; the caller learns only that it happened."""
+@dataclass(frozen=True, slots=True)
+class Described:
+    """What every door sends for one failed call: its kind (code and reason), its message, and
+    for a bad request the field violations, bounded (himga.service.core.bounds)."""
+
+    kind: ErrorKind
+    message: str
+    violations: tuple[FieldViolation, ...] = ()
+
+    def details(self) -> list[ProtoMessage]:
+        """The google.rpc details: an ErrorInfo, and a BadRequest for a bad request."""
+        found: list[ProtoMessage] = [
+            error_details_pb2.ErrorInfo(reason=self.kind.reason, domain=ERROR_DOMAIN)
+        ]
+        if self.violations:
+            violations = [
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=v.field, description=v.description
+                )
+                for v in self.violations
+            ]
+            found.append(error_details_pb2.BadRequest(field_violations=violations))
+        return found
+
+
+def describe(exc: Exception) -> Described:
+    """How `exc` travels: by `ERROR_KINDS`; an unexpected exception as INTERNAL, its message
+    kept from the caller (the core logs it)."""
     if isinstance(exc, InvalidArgument):
         exc = InvalidRequest([FieldViolation(exc.field, exc.rule)])
     kind = error_kind(exc)
     if kind is INTERNAL:
-        _log.exception("internal error", exc_info=exc)
-        message = "internal error (logged by the server)"
-    else:
-        message = str(exc)
-    status = status_pb2.Status(code=kind.code.value[0], message=message)
-    info = error_details_pb2.ErrorInfo(reason=kind.reason, domain=ERROR_DOMAIN)
-    status.details.append(_packed(info))
+        return Described(kind, "internal error (logged by the server)")
     if isinstance(exc, InvalidRequest):
-        violations = [
-            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
-            for v in exc.violations
-        ]
-        status.details.append(_packed(error_details_pb2.BadRequest(field_violations=violations)))
+        return Described(kind, str(exc), tuple(exc.shown()))
+    return Described(kind, str(exc))
+
+
+def abort(context: grpc.ServicerContext, exc: Exception) -> NoReturn:
+    """End the gRPC call with the status of `exc` (`describe`): its code, its ErrorInfo, and
+    its field violations as BadRequest."""
+    described = describe(exc)
+    status = status_pb2.Status(code=described.kind.code.value[0], message=described.message)
+    status.details.extend(_packed(detail) for detail in described.details())
     context.abort_with_status(rpc_status.to_status(status))
     raise AssertionError("abort_with_status returned")  # it raises; this keeps mypy honest
 

@@ -11,19 +11,19 @@ gRPC stopped, so no call that committed is answered UNAVAILABLE.
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-import grpc
+from typing import Protocol
 
 from himga.memory.commit import CallerGone
-from himga.service.errors import ServerStopping, abort
-from himga.service.interceptors import wrap
-
-TRACKED_PREFIX = "/himga."
-"""Calls to services under this prefix are counted; health and reflection answer throughout."""
+from himga.service.errors import ServerStopping
 
 
-class Calls(grpc.ServerInterceptor):
+class Waiting(Protocol):
+    """A call's context, as far as a write asks of it (himga.service.core.context.CallContext)."""
+
+    def is_active(self) -> bool: ...
+
+
+class Calls:
     """Counts the calls in flight, refuses new ones once closing, and tells a write whether it
     is still wanted (its caller still waits, the server is not abandoning it)."""
 
@@ -37,23 +37,16 @@ class Calls(grpc.ServerInterceptor):
     def in_flight(self) -> int:
         return self._in_flight
 
-    def intercept_service(
-        self, continuation: Any, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
-        handler: grpc.RpcMethodHandler | None = continuation(handler_call_details)
-        method: str = handler_call_details.method
-        if handler is None or not method.startswith(TRACKED_PREFIX):
-            return handler
-        return wrap(handler, method, around=self._tracked)
-
     @contextmanager
-    def _tracked(self, method: str, context: grpc.ServicerContext) -> Iterator[None]:
+    def tracked(self) -> Iterator[None]:
+        """Count the block as a call in flight; ServerStopping once closing (the core runs
+        every call of himga's services in one; health and reflection answer throughout)."""
         with self._changed:
             closing = self._closing
             if not closing:
                 self._in_flight += 1
         if closing:
-            abort(context, ServerStopping("the server is stopping: call another, or again soon"))
+            raise ServerStopping("the server is stopping: call another, or again soon")
         try:
             yield
         finally:
@@ -61,12 +54,12 @@ class Calls(grpc.ServerInterceptor):
                 self._in_flight -= 1
                 self._changed.notify_all()
 
-    def still_wanted(self, context: grpc.ServicerContext) -> None:
-        """Raise unless a write of the call of `context` may commit."""
+    def still_wanted(self, context: Waiting) -> None:
+        """Raise unless a write of the call of `context` may commit: its caller still there,
+        its deadline (read now) not passed, the server not abandoning it."""
         if self._abandoning:
             raise ServerStopping("the server stopped before this write committed; nothing stored")
-        remaining = context.time_remaining()
-        if not context.is_active() or (remaining is not None and remaining <= 0):
+        if not context.is_active():
             raise CallerGone("the call ended (deadline or cancellation) before it committed")
 
     def close(self) -> None:

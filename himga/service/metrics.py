@@ -4,27 +4,24 @@ default), from a registry of their own (so several servers in one process keep a
   himga_calls_total{method, code}       calls ended, by full method name and status code
   himga_call_seconds{method}            how long calls took (a histogram)
   himga_auth_failures_total{reason}     calls refused by auth: Unauthenticated, PermissionDenied
+  himga_refusals_total{kind}            calls refused before their handler ran, by kind: auth,
+                                        decoding, limits (himga.service.core.refusals)
   himga_open_namespaces                 namespaces open now
   himga_store_bytes                     bytes of the files in the data directory
 """
 
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from himga.service.interceptors import wrap
 
-
-class Metrics(grpc.ServerInterceptor):
-    """The metrics of one server; as its first interceptor it sees every call."""
+class Metrics:
+    """The metrics of one server; the core (himga.service.core) tells it of every call of himga's
+    services, whatever door it came through."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -46,6 +43,12 @@ class Metrics(grpc.ServerInterceptor):
             ["reason"],
             registry=self.registry,
         )
+        self.refusals = Counter(
+            "himga_refusals",
+            "Calls refused before their handler ran, by kind.",
+            ["kind"],
+            registry=self.registry,
+        )
         self.open_namespaces = Gauge(
             "himga_open_namespaces", "Namespaces open now.", registry=self.registry
         )
@@ -63,23 +66,13 @@ class Metrics(grpc.ServerInterceptor):
     def auth_failed(self, reason: str) -> None:
         self.auth_failures.labels(reason).inc()
 
-    def intercept_service(
-        self, continuation: Any, handler_call_details: grpc.HandlerCallDetails
-    ) -> grpc.RpcMethodHandler | None:
-        handler: grpc.RpcMethodHandler | None = continuation(handler_call_details)
-        if handler is None:
-            return None
-        return wrap(handler, handler_call_details.method, around=self._measured)
+    def refused(self, kind: str) -> None:
+        self.refusals.labels(kind).inc()
 
-    @contextmanager
-    def _measured(self, method: str, context: grpc.ServicerContext) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds.labels(method).observe(time.perf_counter() - start)
-            code = context.code() or grpc.StatusCode.OK  # type: ignore[attr-defined]
-            self.calls.labels(method, code.name).inc()
+    def ended(self, method: str, code: str, seconds: float) -> None:
+        """Count a call of `method` ended with status `code` ("OK", "INVALID_ARGUMENT")."""
+        self.seconds.labels(method).observe(seconds)
+        self.calls.labels(method, code).inc()
 
     def serve(self, address: str, port: int) -> int:
         """Serve /metrics over HTTP on `address`:`port` (0: a free one); the port."""

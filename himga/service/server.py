@@ -10,21 +10,20 @@ from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from himga_proto.memory.v1 import memory_pb2, memory_pb2_grpc
+from himga_proto.memory.v1 import memory_pb2
 
 from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE
 from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY
-from himga.service import reflection
-from himga.service.auth import AuthInterceptor, TokenSource
+from himga.service import doors, reflection, servicer
+from himga.service.auth import TokenSource
+from himga.service.core.build import build_core
 from himga.service.credentials import ServerTls
-from himga.service.decoding import DecodingInterceptor
+from himga.service.doors import DoorConfig
 from himga.service.episode_stores import EpisodeStores
-from himga.service.episodes import EpisodeServicer
 from himga.service.lifecycle import Calls
 from himga.service.metrics import Metrics
 from himga.service.namespaces import Namespaces
 from himga.service.resources import StoreHealth
-from himga.service.servicer import MemoryServicer
 from himga.storage.place import Place
 
 SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
@@ -40,7 +39,6 @@ FLUSH_SECONDS = 1.0
 _log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from himga.http.server import HttpServer
     from himga.storage.postgres import Database
 
 
@@ -59,7 +57,7 @@ class MemoryServer:
         store: StoreHealth | None = None,
         auth: TokenSource | None = None,
         episodes: EpisodeStores | None = None,
-        http: "HttpServer | None" = None,
+        http: "doors.Door | None" = None,
     ) -> None:
         self.grpc_server = server
         self._health = health_servicer
@@ -153,16 +151,20 @@ def create_server(
     episode_stores = EpisodeStores(episodes, place)
     credentials = tls.credentials() if tls is not None else None
     calls = Calls()
-    chain: list[grpc.ServerInterceptor] = [calls]
     if metrics is not None:
         metrics.watch(lambda: len(namespaces), directory)
-        chain.insert(0, metrics)
-    if auth is not None:
-        chain.append(AuthInterceptor(auth, metrics.auth_failed if metrics is not None else None))
-    chain.append(DecodingInterceptor())
+    store = StoreHealth(directory, database.reachable if database is not None else None)
+    core = build_core(
+        namespaces,
+        episode_stores,
+        auth=auth,
+        metrics=metrics,
+        max_response_bytes=max_message_bytes,
+        store=store,
+        calls=calls,
+    )
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="himga-rpc"),
-        interceptors=chain,
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
@@ -170,11 +172,7 @@ def create_server(
             ("grpc.so_reuseport", 0),
         ],
     )
-    store = StoreHealth(directory, database.reachable if database is not None else None)
-    servicer = MemoryServicer(namespaces, calls, max_message_bytes, store)
-    episode_servicer = EpisodeServicer(episode_stores, calls)
-    memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
-    memory_pb2_grpc.add_EpisodeServiceServicer_to_server(episode_servicer, server)
+    servicer.add_to(server, core)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable((SERVICE_NAME, EPISODE_SERVICE_NAME, health.SERVICE_NAME), server)
@@ -182,18 +180,9 @@ def create_server(
         port = server.add_secure_port(address, credentials)
     else:
         port = server.add_insecure_port(address)
-    http = None
-    if http_address is not None:
-        from himga.http.app import HttpApp
-        from himga.http.dispatch import Dispatcher
-        from himga.http.server import HttpServer, HttpTls
-
-        dispatcher = Dispatcher(
-            chain, {SERVICE_NAME: servicer, EPISODE_SERVICE_NAME: episode_servicer}
-        )
-        app = HttpApp(dispatcher, cors_origins=cors_origins, max_message_bytes=max_message_bytes)
-        http_tls = HttpTls(tls.cert, tls.key, tls.client_ca) if tls is not None else None
-        http = HttpServer(app, *http_address, workers=max_workers, tls=http_tls)
+    config = DoorConfig(tls, max_message_bytes, max_workers, http_address, cors_origins)
+    opened = {name: doors.build(name, core, config) for name in config.wanted}
+    http = opened.get("http")
     server.start()
     if http is not None:
         http.start()

@@ -1,265 +1,133 @@
-"""The MemoryService servicer: checks a request, converts it, and hands it to its namespace's
-memory. It holds no memory logic; the memories know nothing of gRPC."""
+"""The gRPC door: MemoryService and EpisodeService as the generated servicers, each method an
+adapter of one line over the core (himga.core). A door fills the call's CallContext from gRPC's
+(its metadata's token, its peer, its deadline and whether the caller is still there), hands the
+request's bytes to the core, which decodes them once the token is known good, and ends the call
+with the status of whatever the core raises (himga.service.errors.abort)."""
 
-import functools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+import time
+from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
-from himga.data.conversation import Message, Session
-from himga.errors import InvalidArgument
-from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, BaseMemory
-from himga.memory.filters import MessageFilter, deletion
-from himga.memory.null import NullMemory
-from himga.service import convert, fairness, resources
-from himga.service.errors import FieldViolation, InvalidRequest, abort
-from himga.service.lifecycle import Calls
-from himga.service.namespaces import Namespaces, namespace_violations
-from himga.service.receipts import InProcessReceipts, W, request_id_violations, write_once
-
-MAX_LIMIT = 1000
-"""The most hits one Retrieve may ask for (the proto documents it)."""
-MAX_PAGE_SIZE = 1000
-"""The most messages one ListMessages page may ask for (the proto documents it)."""
-
-T = TypeVar("T")
-S = TypeVar("S")
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
+from himga.service.auth import bearer_token
+from himga.service.core.context import CallContext
+from himga.service.core.core import SERVICES, Core, Encoded, protobuf
+from himga.service.errors import abort
 
 
-class NamespacedRequest(Protocol):
-    """What every request has: the namespace it is for, and the memory it names."""
+def call_context(method: str, context: grpc.ServicerContext) -> CallContext:
+    """The CallContext of a gRPC call of `method`."""
+    token = None
+    for name, value in context.invocation_metadata() or ():
+        if name == "authorization" and isinstance(value, str):
+            token = bearer_token(value)
+            break
+    remaining = context.time_remaining()
+    deadline = None if remaining is None else time.monotonic() + remaining
+    return CallContext(method, token, context.peer(), deadline, context.is_active)
 
-    @property
-    def namespace(self) -> str: ...
 
-    @property
-    def memory(self) -> str: ...
+class _Door:
+    def __init__(self, core: Core, service: str) -> None:
+        self.core = core
+        self._service = service
 
-
-def rpc(handler: Callable[[S, Req, grpc.ServicerContext], Resp]) -> Callable[..., Resp]:
-    """The one path of every RPC: run `handler`, and end the call with the status of whatever it
-    raises (`himga.service.errors.abort`). A handler only checks, calls the memory and answers."""
-
-    @functools.wraps(handler)
-    def serve(self: S, request: Req, context: grpc.ServicerContext) -> Resp:
+    def serve(self, name: str, data: bytes, context: grpc.ServicerContext) -> Any:
+        method = f"/{self._service}/{name}"
         try:
-            return handler(self, request, context)
+            return self.core.call(Encoded(data, protobuf), call_context(method, context))
         except Exception as error:
-            abort(context, resources.classify(error, getattr(self, "store", None)))
-
-    return serve
+            abort(context, error)
 
 
-class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
-    """Serves MemoryService over the namespaces of one server."""
+class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer, _Door):
+    """MemoryService over the core; each request arrives as its bytes (`add_to`)."""
 
-    def __init__(
-        self,
-        namespaces: Namespaces,
-        calls: Calls | None = None,
-        max_response_bytes: int | None = None,
-        store: resources.StoreHealth | None = None,
-    ) -> None:
-        self.namespaces = namespaces
-        self.calls = calls or Calls()
-        self.max_response_bytes = max_response_bytes
-        self.store = store
-        self._receipts = InProcessReceipts()
+    def __init__(self, core: Core) -> None:
+        _Door.__init__(self, core, SERVICES[0])
 
-    @rpc
-    def Ingest(self, request: pb.IngestRequest, context: grpc.ServicerContext) -> pb.IngestResponse:
-        found = request_id_violations(request.request_id)
-        item = _item(request, "", found, _Sessions())
-        with self._memory(request, found) as memory:
-            assert item is not None  # no violation found: the message and session were read
-            (stored_id,) = self._write(memory, request, context, lambda: memory.store([item]))
-        return pb.IngestResponse(id=stored_id)
+    def Ingest(self, request: Any, context: grpc.ServicerContext) -> pb.IngestResponse:
+        return self.serve("Ingest", request, context)  # type: ignore[no-any-return]
 
-    @rpc
-    def IngestBatch(
-        self, request: pb.IngestBatchRequest, context: grpc.ServicerContext
-    ) -> pb.IngestBatchResponse:
-        found = request_id_violations(request.request_id)
-        sessions = _Sessions()
-        with fairness.large_batch(len(request.items)):
-            items = [
-                _item(it, f"items[{i}].", found, sessions) for i, it in enumerate(request.items)
-            ]
-            with self._memory(request, found) as memory:
-                ids = self._write(
-                    memory, request, context, lambda: memory.store(filter(None, items))
-                )
-        return pb.IngestBatchResponse(ingested=len(ids), ids=ids)
+    def IngestBatch(self, request: Any, context: grpc.ServicerContext) -> pb.IngestBatchResponse:
+        return self.serve("IngestBatch", request, context)  # type: ignore[no-any-return]
 
-    @rpc
-    def Retrieve(
-        self, request: pb.RetrieveRequest, context: grpc.ServicerContext
-    ) -> pb.RetrieveResponse:
-        found = []
-        if request.limit > MAX_LIMIT:
-            found.append(FieldViolation("limit", f"must be at most {MAX_LIMIT}"))
-        limit = request.limit or DEFAULT_LIMIT
-        chosen = _filter(request, found)
-        with self._memory(request, found, create=False) as memory:
-            text, hits = memory.recall(
-                request.query,
-                limit,
-                filter=chosen,
-                max_context_tokens=request.max_context_tokens,
-            )
-        response = pb.RetrieveResponse(
-            context=text, hits=[convert.hit_to_proto(h) for h in hits[:limit]]
+    def Retrieve(self, request: Any, context: grpc.ServicerContext) -> pb.RetrieveResponse:
+        return self.serve("Retrieve", request, context)  # type: ignore[no-any-return]
+
+    def Reset(self, request: Any, context: grpc.ServicerContext) -> pb.ResetResponse:
+        return self.serve("Reset", request, context)  # type: ignore[no-any-return]
+
+    def Delete(self, request: Any, context: grpc.ServicerContext) -> pb.DeleteResponse:
+        return self.serve("Delete", request, context)  # type: ignore[no-any-return]
+
+    def ListMessages(self, request: Any, context: grpc.ServicerContext) -> pb.ListMessagesResponse:
+        return self.serve("ListMessages", request, context)  # type: ignore[no-any-return]
+
+
+class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer, _Door):
+    """EpisodeService over the core; each request arrives as its bytes (`add_to`)."""
+
+    def __init__(self, core: Core) -> None:
+        _Door.__init__(self, core, SERVICES[1])
+
+    def RecordEpisode(
+        self, request: Any, context: grpc.ServicerContext
+    ) -> pb.RecordEpisodeResponse:
+        return self.serve("RecordEpisode", request, context)  # type: ignore[no-any-return]
+
+    def RecordEpisodes(
+        self, request: Any, context: grpc.ServicerContext
+    ) -> pb.RecordEpisodesResponse:
+        return self.serve("RecordEpisodes", request, context)  # type: ignore[no-any-return]
+
+    def GetEpisode(self, request: Any, context: grpc.ServicerContext) -> pb.GetEpisodeResponse:
+        return self.serve("GetEpisode", request, context)  # type: ignore[no-any-return]
+
+    def DeleteEpisode(
+        self, request: Any, context: grpc.ServicerContext
+    ) -> pb.DeleteEpisodeResponse:
+        return self.serve("DeleteEpisode", request, context)  # type: ignore[no-any-return]
+
+    def ListEpisodes(self, request: Any, context: grpc.ServicerContext) -> pb.ListEpisodesResponse:
+        return self.serve("ListEpisodes", request, context)  # type: ignore[no-any-return]
+
+    def SearchEpisodes(
+        self, request: Any, context: grpc.ServicerContext
+    ) -> pb.SearchEpisodesResponse:
+        return self.serve("SearchEpisodes", request, context)  # type: ignore[no-any-return]
+
+
+def add_to(server: grpc.Server, core: Core) -> None:
+    """Serve the core's methods on `server`: every method of its services, through the servicer
+    adapters, the request handed on as its bytes (decoded by the core after auth). A method of
+    the services that no adapter has is served too, and refused by the core (auth's table)."""
+    adapters: dict[str, _Door] = {
+        SERVICES[0]: MemoryServicer(core),
+        SERVICES[1]: EpisodeServicer(core),
+    }
+    by_service: dict[str, dict[str, grpc.RpcMethodHandler]] = {name: {} for name in adapters}
+    for full_name, method in core.methods.items():
+        service, _, name = full_name.strip("/").partition("/")
+        adapter = adapters[service]
+        function = getattr(adapter, name, None)
+        if function is None:
+
+            def function(
+                request: Any, context: grpc.ServicerContext, name: str = name, door: _Door = adapter
+            ) -> Any:
+                return door.serve(name, request, context)
+
+        by_service[service][name] = grpc.unary_unary_rpc_method_handler(
+            function, None, _serializer(method.output)
         )
-        return resources.cut_to_fit(response, self.max_response_bytes)
-
-    @rpc
-    def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetResponse:
-        with self._memory(request, create=False) as memory:
-            memory.reset()
-        return _RESET
-
-    @rpc
-    def Delete(self, request: pb.DeleteRequest, context: grpc.ServicerContext) -> pb.DeleteResponse:
-        found = request_id_violations(request.request_id)
-        chosen = _filter(request, found)
-        if not found:
-            try:  # checked here too, so that every memory refuses a Delete naming nothing
-                deletion(request.ids, chosen)
-            except InvalidArgument as error:
-                found.append(FieldViolation(error.field, error.rule))
-        with self._memory(request, found, create=False) as memory:
-            deleted = self._write(
-                memory, request, context, lambda: memory.delete(list(request.ids), filter=chosen)
-            )
-        return pb.DeleteResponse(deleted=deleted)
-
-    @rpc
-    def ListMessages(
-        self, request: pb.ListMessagesRequest, context: grpc.ServicerContext
-    ) -> pb.ListMessagesResponse:
-        found: list[FieldViolation] = []
-        if request.page_size > MAX_PAGE_SIZE:
-            found.append(FieldViolation("page_size", f"must be at most {MAX_PAGE_SIZE}"))
-        chosen = _filter(request, found)
-        with self._memory(request, found, create=False) as memory:
-            page = memory.list(
-                filter=chosen,
-                page_size=request.page_size or DEFAULT_PAGE_SIZE,
-                page_token=request.page_token,
-            )
-        return pb.ListMessagesResponse(
-            messages=[convert.stored_to_proto(stored) for stored in page.messages],
-            next_page_token=page.next_page_token,
-        )
-
-    @contextmanager
-    def _memory(
-        self,
-        request: NamespacedRequest,
-        found: list[FieldViolation] | None = None,
-        *,
-        create: bool = True,
-    ) -> Iterator[BaseMemory]:
-        """The memory of the request's namespace, held for this call alone, once the request is
-        known to be well formed: InvalidRequest with `found` (what the handler found wrong) and
-        whatever is wrong with the namespace and memory names, before anything is opened.
-        Without `create`, a namespace that does not exist is an empty memory, and nothing of it
-        is opened or made (for calls that only read or forget)."""
-        violations = (
-            namespace_violations(request.namespace)
-            + self.namespaces.memory_violations(request.memory)
-            + (found or [])
-        )
-        if violations:
-            raise InvalidRequest(violations)
-        with self.namespaces.using(request.namespace, request.memory, create=create) as opened:
-            if opened is None:
-                yield NullMemory()
-                return
-            with opened.lock:
-                yield opened.memory
-
-    def _write(
-        self,
-        memory: BaseMemory,
-        request: Any,
-        context: grpc.ServicerContext,
-        write: Callable[[], W],
-    ) -> W:
-        """Run `write` (which returns the ids it stored, or how many it deleted) so that it
-        commits only while its caller still waits, and at most once per request id
-        (himga.service.receipts)."""
-        wanted = functools.partial(self.calls.still_wanted, context)
-        return write_once(memory, request.namespace, request, wanted, self._receipts, write)
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler(s, h) for s, h in by_service.items()]
+    )
 
 
-_RESET = pb.ResetResponse()
-
-
-def _filter(
-    request: pb.RetrieveRequest | pb.DeleteRequest | pb.ListMessagesRequest,
-    found: list[FieldViolation],
-) -> MessageFilter | None:
-    """The request's filter (None when it carries none), or None after adding what is wrong
-    with it to `found`."""
-    if not request.HasField("filter"):
-        return None
-    try:
-        return convert.filter_from_proto(request.filter)
-    except InvalidArgument as error:
-        found.append(FieldViolation(error.field, error.rule))
-        return None
-
-
-class _Sessions:
-    """Sessions converted once per call: a batch's items mostly share a few sessions, and
-    validating each copy again was half the cost of a batch. Items then share one Session
-    object, as in-process callers' messages of one session do."""
-
-    def __init__(self) -> None:
-        self._done: dict[bytes, Session] = {}
-
-    def parse(self, session: pb.Session, path: str) -> Session:
-        key = session.SerializeToString(deterministic=True)
-        done = self._done.get(key)
-        if done is None:
-            done = self._done[key] = convert.session_from_proto(session, path, with_messages=False)
-        return done
-
-
-def _item(
-    request: pb.IngestRequest | pb.IngestItem,
-    path: str,
-    found: list[FieldViolation],
-    sessions: _Sessions,
-) -> tuple[Message, Session] | None:
-    """The message and session of an Ingest or of one batch item, or None after adding what is
-    wrong with them to `found`."""
-    message = _required(request, "message", path, found, convert.message_from_proto)
-    session = _required(request, "session", path, found, sessions.parse)
-    if message is None or session is None:
-        return None
-    return message, session
-
-
-def _required(
-    request: Any,
-    name: str,
-    path: str,
-    found: list[FieldViolation],
-    parse: Callable[[Any, str], T],
-) -> T | None:
-    if not request.HasField(name):
-        found.append(FieldViolation(path + name, "required"))
-        return None
-    try:
-        return parse(getattr(request, name), path + name)
-    except InvalidRequest as error:
-        found.extend(error.violations)
-        return None
+def _serializer(kind: type[Message]) -> Any:
+    return kind.SerializeToString

@@ -1,5 +1,5 @@
 """Every episode store under one fixture: in-process, SQLite, PostgreSQL, and remote (over a
-real server)."""
+real server, by its gRPC port and by its HTTP port)."""
 
 import uuid
 from collections.abc import Callable, Iterator
@@ -10,8 +10,10 @@ from himga.episodes.base import EpisodeStore
 from himga.episodes.registry import store_factory, store_names
 from himga.service import RemoteEpisodes
 from himga.storage.place import Place
+from tests.conftest import HTTP_PORTS
+from tests.http.connect_stub import ConnectStub
 
-STORES = [*store_names(), "remote"]
+STORES = [*store_names(), "remote", "http"]
 
 NewStore = Callable[[], EpisodeStore]
 
@@ -27,6 +29,10 @@ def new_store(
         namespace = f"episodes-{uuid.uuid4().hex}"
         if request.param == "remote":
             store: EpisodeStore = RemoteEpisodes(memory_server, namespace)
+        elif request.param == "http":  # RemoteEpisodes' calls over the server's HTTP port
+            remote = RemoteEpisodes(memory_server, namespace)
+            remote._stub = ConnectStub(HTTP_PORTS[memory_server], "EpisodeService")  # type: ignore[assignment]
+            store = remote
         else:
             store = store_factory(request.param)(namespace, place_of(request.param))
         made.append(store)

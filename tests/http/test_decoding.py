@@ -20,7 +20,7 @@ from himga.http import codec
 from himga.service import tokens
 from himga.service.auth import AuthFile
 from himga.service.server import create_server
-from himga.status import field_violations, reason_of
+from himga.status import Undecodable, field_violations, reason_of
 from tests.http.conftest import EPISODES, MEMORY, Served, error_reason_and_violations
 
 SESSION = {"session_id": "s1"}
@@ -131,7 +131,7 @@ def test_a_malformed_json_body_names_its_fields(
     for (_, description), (_, wanted) in zip(violations, expected, strict=True):
         assert description.startswith(wanted), description
     assert error["message"]
-    lines = [r.getMessage() for r in caplog.records if "bad request" in r.getMessage()]
+    lines = [r.getMessage() for r in caplog.records if "(decoding)" in r.getMessage()]
     assert len(lines) == 1 and "\n" not in lines[0] and f"/{method} from http:" in lines[0]
     assert not any(r.exc_info for r in caplog.records)
     # Nothing was stored, and the server answers the next call.
@@ -206,17 +206,22 @@ def test_grpc_web_json_carries_the_same_details_in_its_trailers(served: Served) 
     ]
 
 
-def test_only_the_server_side_keeps_a_failure_instead_of_raising() -> None:
+def test_only_the_server_side_keeps_the_body_for_the_core_instead_of_parsing() -> None:
     # A connect-python client in the same process shares the codec table: its answers that do
     # not decode still raise, as with connect-python's own codecs.
     with pytest.raises(json_format.ParseError):
         codec.JSON.decode(b'{"limit": "ten"}', pb.RetrieveRequest())
     with codec.serving():
-        request = codec.JSON.decode(b'{"namespace": "n", "limit": "ten"}', pb.RetrieveRequest())
-        assert request == pb.RetrieveRequest()  # nothing half-decoded reaches a servicer
-        failure = codec.undecodable(request)
-        assert failure is not None and codec.undecodable(request) is None  # taken once
+        data = b'{"namespace": "n", "limit": "ten"}'
+        request = codec.JSON.decode(data, pb.RetrieveRequest())
+        assert request == pb.RetrieveRequest()  # nothing half-decoded reaches a handler
+        kept = codec.taken(request)
+        assert kept is not None and codec.taken(request) is None  # taken once
+        body, parser = kept
+        assert body == data
+        failure = parser.parse(body, pb.RetrieveRequest)
+        assert isinstance(failure, Undecodable)
         assert [(v.field, v.description) for v in failure.violations] == [
             ("limit", "must be an integer from 0 to 4294967295")
         ]
-        assert codec.undecodable(codec.JSON.decode(b"{}", pb.RetrieveRequest())) is None
+        assert parser.parse(b"{}", pb.RetrieveRequest) == pb.RetrieveRequest()

@@ -26,19 +26,29 @@ from himga.memory.registry import memory_factory, memory_names
 from himga.memory.times import message_time, micros
 from himga.service import RemoteMemory
 from himga.storage.place import Place
+from tests.conftest import HTTP_PORTS
+from tests.http.connect_stub import ConnectStub
 from tests.memory.sync_over_async import SyncOverAsync
 
 # Memories that keep nothing by design; every other memory must find what it stored. New
 # memories are taken to store, so one that silently does not fails here until listed.
 NON_STORING = {"null"}
 
-# Each registry memory in process, through RemoteMemory, and through AsyncRemoteMemory (run by
-# SyncOverAsync, which waits for each of its coroutines).
+# Each registry memory in process, through RemoteMemory, through AsyncRemoteMemory (run by
+# SyncOverAsync, which waits for each of its coroutines), and through RemoteMemory's calls sent
+# over the server's HTTP port (Connect) instead of gRPC.
 MEMORIES = [
     pytest.param((name, way), id=f"{way}-{name}")
     for name in memory_names()
-    for way in ("local", "remote", "async")
+    for way in ("local", "remote", "async", "http")
 ]
+
+
+def over_http(target: str, namespace: str, memory: str) -> RemoteMemory:
+    """A RemoteMemory whose calls go over the HTTP port of the server at `target`."""
+    remote = RemoteMemory(target, namespace, memory=memory)
+    remote._stub = ConnectStub(HTTP_PORTS[target], "MemoryService")  # type: ignore[assignment]
+    return remote
 
 
 @dataclass
@@ -64,6 +74,10 @@ def kind(
         namespace = f"contract-{uuid.uuid4().hex}"
         if way == "local":
             return memory_factory(name)(namespace, place_of(name))
+        if way == "http":
+            memory = over_http(server_of(name), namespace, name)
+            made.append(memory)
+            return memory
         client = RemoteMemory if way == "remote" else SyncOverAsync
         memory = client(server_of(name), namespace, memory=name)
         made.append(memory)

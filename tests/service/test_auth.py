@@ -21,7 +21,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.service import tokens
-from himga.service.auth import METHOD_RIGHTS, OPEN, AuthFile, AuthInterceptor
+from himga.service.auth import METHOD_RIGHTS, OPEN, Auth, AuthFile
 from himga.service.errors import PermissionDenied, Unauthenticated
 from himga.service.server import create_server
 from himga.status import reason_of
@@ -65,35 +65,18 @@ def test_the_table_follows_the_naming_rule() -> None:
             assert right is OPEN, method
 
 
-class _Context:
-    """Just enough of a ServicerContext for a handler that aborts."""
-
-    def abort_with_status(self, status: Any) -> None:
-        self.status = status
-        raise RuntimeError("aborted")
-
-
 def test_a_method_missing_from_the_table_is_refused_even_with_every_right(
     tmp_path: Path,
 ) -> None:
     held = tokens.Tokens()
     token, _ = held.new(["*"], tokens.RIGHTS)
     tokens.save(tmp_path / "auth.json", held)
-    interceptor = AuthInterceptor(AuthFile(tmp_path / "auth.json"))
-    handler = grpc.unary_unary_rpc_method_handler(lambda request, context: "served")
-    details = type(
-        "Details",
-        (),
-        {
-            "method": "/himga.memory.v1.MemoryService/Forget",
-            "invocation_metadata": (("authorization", f"Bearer {token}"),),
-        },
-    )()
-    refused = interceptor.intercept_service(lambda _: handler, details)
-    context = _Context()
-    with pytest.raises(RuntimeError, match="aborted"):
-        refused.unary_unary(b"", context)
-    assert context.status.code == grpc.StatusCode.PERMISSION_DENIED
+    auth = Auth(AuthFile(tmp_path / "auth.json"))
+    with pytest.raises(PermissionDenied, match="allows no one"):
+        auth.caller("/himga.memory.v1.MemoryService/Forget", token)
+    with pytest.raises(Unauthenticated):
+        auth.caller("/himga.memory.v1.MemoryService/Forget", None)
+    assert auth.caller("/himga.memory.v1.MemoryService/Retrieve", token) is not None
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import grpc
 import pytest
 from himga_proto.memory.v1 import memory_pb2 as pb
 
-from himga.service.decoding import RateLimitedLog
+from himga.service.core.refusals import RateLimitedLog
 from himga.status import reason_of
 from tests.service.conftest import ingest_request
 
@@ -36,7 +36,7 @@ def test_undecodable_requests_are_invalid_argument(
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert reason_of(error) == "INVALID_REQUEST"
     assert "does not decode" in (error.details() or "")
-    lines = [r.getMessage() for r in caplog.records if "bad request" in r.getMessage()]
+    lines = [r.getMessage() for r in caplog.records if "(decoding)" in r.getMessage()]
     assert len(lines) <= 1 and all("\n" not in line for line in lines)
     assert not any(r.exc_info for r in caplog.records)
 
@@ -52,27 +52,28 @@ def test_the_next_good_call_answers(listing_server: str, stub: object) -> None:
 def test_repeated_bad_requests_are_logged_a_few_at_a_time(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    log = RateLimitedLog(burst=3, period=3600)
-    with caplog.at_level(logging.WARNING, logger="himga.service.decoding"):
+    log = RateLimitedLog("decoding", burst=3, period=3600)
+    with caplog.at_level(logging.WARNING, logger="himga.refusals"):
         for number in range(10):
             log.warning("bad request %d", number)
     assert [r.getMessage() for r in caplog.records] == [f"bad request {n}" for n in range(3)]
 
 
 def test_a_quiet_period_reports_how_many_were_left_out(caplog: pytest.LogCaptureFixture) -> None:
-    log = RateLimitedLog(burst=1, period=0)
-    with caplog.at_level(logging.WARNING, logger="himga.service.decoding"):
+    log = RateLimitedLog("decoding", burst=1, period=0)
+    with caplog.at_level(logging.WARNING, logger="himga.refusals"):
         log.warning("first")
         log.warning("second")
     assert [r.getMessage() for r in caplog.records] == ["first", "second"]
-    log = RateLimitedLog(burst=1, period=3600)
+    now = [0.0]
+    log = RateLimitedLog("decoding", burst=1, period=3600, clock=lambda: now[0])
     log.warning("one")
     log.warning("two")
-    log._start -= 3600  # the period has passed
-    with caplog.at_level(logging.WARNING, logger="himga.service.decoding"):
+    now[0] += 3600  # the period has passed
+    with caplog.at_level(logging.WARNING, logger="himga.refusals"):
         caplog.clear()
         log.warning("three")
     assert [r.getMessage() for r in caplog.records] == [
-        "1 more bad requests were not logged",
+        "1 more decoding refusals were not logged (at most 1 lines a 3600 s)",
         "three",
     ]

@@ -1,40 +1,39 @@
-"""The EpisodeService servicer: checks a request, converts it, and hands it to its namespace's
-episode store. Every handler runs under the one `rpc` path of himga.service.servicer, so errors
-reach the wire exactly as MemoryService's do."""
+"""The EpisodeService handlers of the core: each checks a request, converts it, and hands it to
+its namespace's episode store. They run under the core's one chain (.core), so errors reach
+every door exactly as MemoryService's do."""
 
 import functools
 from collections.abc import Callable
 from datetime import UTC
 from typing import Any, Literal, TypeVar
 
-import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
-from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.episodes.base import EpisodeFilter, EpisodeStore, limit_problems
 from himga.episodes.paging import after
 from himga.service import convert
+from himga.service.core.bounds import Violations
+from himga.service.core.context import CallContext
 from himga.service.episode_stores import EpisodeStores
 from himga.service.errors import FieldViolation, InvalidRequest
 from himga.service.lifecycle import Calls
 from himga.service.namespaces import namespace_violations
 from himga.service.receipts import InProcessReceipts, W, request_id_violations, write_once
-from himga.service.servicer import rpc
 
 T = TypeVar("T")
 
 
-class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
-    """Serves EpisodeService over the episode stores of one server."""
+class EpisodeHandlers:
+    """EpisodeService over the episode stores of one server, as MemoryHandlers serves
+    MemoryService."""
 
     def __init__(self, stores: EpisodeStores, calls: Calls | None = None) -> None:
         self.stores = stores
         self.calls = calls or Calls()
         self._receipts = InProcessReceipts()
 
-    @rpc
     def RecordEpisode(
-        self, request: pb.RecordEpisodeRequest, context: grpc.ServicerContext
+        self, request: pb.RecordEpisodeRequest, context: CallContext
     ) -> pb.RecordEpisodeResponse:
         found = request_id_violations(request.request_id)
         episode = _required(request, "episode", found, convert.episode_document)
@@ -43,13 +42,15 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         self._write(store, request, context, lambda: store.record_documents([episode]))
         return pb.RecordEpisodeResponse()
 
-    @rpc
     def RecordEpisodes(
-        self, request: pb.RecordEpisodesRequest, context: grpc.ServicerContext
+        self, request: pb.RecordEpisodesRequest, context: CallContext
     ) -> pb.RecordEpisodesResponse:
-        found = request_id_violations(request.request_id)
+        found = Violations(request_id_violations(request.request_id))
         episodes = []
         for i, episode in enumerate(request.episodes):
+            if found.full:  # refused already: the rest is not read
+                found.unchecked = True
+                break
             try:
                 episodes.append(convert.episode_document(episode, f"episodes[{i}]"))
             except InvalidRequest as error:
@@ -58,26 +59,23 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         recorded = self._write(store, request, context, lambda: store.record_documents(episodes))
         return pb.RecordEpisodesResponse(recorded=recorded)
 
-    @rpc
     def GetEpisode(
-        self, request: pb.GetEpisodeRequest, context: grpc.ServicerContext
+        self, request: pb.GetEpisodeRequest, context: CallContext
     ) -> pb.GetEpisodeResponse:
         store = self._store(request.namespace, _id_violations(request.id))
         episode = store.get_document(request.id)
         return pb.GetEpisodeResponse(episode=convert.episode_document_to_proto(episode))
 
-    @rpc
     def DeleteEpisode(
-        self, request: pb.DeleteEpisodeRequest, context: grpc.ServicerContext
+        self, request: pb.DeleteEpisodeRequest, context: CallContext
     ) -> pb.DeleteEpisodeResponse:
         found = _id_violations(request.id) + request_id_violations(request.request_id)
         store = self._store(request.namespace, found)
         deleted = self._write(store, request, context, lambda: store.delete(request.id))
         return pb.DeleteEpisodeResponse(deleted=bool(deleted))
 
-    @rpc
     def ListEpisodes(
-        self, request: pb.ListEpisodesRequest, context: grpc.ServicerContext
+        self, request: pb.ListEpisodesRequest, context: CallContext
     ) -> pb.ListEpisodesResponse:
         found = [FieldViolation(*p) for p in limit_problems(page_size=request.page_size)]
         filters = EpisodeFilter(
@@ -100,9 +98,8 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
             next_page_token=token,
         )
 
-    @rpc
     def SearchEpisodes(
-        self, request: pb.SearchEpisodesRequest, context: grpc.ServicerContext
+        self, request: pb.SearchEpisodesRequest, context: CallContext
     ) -> pb.SearchEpisodesResponse:
         found = [
             FieldViolation(*p)
@@ -128,7 +125,7 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         self,
         store: EpisodeStore,
         request: Any,
-        context: grpc.ServicerContext,
+        context: CallContext,
         write: Callable[[], W],
     ) -> W:
         """Run `write` (which returns how many episodes it recorded, or whether it deleted one)
@@ -142,6 +139,8 @@ class EpisodeServicer(memory_pb2_grpc.EpisodeServiceServicer):
         with `found` and whatever is wrong with the namespace, before anything is opened."""
         violations = namespace_violations(namespace) + found
         if violations:
+            if isinstance(found, Violations):
+                raise InvalidRequest(violations, found.more, found.unchecked)
             raise InvalidRequest(violations)
         return self.stores.open(namespace)
 
