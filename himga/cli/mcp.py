@@ -118,17 +118,21 @@ def run(args: argparse.Namespace) -> int:
         target = args.target
 
         def make() -> stores.Stores:
-            return stores.remote(target, args.namespace, args.memory or "", token)
+            return stores.remote(target, token)
+
+        memory = args.memory or ""  # the server's default unless named
 
     else:
 
         def make() -> stores.Stores:
-            return stores.embedded(args.namespace, args.data_dir, args.memory, args.episodes)
+            return stores.embedded(args.data_dir, args.memory, args.episodes)
+
+        memory = ""  # the embedded default, which --memory sets
 
     held = stores.Opening(make, kept=args.target is not None or args.data_dir is not None)
     where = args.target or args.data_dir or "memory only (nothing kept)"
     log.info("namespace %s, stores: %s (opened on the first tool call)", args.namespace, where)
-    app = server.create(held)
+    app = server.create(held, args.namespace, memory)
     try:
         if args.http_port is None:
             anyio.run(server.serve_stdio, app)

@@ -17,10 +17,10 @@ from mcp.server.stdio import stdio_server
 
 import himga
 from himga.errors import HimgaError
-from himga.mcp.stores import Stores
+from himga.mcp.stores import Door, Stores
 
 if TYPE_CHECKING:
-    from himga.mcp.tools import Answer, Tool
+    from himga.mcp.tools import Tool
 
 _log = logging.getLogger("himga.mcp")
 
@@ -58,8 +58,9 @@ def listing(tool: "Tool") -> types.Tool:
     )
 
 
-def create(stores: Stores) -> Server[Any]:
-    """An MCP server whose tools read and write `stores`."""
+def create(stores: Stores, namespace: str, memory: str = "") -> Server[Any]:
+    """An MCP server whose tools read and write `namespace` (with `memory`, "" for the default)
+    through `stores`."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -72,7 +73,6 @@ def create(stores: Stores) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         from himga.mcp.tools import tools
-        from himga.memory.commit import CallerGone, Terms, committing
 
         tool = tools().get(params.name)
         if tool is None:
@@ -81,17 +81,11 @@ def create(stores: Stores) -> Server[Any]:
         if problems:
             return _error("\n".join(problems))
         gone = threading.Event()
-
-        def still_wanted() -> None:
-            if gone.is_set():
-                raise CallerGone("the MCP call was cancelled before its write committed")
-
-        def run() -> "Answer":
-            with committing(Terms(still_wanted)):  # checked by each write just before COMMIT
-                return tool.run(stores, arguments)
-
-        try:
-            text, structured = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        door = Door(stores, namespace, memory, alive=lambda: not gone.is_set())
+        try:  # the core (or the server) checks each write just before COMMIT: still alive?
+            text, structured = await anyio.to_thread.run_sync(
+                tool.run, door, arguments, abandon_on_cancel=True
+            )
         except anyio.get_cancelled_exc_class():
             gone.set()  # the write, still running in its thread, rolls back
             raise

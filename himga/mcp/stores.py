@@ -1,65 +1,76 @@
-"""What the tools call: the memory and the episode store of one namespace, either embedded (in a
-data directory, opened as `himga serve` opens a namespace, through the server's own opener, so
-the namespace record its reads check is written and either door finds what the other wrote)
-or kept by a running server (RemoteMemory and RemoteEpisodes). Both give the interfaces every
-himga memory and store implement, so the tools never know which they hold.
+"""Where the tools' calls go: the calls of MemoryService and EpisodeService, as request
+messages, answered either by the core over embedded stores (himga.core, over the namespaces of
+a data directory opened as `himga serve` opens them, so the namespace record its reads check
+is written and either door finds what the other wrote) or by a running server (its gRPC port).
+Either way each call is checked, refused and answered as every other door's is: the MCP door
+decodes the tool's arguments, makes the request, and reads the answer; nothing else.
 
-A tool asks for the memory with `create`: a write makes the namespace, a read or a forget of a
-namespace that does not exist opens nothing and finds nothing (as the server's Retrieve and
-Delete do). Embedded calls to one namespace run one at a time (memories need not be
-thread-safe; the server takes the same lock). Nothing of the stores is imported until they are
-opened (`Opening`)."""
+A call's liveness is asked live: a write whose MCP call was cancelled is rolled back by the
+check the stores make just before COMMIT (embedded: the core's CallContext; remote: the gRPC
+call is cancelled, and the server's check sees it). Nothing of the stores, the core or gRPC is
+imported until the first tool call (`Opening`)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from himga.episodes.base import EpisodeStore
-    from himga.memory.base import BaseMemory
+    from google.protobuf.message import Message
+
+    from himga.core import Core
     from himga.service.episode_stores import EpisodeStores
     from himga.service.namespaces import Namespaces
+
+PACKAGE = "himga.memory.v1"
+
+Alive = Callable[[], bool]
+"""Asked live during a call: whether its MCP caller still waits."""
 
 
 class Stores(Protocol):
     kept: bool
     """Whether what they hold outlives the process (a data directory, or a server)."""
 
-    def memory(self, *, create: bool) -> AbstractContextManager[BaseMemory | None]:
-        """The namespace's memory while the block runs; None when `create` is False and the
-        namespace does not exist."""
+    def call(self, method: str, request: Message, alive: Alive) -> Any:
+        """The answer to `request` of `method` ("MemoryService/Retrieve"), or the himga error
+        the call ends with."""
         ...
-
-    def episodes(self) -> EpisodeStore: ...
 
     def close(self) -> None: ...
 
 
-class Embedded:
-    """A namespace of a data directory (None: kept in memory, gone at exit), opened by the
-    server's opener (himga.service.namespaces, himga.service.episode_stores)."""
+@dataclass(frozen=True, slots=True)
+class Door:
+    """One tool call's way to the stores: the namespace and memory its requests name, and
+    whether its caller still waits."""
 
-    def __init__(self, namespaces: Namespaces, episodes: EpisodeStores, namespace: str):
+    stores: Stores
+    namespace: str
+    memory: str
+    alive: Alive
+
+    def __call__(self, method: str, request: Message) -> Any:
+        return self.stores.call(method, request, self.alive)
+
+
+class Embedded:
+    """The core over the stores of a data directory (None: kept in memory, gone at exit)."""
+
+    def __init__(self, core: Core, namespaces: Namespaces, episodes: EpisodeStores) -> None:
+        self.core = core
         self.namespaces = namespaces
         self.episode_stores = episodes
-        self.namespace = namespace
         self.kept = namespaces.place is not None
 
-    @contextmanager
-    def memory(self, *, create: bool) -> Iterator[BaseMemory | None]:
-        with self.namespaces.using(self.namespace, "", create=create) as opened:
-            if opened is None:
-                yield None
-                return
-            with opened.lock:
-                yield opened.memory
+    def call(self, method: str, request: Message, alive: Alive) -> Any:
+        from himga.core import CallContext
 
-    def episodes(self) -> EpisodeStore:
-        return self.episode_stores.open(self.namespace)
+        context = CallContext(f"/{PACKAGE}.{method}", peer="mcp", active=alive)
+        return self.core.call(request, context)
 
     def close(self) -> None:
         self.namespaces.close()
@@ -67,23 +78,63 @@ class Embedded:
 
 
 class Remote:
-    """A namespace of a running server."""
+    """A running server's gRPC port, with a token when it asks who calls."""
 
-    def __init__(self, memory: BaseMemory, episodes: EpisodeStore) -> None:
-        self._memory = memory
-        self._episodes = episodes
+    POLL_SECONDS = 0.05
+    """How often a call in flight asks whether its MCP caller still waits."""
+
+    def __init__(self, target: str, token: str | None) -> None:
+        from himga.service.credentials import channel
+        from himga.service.memory_calls import bearer
+
+        self._channel = channel(target, None)
+        found = bearer(token)
+        self._metadata = tuple(found) if found is not None else None
         self.kept = True
 
-    @contextmanager
-    def memory(self, *, create: bool) -> Iterator[BaseMemory | None]:
-        yield self._memory  # the server opens, or not, as its calls do
+    def call(self, method: str, request: Message, alive: Alive) -> Any:
+        import grpc
 
-    def episodes(self) -> EpisodeStore:
-        return self._episodes
+        from himga.service.errors import from_rpc_error
+
+        service, name = method.split("/")
+        found = _descriptor(service).methods_by_name[name]
+        stub = self._channel.unary_unary(
+            f"/{PACKAGE}.{method}",
+            request_serializer=type(request).SerializeToString,
+            response_deserializer=_message_class(found.output_type).FromString,
+        )
+        future = stub.future(request, metadata=self._metadata)
+        try:
+            while True:
+                try:
+                    return future.result(timeout=self.POLL_SECONDS)
+                except grpc.FutureTimeoutError:
+                    if not alive():
+                        future.cancel()  # the server's check before COMMIT sees it
+                        from himga.memory.commit import CallerGone
+
+                        raise CallerGone("the MCP call was cancelled") from None
+        except grpc.RpcError as error:
+            translated = from_rpc_error(error)
+            if translated is error:
+                raise
+            raise translated from error
 
     def close(self) -> None:
-        self._memory.close()
-        self._episodes.close()
+        self._channel.close()
+
+
+def _descriptor(service: str) -> Any:
+    from himga_proto.memory.v1 import memory_pb2
+
+    return memory_pb2.DESCRIPTOR.services_by_name[service]
+
+
+def _message_class(descriptor: Any) -> Any:
+    from google.protobuf import message_factory
+
+    return message_factory.GetMessageClass(descriptor)
 
 
 class Opening:
@@ -102,11 +153,8 @@ class Opening:
                 self._opened = self._make()
             return self._opened
 
-    def memory(self, *, create: bool) -> AbstractContextManager[BaseMemory | None]:
-        return self.opened().memory(create=create)
-
-    def episodes(self) -> EpisodeStore:
-        return self.opened().episodes()
+    def call(self, method: str, request: Message, alive: Alive) -> Any:
+        return self.opened().call(method, request, alive)
 
     def close(self) -> None:
         with self._lock:
@@ -115,31 +163,22 @@ class Opening:
 
 
 def embedded(
-    namespace: str, data_dir: Path | None, memory: str | None = None, episodes: str | None = None
+    data_dir: Path | None, memory: str | None = None, episodes: str | None = None
 ) -> Embedded:
-    """The stores of `namespace` in `data_dir` (None: kept in memory, gone at exit), with the
-    memory and episode store kinds named (None: the defaults `himga serve` uses); ValueError
-    naming what is wrong with the namespace or the kinds."""
+    """The core over the stores of `data_dir` (None: kept in memory, gone at exit), with the
+    memory and episode store kinds named (None: the defaults `himga serve` uses), opened as
+    `himga serve --data-dir` opens them; ValueError naming what is wrong with the kinds."""
+    from himga.core import build_core
     from himga.episodes.registry import DEFAULT_STORE
     from himga.memory.registry import DEFAULT_MEMORY
     from himga.service.episode_stores import EpisodeStores
-    from himga.service.namespaces import Namespaces, namespace_violations
+    from himga.service.namespaces import Namespaces
 
-    wrong = namespace_violations(namespace)
-    if wrong:
-        raise ValueError(f"--namespace {namespace!r}: {wrong[0].description}")
-    return Embedded(
-        Namespaces(memory or DEFAULT_MEMORY, data_dir),
-        EpisodeStores(episodes or DEFAULT_STORE, data_dir),
-        namespace,
-    )
+    namespaces = Namespaces(memory or DEFAULT_MEMORY, data_dir)
+    episode_stores = EpisodeStores(episodes or DEFAULT_STORE, data_dir)
+    return Embedded(build_core(namespaces, episode_stores), namespaces, episode_stores)
 
 
-def remote(target: str, namespace: str, memory: str, token: str | None) -> Remote:
-    """The stores of `namespace` in the server at `target` ("host:port")."""
-    from himga.service import RemoteEpisodes, RemoteMemory
-
-    return Remote(
-        RemoteMemory(target, namespace, memory=memory, token=token),
-        RemoteEpisodes(target, namespace, token=token),
-    )
+def remote(target: str, token: str | None) -> Remote:
+    """The server at `target` ("host:port")."""
+    return Remote(target, token)

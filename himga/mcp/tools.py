@@ -3,7 +3,8 @@
 descriptors for the rest), their hints for the host (read-only, destructive, idempotent), the
 checking of a call (every problem, each naming its field, against the shipped schemas
 themselves), what is made when a call leaves it out (a session and a time for remember, an id
-and a timestamp for record_episode), and what each does with the stores."""
+and a timestamp for record_episode), and the request each makes of the core or the server
+(himga.mcp.stores)."""
 
 import builtins
 from collections.abc import Callable, Mapping
@@ -15,7 +16,7 @@ from typing import Any
 from himga import validation
 from himga.mcp.proto_schema import fields_schema, message_schema
 from himga.mcp.records_schema import inline
-from himga.mcp.stores import Stores
+from himga.mcp.stores import Door
 from himga.timeutil import to_utc_isoformat
 
 Answer = tuple[str, dict[str, Any]]
@@ -50,7 +51,7 @@ class Hints:
 class Tool:
     name: str
     description: str
-    run: Callable[[Stores, dict[str, Any]], Answer]
+    run: Callable[[Door, dict[str, Any]], Answer]
     hints: Hints
     output: Mapping[str, dict[str, Any]]
     """The properties of the structured content (each always given)."""
@@ -138,17 +139,15 @@ def _typed_problems(name: str, typed: Typed, value: Any) -> builtins.list[str]:
     return found
 
 
-def _request(proto: Any, arguments: Mapping[str, Any], names: tuple[str, ...]) -> Any:
-    """The proto request the plain arguments make, read as ProtoJSON."""
+def _request(door: Door, proto: Any, arguments: Mapping[str, Any], names: tuple[str, ...]) -> Any:
+    """The request the plain arguments make (read as ProtoJSON), for the door's namespace."""
     from google.protobuf import json_format
 
-    return json_format.ParseDict({n: arguments[n] for n in names if n in arguments}, proto())
-
-
-def _filter(request: Any) -> Any:
-    from himga.service import convert
-
-    return convert.filter_from_proto(request.filter) if request.HasField("filter") else None
+    request = json_format.ParseDict({n: arguments[n] for n in names if n in arguments}, proto())
+    request.namespace = door.namespace
+    if "memory" in proto.DESCRIPTOR.fields_by_name:
+        request.memory = door.memory
+    return request
 
 
 def _pb() -> Any:
@@ -183,14 +182,14 @@ def _complete_remember(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"messages": messages, "session": session}
 
 
-def _remember(stores: Stores, arguments: dict[str, Any]) -> Answer:
+def _remember(door: Door, arguments: dict[str, Any]) -> Answer:
     from himga.data.conversation import Message, Session
+    from himga.service.memory_calls import MemoryCalls
 
     session = Session.model_validate({**arguments["session"], "messages": []})
     items = [(Message.model_validate(m), session) for m in arguments["messages"]]
-    with stores.memory(create=True) as memory:
-        assert memory is not None
-        ids = memory.store(items)
+    request = MemoryCalls(door.namespace, door.memory).ingest_batch(items)
+    ids = builtins.list(door("MemoryService/IngestBatch", request).ids)
     text = f"remembered {len(ids)} message(s) in session {session.session_id}: {', '.join(ids)}"
     return text, {"ids": ids, "session_id": session.session_id}
 
@@ -208,29 +207,15 @@ def _remember_problems(arguments: Mapping[str, Any]) -> builtins.list[str]:
 _RECALL = ("query", "limit", "filter", "max_context_tokens")
 
 
-def _recall(stores: Stores, arguments: dict[str, Any]) -> Answer:
+def _recall(door: Door, arguments: dict[str, Any]) -> Answer:
     from google.protobuf import json_format
 
-    from himga.memory.base import DEFAULT_LIMIT
-    from himga.service import convert
-
-    request = _request(_pb().RetrieveRequest, arguments, _RECALL)
-    chosen = _filter(request)
-    with stores.memory(create=False) as memory:
-        context, hits = (
-            ("", [])
-            if memory is None
-            else memory.recall(
-                request.query,
-                request.limit or DEFAULT_LIMIT,
-                filter=chosen,
-                max_context_tokens=request.max_context_tokens,
-            )
-        )
+    request = _request(door, _pb().RetrieveRequest, arguments, _RECALL)
+    answer = door("MemoryService/Retrieve", request)
     found = [
-        json_format.MessageToDict(convert.hit_to_proto(hit), preserving_proto_field_name=True)
-        for hit in hits
+        json_format.MessageToDict(hit, preserving_proto_field_name=True) for hit in answer.hits
     ]
+    context = answer.context
     return context or "(nothing remembered about this)", {"context": context, "hits": found}
 
 
@@ -239,14 +224,9 @@ def _recall(stores: Stores, arguments: dict[str, Any]) -> Answer:
 _FORGET = ("ids", "filter")
 
 
-def _forget(stores: Stores, arguments: dict[str, Any]) -> Answer:
-    request = _request(_pb().DeleteRequest, arguments, _FORGET)
-    from himga.memory.filters import deletion
-
-    ids, chosen = builtins.list(request.ids), _filter(request)
-    deletion(ids, chosen)  # naming nothing is an error, whether the namespace exists or not
-    with stores.memory(create=False) as memory:
-        deleted = 0 if memory is None else memory.delete(ids, filter=chosen)
+def _forget(door: Door, arguments: dict[str, Any]) -> Answer:
+    request = _request(door, _pb().DeleteRequest, arguments, _FORGET)
+    deleted = int(door("MemoryService/Delete", request).deleted)
     return f"forgot {deleted} message(s)", {"deleted": deleted}
 
 
@@ -268,26 +248,33 @@ def _complete_episode(arguments: dict[str, Any]) -> dict[str, Any]:
     return {**arguments, "episode": episode}
 
 
-def _record_episode(stores: Stores, arguments: dict[str, Any]) -> Answer:
+def _record_episode(door: Door, arguments: dict[str, Any]) -> Answer:
     from himga.records import EpisodeTrace
+    from himga.service import convert
 
     episode = EpisodeTrace.from_dict(arguments["episode"])
-    stores.episodes().record(episode)
+    request = _pb().RecordEpisodeRequest(
+        namespace=door.namespace, episode=convert.episode_to_proto(episode)
+    )
+    door("EpisodeService/RecordEpisode", request)
     timestamp = episode.to_dict()["timestamp"]
     return f"recorded episode {episode.id}", {"id": episode.id, "timestamp": timestamp}
 
 
-def _find_episodes(stores: Stores, arguments: dict[str, Any]) -> Answer:
+def _find_episodes(door: Door, arguments: dict[str, Any]) -> Answer:
     from himga.records import TaskContext
+    from himga.service import convert
 
-    request = _request(_pb().SearchEpisodesRequest, arguments, _FIND)
-    found = stores.episodes().search(
-        TaskContext.from_dict(arguments["task"]),
-        request.query,
-        request.limit,
-        request.max_context_tokens,
-    )
-    hits = [{"episode": hit.episode.to_dict(), "score": hit.score} for hit in found.hits]
+    request = _request(door, _pb().SearchEpisodesRequest, arguments, _FIND)
+    request.task.CopyFrom(convert.task_to_proto(TaskContext.from_dict(arguments["task"])))
+    found = door("EpisodeService/SearchEpisodes", request)
+    hits = [
+        {
+            "episode": convert.episode_from_proto(hit.episode, "hits.episode").to_dict(),
+            "score": hit.score,
+        }
+        for hit in found.hits
+    ]
     return found.context or "(no similar episode)", {"context": found.context, "hits": hits}
 
 

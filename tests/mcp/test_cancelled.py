@@ -1,86 +1,92 @@
 """A write whose MCP call the client cancels (here: its read timeout passes) is rolled back by
 the check the memory makes just before COMMIT, as a gRPC call past its deadline is: the client
-was told the call failed, and nothing of it is stored."""
+was told the call failed, and nothing of it is stored. Over embedded stores the cancellation
+reaches the core's CallContext; in front of a server, the gRPC call is cancelled and the
+server's check sees it."""
 
 import asyncio
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client, MCPError
 
-from himga.mcp import server
-from himga.mcp.stores import Embedded, embedded
+from himga.mcp import server, stores
 from himga.memory import commit
-from himga.memory.base import BaseMemory
-from himga.memory.registry import DEFAULT_MEMORY
+from himga.service import RemoteMemory
+
+NAMESPACE = "mcp.cancelled"
 
 
-class Stalling:
-    """A memory whose `store` waits until its call is no longer wanted (at most a minute),
-    then stores for real: the memory's own check before COMMIT has the last word."""
+def stall_until_unwanted(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Make every write wait, just before its COMMIT check, until it is no longer wanted (at
+    most a minute), then run the real check; what that check did is recorded."""
+    real: Callable[..., None] = commit.before_commit
+    outcomes: list[object] = []
 
-    def __init__(self, memory: BaseMemory) -> None:
-        self.memory = memory
-        self.outcome: list[BaseException | Sequence[str]] = []
-        self.done = threading.Event()
-
-    def store(self, items: Any) -> list[str]:
+    def stalling(record: Any, answer: Any) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 commit.still_wanted()
-            except commit.CallerGone:
+            except Exception:
                 break
             time.sleep(0.01)
         try:
-            ids = self.memory.store(items)
-            self.outcome.append(ids)
-            return ids
+            real(record, answer)
         except BaseException as error:
-            self.outcome.append(error)
+            outcomes.append(error)
             raise
-        finally:
-            self.done.set()
+        outcomes.append("committed")
+
+    monkeypatch.setattr(commit, "before_commit", stalling)
+    return outcomes
 
 
-class StallingStores(Embedded):
-    stalling: Stalling | None = None
-
-    @contextmanager
-    def memory(self, *, create: bool) -> Iterator[Any]:
-        with super().memory(create=create) as memory:
-            if memory is None or not create:
-                yield memory
-                return
-            self.stalling = Stalling(memory)
-            yield self.stalling
-
-
-def test_a_cancelled_remember_stores_nothing(tmp_path: Path) -> None:
-    made = embedded("cancelled", tmp_path, DEFAULT_MEMORY, "sqlite")
-    stores = StallingStores(made.namespaces, made.episode_stores, made.namespace)
-
+def cancel_a_remember(held: stores.Stores) -> None:
     async def main() -> None:
-        async with Client(server.create(stores)) as client:
+        async with Client(server.create(held, NAMESPACE)) as client:
             # first calls load the validators (seconds on a loaded machine): not under the timeout
             assert (await client.call_tool("remember", {"text": ""})).is_error
             assert not (await client.call_tool("recall", {"query": "anything"})).is_error
             with pytest.raises(MCPError):
                 await client.call_tool("remember", {"text": "never kept"}, read_timeout_seconds=1)
 
+    asyncio.run(main())
+
+
+def wait_for(outcomes: list[object]) -> object:
+    deadline = time.monotonic() + 90
+    while not outcomes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (outcome,) = outcomes
+    return outcome
+
+
+def test_over_embedded_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outcomes = stall_until_unwanted(monkeypatch)
+    held = stores.embedded(tmp_path)
     try:
-        asyncio.run(main())
-        assert stores.stalling is not None and stores.stalling.done.wait(60)
-        (outcome,) = stores.stalling.outcome
-        assert isinstance(outcome, commit.CallerGone)
-        with stores.memory(create=False) as memory:
-            assert memory is not None
-            assert memory.recall("never kept")[1] == []
-            assert memory.list().messages == []
+        cancel_a_remember(held)
+        assert isinstance(wait_for(outcomes), commit.CallerGone)
+        with held.namespaces.using(NAMESPACE, "", create=False) as opened:
+            assert opened is not None and opened.memory.list().messages == []
     finally:
-        stores.close()
+        held.close()
+
+
+def test_in_front_of_a_server(memory_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    outcomes = stall_until_unwanted(monkeypatch)  # the test server runs in this process
+    held = stores.remote(memory_server, None)
+    try:
+        cancel_a_remember(held)
+        assert isinstance(wait_for(outcomes), commit.CallerGone)
+    finally:
+        held.close()
+    memory = RemoteMemory(memory_server, NAMESPACE)
+    try:
+        assert memory.list().messages == []
+    finally:
+        memory.close()

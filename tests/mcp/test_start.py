@@ -12,6 +12,7 @@ NOT_YET = (
     "himga.episodes",
     "himga.memory",
     "himga.records",
+    "himga.core",
     "himga.service",
     "himga.validation",
     "himga.mcp.tools",
@@ -24,7 +25,7 @@ argv = ["mcp", "--data-dir", "unused"]
 args = _parser(_module_of(argv))[0].parse_args(argv)
 from himga.mcp import server, stores
 held = stores.Opening(lambda: None, kept=True)
-server.create(held)
+server.create(held, 'default')
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("grpc", "jsonschema", "himga")
     and any(m == n or m.startswith(n + ".") for n in {NOT_YET!r}))))
 """
