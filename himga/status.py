@@ -33,8 +33,8 @@ class FieldViolation:
 class Undecodable:
     """A request whose bytes did not decode into its method's message, with why (one line) and
     their size; `violations` names the offending fields when the decoder could tell (ProtoJSON
-    can: `limit` is not a number; a broken protobuf cannot). Handed to the interceptor chain in
-    place of the request, which answers INVALID_ARGUMENT (himga.service.core.core); `more` counts
+    can: `limit` is not a number; a broken protobuf cannot). Handed to the core in place of the
+    request, which answers INVALID_ARGUMENT (himga.service.core.core); `more` counts
     violations found past those named, `unchecked` says the decoder stopped looking before the
     end (himga.service.core.bounds)."""
 

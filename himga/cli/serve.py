@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     from himga.service.auth import AuthFile
     from himga.service.credentials import ServerTls
     from himga.service.metrics import Metrics
-    from himga.service.server import create_server
+    from himga.service.server import ServerConfig, start_server
     from himga.service.tokens import AuthFileError
     from himga.storage.files import exposed_to_others, make_private_dir, mode_of
 
@@ -234,19 +234,21 @@ def run(args: argparse.Namespace) -> int:
             _close(database)
             return 1
     try:
-        server, port = create_server(
-            f"{host}:{args.port}",
-            memory=args.memory,
-            episodes=args.episodes,
-            data_dir=data_dir,
-            database=database,
-            max_workers=WORKERS,
-            auth=auth,
-            tls=tls,
-            max_open_namespaces=args.max_open_namespaces,
-            metrics=metrics,
-            http_address=(args.host, args.http_port) if args.http_port is not None else None,
-            cors_origins=args.cors_origin,
+        server, port = start_server(
+            ServerConfig(
+                f"{host}:{args.port}",
+                memory=args.memory,
+                episodes=args.episodes,
+                data_dir=data_dir,
+                database=database,
+                max_workers=WORKERS,
+                auth=auth,
+                tls=tls,
+                max_open_namespaces=args.max_open_namespaces,
+                metrics=metrics,
+                http_address=(args.host, args.http_port) if args.http_port is not None else None,
+                cors_origins=args.cors_origin,
+            )
         )
     except ValueError as error:  # an unreadable TLS file, a memory the place cannot keep
         _log.error("%s", error)

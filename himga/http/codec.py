@@ -2,11 +2,13 @@
 that do not decode answered the way the gRPC port answers them.
 
 connect-python 0.9 turns any decoding failure into a bare `invalid_argument` ("Failed to decode
-request body: ...") before the interceptors run, with no ErrorInfo and no field named. Within
-`serving()`, these codecs instead leave the message empty and keep an `Undecodable` (naming the
-offending fields of a JSON body) for `Dispatcher`, which hands it to the gRPC server's own
-interceptor chain: auth first, then INVALID_ARGUMENT with reason INVALID_REQUEST and BadRequest
-violations (himga.service.decoding), the same log line and metrics as over gRPC.
+request body: ...") before any handler runs, with no ErrorInfo and no field named. Within
+`serving()`, these codecs instead leave the message empty and keep its bytes (`taken`) for the
+handlers (himga.http.handlers), which hand them to the core with the codec's `parse`: the core
+checks the token first, then parses, and a body that does not parse is answered INVALID_ARGUMENT
+with reason INVALID_REQUEST and BadRequest violations naming its fields (at most the first 100,
+himga.service.core.bounds), the same log line and metrics as over gRPC. `parse` reads JSON by
+the plan of himga.http.fastjson, and with json_format where the plan is unsure.
 
 Its encoder writes the ProtoJSON of `himga.http.protojson` without indentation (connect-python
 indents by two spaces, through the json module's pure-Python encoder, after json_format's own
@@ -29,7 +31,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from himga.http import protojson
+from himga.http import fastjson, protojson
 from himga.service.core.bounds import Violations
 from himga.status import FieldViolation, Undecodable
 
@@ -89,16 +91,27 @@ class JsonCodec:
 
     def parse(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
         """`data` as a `kind`, or an Undecodable naming its offending fields."""
+        if _LOWER_CASE_TIME.search(data) is None:
+            try:
+                return fastjson.parse(data, kind)
+            except fastjson.Unsure:
+                pass  # json_format's answer, whatever it is
         message = kind()
         try:
-            self._into(data, message)
+            self._into(data, message, fast=False)
         except Exception as error:  # ParseError, UnicodeDecodeError, RecursionError (nesting)
             found = json_violations(data, message.DESCRIPTOR)
             return Undecodable(_why(error), len(data), tuple(found), found.more, found.unchecked)
         return message
 
-    def _into(self, data: bytes | bytearray, message: Message) -> None:
+    def _into(self, data: bytes | bytearray, message: Message, fast: bool = True) -> None:
         if _LOWER_CASE_TIME.search(data) is None:
+            if fast:
+                try:
+                    message.MergeFrom(fastjson.parse(data, type(message)))
+                    return
+                except fastjson.Unsure:
+                    pass
             json_format.Parse(bytes(data), message)
         else:
             value = json.loads(data, object_pairs_hook=_once_each)

@@ -1,12 +1,15 @@
-"""`create_server`: a started gRPC server with MemoryService, health checking and reflection,
-and, when asked, token auth, TLS, a bound on open namespaces and Prometheus metrics."""
+"""`start_server(ServerConfig(...))` (or `create_server(address, **options)`): a started gRPC
+server with MemoryService, EpisodeService, health checking and reflection, the doors its
+configuration opens beside it (himga.service.doors), and, when asked, token auth, TLS, a bound
+on open namespaces and Prometheus metrics."""
 
 import logging
 import threading
 from collections.abc import Sequence
 from concurrent import futures
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -58,6 +61,7 @@ class MemoryServer:
         auth: TokenSource | None = None,
         episodes: EpisodeStores | None = None,
         http: "doors.Door | None" = None,
+        opened: "dict[str, doors.Door] | None" = None,
     ) -> None:
         self.grpc_server = server
         self._health = health_servicer
@@ -67,6 +71,10 @@ class MemoryServer:
         self._store = store
         self.auth = auth
         self.http = http
+        self.doors: dict[str, doors.Door] = opened if opened is not None else {}
+        """Every door opened beside the gRPC port, by name (himga.service.doors)."""
+        if http is not None:
+            self.doors.setdefault("http", http)
 
     @property
     def http_port(self) -> int | None:
@@ -98,8 +106,8 @@ class MemoryServer:
                 if not self.calls.drain(ABANDON_SECONDS):
                     _log.warning("%d calls still running at stop", self.calls.in_flight)
             self.grpc_server.stop(FLUSH_SECONDS).wait()
-            if self.http is not None:
-                self.http.stop()
+            for door in self.doors.values():
+                door.stop()
             self._namespaces.close()
             if self._episodes is not None:
                 self._episodes.close()
@@ -113,41 +121,71 @@ class MemoryServer:
         return stopped
 
 
-def create_server(
-    address: str,
-    *,
-    memory: str | None = None,
-    episodes: str | None = None,
-    data_dir: Path | str | None = None,
-    database: "Database | None" = None,
-    max_message_bytes: int = MAX_MESSAGE_BYTES,
-    max_workers: int = 8,
-    auth: TokenSource | None = None,
-    tls: ServerTls | None = None,
-    max_open_namespaces: int | None = None,
-    metrics: Metrics | None = None,
-    http_address: tuple[str, int] | None = None,
-    cors_origins: Sequence[str] = (),
-) -> tuple[MemoryServer, int]:
-    """Start a memory server on `address` ("127.0.0.1:0" picks a free port) and return it with
-    its port. It serves MemoryService and EpisodeService. New namespaces get `memory` unless a
-    call names another, and keep their episodes in stores of kind `episodes`; durable ones keep
-    their files under `data_dir` (None: nothing on disk), or every namespace in `database`
-    (himga.storage.postgres: shared with every other server over it; `memory` and `episodes`
-    then default to the PostgreSQL ones, and only memories shared so are offered). With `auth`,
-    every call but health and reflection needs a token of its file; with `tls`, the port (and
-    the HTTP port) speaks TLS only. At most `max_open_namespaces` durable namespaces stay open.
-    `metrics` sees every call (serving them over HTTP is the caller's choice: `Metrics.serve`).
-    With `http_address` (host, port), the same services are also served over HTTP (himga.http:
-    Connect and gRPC-Web, the OpenAPI document, the memory browser), through the same
-    interceptors and servicers, on a pool of `max_workers` threads of its own, with CORS for
-    `cors_origins`; `MemoryServer.http_port` is its port. ValueError on an unknown memory or
-    episode store, or an unreadable TLS file."""
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything one memory server is started with (`start_server`).
+
+    It listens on `address` ("127.0.0.1:0" picks a free port) and serves MemoryService and
+    EpisodeService. New namespaces get `memory` unless a call names another, and keep their
+    episodes in stores of kind `episodes`; durable ones keep their files under `data_dir`
+    (None: nothing on disk), or every namespace in `database` (himga.storage.postgres: shared
+    with every other server over it; `memory` and `episodes` then default to the PostgreSQL
+    ones, and only memories shared so are offered). With `auth`, every call but health and
+    reflection needs a token of its file; with `tls`, the port (and every other door) speaks
+    TLS only. At most `max_open_namespaces` durable namespaces stay open. `metrics` sees every
+    call (serving them over HTTP is the caller's choice: `Metrics.serve`). With `http_address`
+    (host, port), the same services are also served over HTTP (himga.http: Connect and
+    gRPC-Web, the OpenAPI document, the memory browser), through the same core, on a pool of
+    `max_workers` threads of its own, with CORS for `cors_origins`."""
+
+    address: str
+    memory: str | None = None
+    episodes: str | None = None
+    data_dir: Path | str | None = None
+    database: "Database | None" = None
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_workers: int = 8
+    auth: TokenSource | None = None
+    tls: ServerTls | None = None
+    max_open_namespaces: int | None = None
+    metrics: Metrics | None = None
+    http_address: tuple[str, int] | None = None
+    cors_origins: Sequence[str] = ()
+
+    def doors(self) -> DoorConfig:
+        """What the doors beside the gRPC port are opened with."""
+        return DoorConfig(
+            self.tls, self.max_message_bytes, self.max_workers, self.http_address, self.cors_origins
+        )
+
+
+def create_server(address: str, **options: Any) -> tuple[MemoryServer, int]:
+    """`start_server(ServerConfig(address, **options))`: a started server and its port."""
+    return start_server(ServerConfig(address, **options))
+
+
+def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
+    """Start the memory server `config` describes and return it with its port: the core over
+    its stores, the gRPC port, and each door the configuration opens
+    (himga.service.doors); `MemoryServer.http_port` is the HTTP door's port. ValueError on an
+    unknown memory or episode store, or an unreadable TLS file."""
+    memory, episodes, data_dir, database = (
+        config.memory,
+        config.episodes,
+        config.data_dir,
+        config.database,
+    )
+    max_message_bytes, max_workers, auth = (
+        config.max_message_bytes,
+        config.max_workers,
+        config.auth,
+    )
+    tls, metrics, address = config.tls, config.metrics, config.address
     directory = Path(data_dir) if data_dir is not None else None
     place: Place = database if database is not None else directory
     memory = memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
     episodes = episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
-    namespaces = Namespaces(memory, place, max_open_namespaces)
+    namespaces = Namespaces(memory, place, config.max_open_namespaces)
     episode_stores = EpisodeStores(episodes, place)
     credentials = tls.credentials() if tls is not None else None
     calls = Calls()
@@ -180,12 +218,12 @@ def create_server(
         port = server.add_secure_port(address, credentials)
     else:
         port = server.add_insecure_port(address)
-    config = DoorConfig(tls, max_message_bytes, max_workers, http_address, cors_origins)
-    opened = {name: doors.build(name, core, config) for name in config.wanted}
+    wanted = config.doors()
+    opened = {name: doors.build(name, core, wanted) for name in wanted.wanted}
     http = opened.get("http")
     server.start()
-    if http is not None:
-        http.start()
+    for door in opened.values():
+        door.start()
 
     def serving(writable: bool) -> None:
         status = (
@@ -200,6 +238,6 @@ def create_server(
     serving(True)
     _log.debug("memory server on port %d with memory %r", port, memory)
     running = MemoryServer(
-        server, health_servicer, namespaces, calls, store, auth, episode_stores, http
+        server, health_servicer, namespaces, calls, store, auth, episode_stores, http, opened
     )
     return running, port

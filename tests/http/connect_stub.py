@@ -1,8 +1,8 @@
-"""A stand-in for a generated gRPC stub that calls over the HTTP port instead (Connect, binary
-protobuf), so that a client written over gRPC stubs (RemoteMemory) runs the same suites over
-HTTP. A failed call raises `ConnectCallError`, a grpc.RpcError and grpc.Call carrying the
-Connect error's code, message and details as a gRPC call's status would, so the client reads
-it as it reads any failed call."""
+"""A stand-in for a generated gRPC stub that calls over the HTTP port instead (Connect JSON, as
+a browser or curl sends it), so that a client written over gRPC stubs (RemoteMemory) runs the
+same suites over HTTP. A failed call raises `ConnectCallError`, a grpc.RpcError and grpc.Call
+carrying the Connect error's code, message and details as a gRPC call's status would, so the
+client reads it as it reads any failed call."""
 
 import base64
 import json
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
-from google.protobuf import any_pb2, message_factory
+from google.protobuf import any_pb2, json_format, message_factory
 from google.rpc import status_pb2
 from himga_proto.memory.v1 import memory_pb2
 
@@ -67,15 +67,16 @@ class ConnectStub:
         url = f"{self._base}/{self._service.full_name}/{name}"
 
         def call(request: Any, timeout: float | None = None, metadata: Any = None) -> Any:
-            headers = {"Content-Type": "application/proto"}
+            headers = {"Content-Type": "application/json"}
             for key, value in metadata or ():
                 headers[key] = value
             if timeout is not None:
                 headers["Connect-Timeout-Ms"] = str(int(timeout * 1000))
-            sent = urllib.request.Request(url, data=request.SerializeToString(), headers=headers)
+            body = json_format.MessageToJson(request, preserving_proto_field_name=True)
+            sent = urllib.request.Request(url, data=body.encode(), headers=headers)
             try:
                 with urllib.request.urlopen(sent) as reply:
-                    return answer.FromString(reply.read())
+                    return json_format.Parse(reply.read(), answer())
             except urllib.error.HTTPError as error:
                 raise _failed(error.read()) from None
 

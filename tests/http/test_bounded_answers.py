@@ -64,6 +64,17 @@ def test_http_sends_the_same_bounded_violations_as_grpc(served: Served) -> None:
     assert error["message"] == caught.value.details()
 
 
+def test_a_json_batch_of_bad_items_is_not_walked_past_the_bound(served: Served) -> None:
+    items = [{"message": {"role": "", "content": 5}, "session": []} for _ in range(5000)]
+    status, _, raw = served.post(MEMORY + "IngestBatch", {"namespace": "n", "items": items})
+    assert status == 400 and len(raw) < DETAILS_BOUND
+    reason, violations = error_reason_and_violations(json.loads(raw))
+    assert reason == "INVALID_REQUEST"
+    assert 2 <= len(violations) <= MAX_VIOLATIONS + 1
+    assert violations[0][0].startswith("items[0].")
+    assert violations[-1][0] == "" and "not checked to its end" in violations[-1][1]
+
+
 def test_a_body_of_many_unknown_keys_gets_the_first_100_and_a_count(served: Served) -> None:
     keys = 100_000
     body = "{" + ",".join(f'"k{i}":1' for i in range(keys)) + "}"
