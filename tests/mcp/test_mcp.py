@@ -107,6 +107,8 @@ async def exercise(client: Client) -> None:
     assert "$.messages[0].role" in text and "$.messages[0].content" in text
     bad = await client.call_tool("recall", {"query": "dog", "filter": {"after": "yesterday"}})
     assert bad.is_error and "$.filter.after" in bad.content[0].text  # type: ignore[union-attr]
+    bad = await client.call_tool("recall", {"query": "dog", "limit": 5000})  # the core refuses
+    assert bad.is_error and "limit: must be at most 1000" in bad.content[0].text  # type: ignore[union-attr]
 
     trace = {k: v for k, v in episode(1).to_dict().items() if k not in KEPT}
     assert (await structured(client, "record_episode", {"episode": trace}))["id"] == trace["id"]
