@@ -85,9 +85,10 @@ class Remote:
 
     def __init__(self, target: str, token: str | None) -> None:
         from himga.service.credentials import channel
-        from himga.service.memory_calls import bearer
+        from himga.service.memory_calls import bearer, channel_options
+        from himga.service.server import MAX_MESSAGE_BYTES  # as RemoteMemory's channel
 
-        self._channel = channel(target, None)
+        self._channel = channel(target, None, options=channel_options(MAX_MESSAGE_BYTES))
         found = bearer(token)
         self._metadata = tuple(found) if found is not None else None
         self.kept = True
