@@ -6,15 +6,18 @@ the same run, interleaved:
 - the SDK's bare low-level server (`mcp.server.Server` with no tools, over stdio): what any
   server on the official SDK pays before it can answer.
 
-`himga mcp` is timed with no data directory and with one, and for each also the time to its
-first `tools/list` answer (which loads the tool schemas and validators). Prints seconds as
-min / median / max over the runs, and himga's initialize time over the bare server's, per run.
+`himga mcp` is timed with no data directory and with one, and (in runs of their own) to its
+first `tools/list` answer, which loads the tool schemas and validators. Prints seconds as
+min / median / max over the runs, and himga's initialize time over the bare server's, per run;
+and the CPU seconds each server process used in all (it exits as soon as it has answered),
+which a loaded machine inflates far less than the wall-clock time.
 
     make bench-mcp      # or: python -m benchmarks.bench_mcp_start --runs 5
 """
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,8 +61,9 @@ def _answer(process: "subprocess.Popen[bytes]", request_id: int) -> dict[str, ob
             return message
 
 
-def time_server(command: Sequence[str], list_tools: bool) -> tuple[float, float | None]:
-    """Seconds from start to the `initialize` answer, and to the first `tools/list` answer."""
+def time_server(command: Sequence[str], list_tools: bool) -> tuple[float, float | None, float]:
+    """Seconds from start to the `initialize` answer, and to the first `tools/list` answer; and
+    the CPU seconds the process used, start to exit."""
     start = time.perf_counter()
     process = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -86,15 +90,12 @@ def time_server(command: Sequence[str], list_tools: bool) -> tuple[float, float 
             _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
             _answer(process, 2)
             listed = time.perf_counter() - start
-        return initialized, listed
     finally:
         assert process.stdin is not None
         process.stdin.close()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _, status, usage = os.wait4(process.pid, 0)  # the server exits at the end of its input
+        process.returncode = os.waitstatus_to_exitcode(status)
+    return initialized, listed, usage.ru_utime + usage.ru_stime
 
 
 def time_pass() -> float:
@@ -113,28 +114,32 @@ def main() -> None:
     runs = parser.parse_args().runs
     himga = [sys.executable, "-m", "himga", "mcp"]
     with tempfile.TemporaryDirectory() as data_dir:
-        kinds = {
-            "python -c pass": None,
-            "SDK bare server": [sys.executable, "-c", BARE_SERVER],
-            "himga mcp": himga,
-            "himga mcp --data-dir": [*himga, "--data-dir", data_dir],
+        kinds: dict[str, tuple[list[str] | None, bool]] = {  # command, and list tools?
+            "python -c pass": (None, False),
+            "SDK bare server": ([sys.executable, "-c", BARE_SERVER], False),
+            "himga mcp": (himga, False),
+            "himga mcp --data-dir": ([*himga, "--data-dir", data_dir], False),
+            "himga mcp, tools/list": (himga, True),
         }
         initialize: dict[str, list[float]] = {name: [] for name in kinds}
         listing: dict[str, list[float]] = {name: [] for name in kinds}
+        cpu: dict[str, list[float]] = {name: [] for name in kinds}
         for _ in range(runs):  # interleaved, so that a change of load hits every kind alike
-            for name, command in kinds.items():
+            for name, (command, list_tools) in kinds.items():
                 if command is None:
                     initialize[name].append(time_pass())
                     continue
-                answered, listed = time_server(command, list_tools=name.startswith("himga"))
+                answered, listed, used = time_server(command, list_tools)
                 initialize[name].append(answered)
+                cpu[name].append(used)
                 if listed is not None:
                     listing[name].append(listed)
     print(f"seconds from process start, min / median / max of {runs} runs")
-    print(f"{'':22} {'initialize answered':>24}   {'first tools/list':>24}")
+    print(f"{'':22} {'initialize answered':>24}   {'first tools/list':>24}   {'CPU, in all':>24}")
     for name in kinds:
         shown = spread(listing[name]) if listing[name] else ""
-        print(f"{name:22} {spread(initialize[name]):>24}   {shown:>24}")
+        cpu_shown = spread(cpu[name]) if cpu[name] else ""
+        print(f"{name:22} {spread(initialize[name]):>24}   {shown:>24}   {cpu_shown:>24}")
     bare = initialize["SDK bare server"]
     for name in ("himga mcp", "himga mcp --data-dir"):
         ratios = [mine / floor for mine, floor in zip(initialize[name], bare, strict=True)]
