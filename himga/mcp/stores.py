@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from himga.core import Core
     from himga.service.episode_stores import EpisodeStores
     from himga.service.namespaces import Namespaces
+    from himga.service.resources import StoreHealth
 
 PACKAGE = "himga.memory.v1"
 
@@ -60,10 +61,17 @@ class Door:
 class Embedded:
     """The core over the stores of a data directory (None: kept in memory, gone at exit)."""
 
-    def __init__(self, core: Core, namespaces: Namespaces, episodes: EpisodeStores) -> None:
+    def __init__(
+        self,
+        core: Core,
+        namespaces: Namespaces,
+        episodes: EpisodeStores,
+        health: StoreHealth | None = None,
+    ) -> None:
         self.core = core
         self.namespaces = namespaces
         self.episode_stores = episodes
+        self.health = health
         self.kept = namespaces.place is not None
 
     def call(self, method: str, request: Message, alive: Alive) -> Any:
@@ -73,6 +81,8 @@ class Embedded:
         return self.core.call(request, context)
 
     def close(self) -> None:
+        if self.health is not None:
+            self.health.stop()
         self.namespaces.close()
         self.episode_stores.close()
 
@@ -167,17 +177,25 @@ def embedded(
     data_dir: Path | None, memory: str | None = None, episodes: str | None = None
 ) -> Embedded:
     """The core over the stores of `data_dir` (None: kept in memory, gone at exit), with the
-    memory and episode store kinds named (None: the defaults `himga serve` uses), opened as
-    `himga serve --data-dir` opens them; ValueError naming what is wrong with the kinds."""
+    memory and episode store kinds named (None: the defaults `himga serve` uses), opened and
+    built as `himga serve --data-dir` builds its own (himga.service.server.start_server: the
+    same answers cut to the same size, a store that cannot write heard of); ValueError naming
+    what is wrong with the kinds."""
     from himga.core import build_core
     from himga.episodes.registry import DEFAULT_STORE
     from himga.memory.registry import DEFAULT_MEMORY
     from himga.service.episode_stores import EpisodeStores
     from himga.service.namespaces import Namespaces
+    from himga.service.resources import StoreHealth
+    from himga.service.server import MAX_MESSAGE_BYTES
 
     namespaces = Namespaces(memory or DEFAULT_MEMORY, data_dir)
     episode_stores = EpisodeStores(episodes or DEFAULT_STORE, data_dir)
-    return Embedded(build_core(namespaces, episode_stores), namespaces, episode_stores)
+    health = StoreHealth(data_dir)
+    core = build_core(
+        namespaces, episode_stores, max_response_bytes=MAX_MESSAGE_BYTES, store=health
+    )
+    return Embedded(core, namespaces, episode_stores, health)
 
 
 def remote(target: str, token: str | None) -> Remote:
