@@ -19,7 +19,7 @@ DATA_DIR ?= data
 LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
 
-.PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate \
+.PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate bench-mcp \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
         bench-isolation bench-bad-bodies bench-postgres screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
 
@@ -88,7 +88,7 @@ serve: $(SERVE_SETUP)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
 bench: bench-validate bench-validate-cli bench-cold-start bench-service bench-async bench-memory bench-episodes bench-api \
-       bench-http bench-postgres
+       bench-http bench-postgres bench-mcp
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
@@ -109,6 +109,10 @@ bench-service: $(SETUP)
 ## bench-async: 1,000 concurrent retrieves from one event loop beside a thread pool's
 bench-async: $(SETUP)
 	$(PY) -m benchmarks.bench_async
+
+## bench-mcp: `himga mcp`'s start to its initialize answer beside the SDK's bare server
+bench-mcp: $(SETUP)
+	$(PY) -m benchmarks.bench_mcp_start
 
 ## bench-http: Retrieve over HTTP JSON beside Retrieve over gRPC, sequential and concurrent
 bench-http: $(SETUP)

@@ -1,20 +1,50 @@
 """`himga mcp`: the memory as tools for a model, over the Model Context Protocol: on stdio (what
 desktop agents and coding assistants launch), or streamable HTTP with `--http-port`. Its stores
 are embedded (a data directory, the same stores `himga serve` keeps), or a running server's with
-`--target`. Needs the `mcp` extra: `pip install 'himga-memory[mcp]'`."""
+`--target`. Needs the `mcp` extra: `pip install 'himga-memory[mcp]'`.
+
+It answers `initialize` first and opens its stores on the first tool call: nothing of the stores
+(the registries, the records, the validators) is imported before, so a host that starts it
+waits only for the SDK. The memory and store names are checked against the registries only
+when given."""
 
 import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import himga
-from himga.episodes.registry import DEFAULT_STORE, store_names
-from himga.memory.registry import DEFAULT_MEMORY, memory_names
 
 TOKEN_VARIABLE = "HIMGA_TOKEN"
+
+
+class _Names:
+    """The names a registry knows, read from it only when a name given must be checked (or the
+    help lists them): argparse `choices` that import nothing until then."""
+
+    def __init__(self, names: Callable[[], list[str]]) -> None:
+        self._names = names
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+
+def _memory_names() -> list[str]:
+    from himga.memory.registry import memory_names
+
+    return memory_names()
+
+
+def _store_names() -> list[str]:
+    from himga.episodes.registry import store_names
+
+    return store_names()
 
 
 def add_parser(subparsers: Any) -> None:
@@ -35,14 +65,17 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--memory",
-        choices=memory_names(),
-        help=f"the memory (embedded default: {DEFAULT_MEMORY}; remote: the server's)",
+        choices=_Names(_memory_names),
+        metavar="MEMORY",  # argparse would list the choices, importing the registry, to build it
+        help="the memory kind, as `himga serve --memory` takes it (embedded: the default memory; "
+        "remote: the server's)",
     )
     parser.add_argument(
         "--episodes",
-        default=DEFAULT_STORE,
-        choices=store_names(),
-        help="embedded episode store (default: %(default)s)",
+        choices=_Names(_store_names),
+        metavar="STORE",
+        help="embedded episode store kind, as `himga serve --episodes` takes it (default: the "
+        "default store)",
     )
     parser.add_argument(
         "--target", metavar="HOST:PORT", help="use the stores of a running `himga serve` instead"
@@ -82,20 +115,26 @@ def run(args: argparse.Namespace) -> int:
     if args.target is not None and args.data_dir is not None:
         log.error("--target and --data-dir are exclusive: the server keeps its own files")
         return 2
-    try:
-        if args.target is not None:
-            token = args.token or os.environ.get(TOKEN_VARIABLE)
-            held = stores.remote(args.target, args.namespace, args.memory or "", token)
-        else:
-            held = stores.embedded(
-                args.namespace, args.data_dir, args.memory or DEFAULT_MEMORY, args.episodes
-            )
-    except ValueError as error:
-        log.error("%s", error)
-        return 2
+    if args.target is not None:
+        token = args.token or os.environ.get(TOKEN_VARIABLE)
+        target = args.target
+
+        def make() -> stores.Stores:
+            return stores.remote(target, token)
+
+        memory = args.memory or ""  # the server's default unless named
+
+    else:
+
+        def make() -> stores.Stores:
+            return stores.embedded(args.data_dir, args.memory, args.episodes)
+
+        memory = ""  # the embedded default, which --memory sets
+
+    held = stores.Opening(make, kept=args.target is not None or args.data_dir is not None)
     where = args.target or args.data_dir or "memory only (nothing kept)"
-    log.info("namespace %s, stores: %s", args.namespace, where)
-    app = server.create(held)
+    log.info("namespace %s, stores: %s (opened on the first tool call)", args.namespace, where)
+    app = server.create(held, args.namespace, memory)
     try:
         if args.http_port is None:
             anyio.run(server.serve_stdio, app)

@@ -2,15 +2,16 @@
 taken from a request of the proto accepts, as ProtoJSON reads it (json_format.ParseDict).
 
 A message field whose proto type mirrors a shipped schema (Message, Session, TaskContext,
-EpisodeTrace) refers to that schema; a Timestamp is an RFC 3339 string; a map<string, string>
-is an object of strings. A field of any other kind is refused, so a new kind fails the tests
-until it has a mapping here."""
+EpisodeTrace) takes that schema, inlined (himga.mcp.records_schema); a Timestamp is an RFC 3339
+string; a map<string, string> is an object of strings. A field of any other kind is refused,
+so a new kind fails the tests until it has a mapping here."""
 
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from himga.validation import schema_id, type_names
+from himga.mcp.records_schema import inline
+from himga.validation import type_names
 
 _SCALARS = {
     FieldDescriptor.TYPE_STRING: {"type": "string"},
@@ -71,5 +72,5 @@ def _single(field: FieldDescriptor) -> dict[str, Any]:
     if message.full_name == _TIMESTAMP:
         return {"type": "string", "format": "date-time"}
     if message.name in type_names():
-        return {"$ref": schema_id(message.name)}
+        return inline(message.name)
     return message_schema(message)

@@ -1,11 +1,14 @@
 """The MCP server: the tools of himga.mcp.tools on the SDK's low-level Server, served over
 stdio (what desktop agents launch) or streamable HTTP. Tool calls run in worker threads, since
-the stores block; a call the tool's schema refuses, or the stores refuse, is a tool error (the
-model reads it and may try again), naming each field that is wrong."""
+the stores block; a write whose call the client cancels is rolled back (the check each write
+makes just before COMMIT, as over gRPC, asks whether the call is still wanted); a call the
+tool's schema refuses, or the stores refuse, is a tool error (the model reads it and may try
+again), naming each field that is wrong."""
 
 import logging
 import socket
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import mcp_types as types
@@ -14,8 +17,10 @@ from mcp.server.stdio import stdio_server
 
 import himga
 from himga.errors import HimgaError
-from himga.mcp.stores import Stores
-from himga.mcp.tools import TOOLS
+from himga.mcp.stores import Door, Stores
+
+if TYPE_CHECKING:
+    from himga.mcp.tools import Tool
 
 _log = logging.getLogger("himga.mcp")
 
@@ -24,33 +29,66 @@ INSTRUCTIONS = (
     "answering about the past, forget what the user asks to drop; record_episode after a task "
     "and find_episodes before one, to learn from earlier attempts."
 )
+NOWHERE = (
+    " Nowhere to keep memories: this server was started without --data-dir or --target, so "
+    "what is remembered is held in memory only and lost when it stops. To keep it, start "
+    "`himga mcp --data-dir DIR` (or `--target HOST:PORT` for a running himga server)."
+)
 
 
-def create(stores: Stores) -> Server[Any]:
-    """An MCP server whose tools read and write `stores`."""
+def instructions(stores: Stores) -> str:
+    """What a host is told on `initialize`: how to use the tools, and, when nothing is kept,
+    that it is not (a log line is not enough: desktop hosts hide the server's stderr)."""
+    return INSTRUCTIONS + ("" if stores.kept else NOWHERE)
+
+
+def listing(tool: "Tool") -> types.Tool:
+    """A tool as tools/list gives it."""
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        output_schema=tool.output_schema(),
+        annotations=types.ToolAnnotations(
+            read_only_hint=tool.hints.read_only,
+            destructive_hint=tool.hints.destructive,
+            idempotent_hint=tool.hints.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+def create(stores: Stores, namespace: str, memory: str = "") -> Server[Any]:
+    """An MCP server whose tools read and write `namespace` (with `memory`, "" for the default)
+    through `stores`."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema())
-                for t in TOOLS.values()
-            ]
-        )
+        from himga.mcp.tools import tools  # the schemas and validators: not before a call
+
+        return types.ListToolsResult(tools=[listing(tool) for tool in tools().values()])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        tool = TOOLS.get(params.name)
+        from himga.mcp.tools import tools
+
+        tool = tools().get(params.name)
         if tool is None:
-            return _error(f"no tool {params.name!r}; tools: {', '.join(TOOLS)}")
-        arguments = dict(params.arguments or {})
-        problems = tool.problems(arguments)
+            return _error(f"no tool {params.name!r}; tools: {', '.join(tools())}")
+        problems, arguments = tool.check(dict(params.arguments or {}))
         if problems:
             return _error("\n".join(problems))
-        try:
-            text, structured = await anyio.to_thread.run_sync(tool.run, stores, arguments)
+        gone = threading.Event()
+        door = Door(stores, namespace, memory, alive=lambda: not gone.is_set())
+        try:  # the core (or the server) checks each write just before COMMIT: still alive?
+            text, structured = await anyio.to_thread.run_sync(
+                tool.run, door, arguments, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            gone.set()  # the write, still running in its thread, rolls back
+            raise
         except (HimgaError, ValueError) as error:
             return _error(str(error))
         return types.CallToolResult(
@@ -60,7 +98,7 @@ def create(stores: Stores) -> Server[Any]:
     return Server(
         "himga",
         version=himga.__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(stores),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
