@@ -84,8 +84,10 @@ def _check(field: FieldDescriptor) -> Callable[[dict[str, Any], str], None] | No
     if kind is None:
         if field.is_repeated:
             return _array
-        if field.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL):
-            return None  # the constructor refuses anything but a str, or a bool
+        if field.type == FieldDescriptor.TYPE_STRING:
+            return None  # the constructor refuses anything but a str
+        if field.type == FieldDescriptor.TYPE_BOOL:
+            return _boolean  # the constructor takes a number for a bool; JSON does not
         if field.type in _WHOLE:
             return None  # the constructor refuses a bool, a float, one out of range
         if field.type == FieldDescriptor.TYPE_DOUBLE:
@@ -125,6 +127,11 @@ def _array(value: dict[str, Any], name: str) -> None:
 
 def _object(value: dict[str, Any], name: str) -> None:
     if type(value[name]) is not dict:
+        raise Unsure(name)
+
+
+def _boolean(value: dict[str, Any], name: str) -> None:
+    if type(value[name]) is not bool:
         raise Unsure(name)
 
 

@@ -11,6 +11,7 @@ import pytest
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.http.handlers import CODES
+from himga.kinds import Keeps, Kind
 from himga.memory import registry
 from himga.service import create_server
 from himga.service.errors import ERROR_KINDS, INTERNAL, error_kind
@@ -23,7 +24,10 @@ NAMES = [cls.__name__ for cls in EXAMPLES] + [cls.__name__ for cls in SENT_AS] +
 
 @pytest.fixture(scope="module")
 def raising() -> Iterator[Served]:
-    registry.register(RAISING, "tests.service.test_error_kinds", "RaisingMemory.for_namespace")
+    registry.register(
+        RAISING,
+        Kind("tests.service.test_error_kinds", "RaisingMemory.for_namespace", Keeps.PROCESS, False),
+    )
     server, port = create_server("127.0.0.1:0", memory=RAISING, http_address=("127.0.0.1", 0))
     served = Served(server, port)
     try:

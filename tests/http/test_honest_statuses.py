@@ -14,6 +14,7 @@ import pytest
 from google.protobuf import json_format
 from himga_proto.memory.v1 import memory_pb2 as pb
 
+from himga.kinds import Keeps, Kind
 from himga.memory import commit, registry
 from himga.service import create_server
 from himga.service.server import MemoryServer
@@ -28,7 +29,15 @@ PAST_DEADLINE = ("canceled", "deadline_exceeded")
 
 @pytest.fixture
 def gated(tmp_path: Path) -> Iterator[Served]:
-    registry.register(GATED, "tests.service.test_honest_statuses", "GatedSQLite.for_namespace")
+    registry.register(
+        GATED,
+        Kind(
+            "tests.service.test_honest_statuses",
+            "GatedSQLite.for_namespace",
+            Keeps.DATA_DIRECTORY,
+            shared=False,
+        ),
+    )
     server, port = create_server(
         "127.0.0.1:0", memory=GATED, data_dir=tmp_path, http_address=("127.0.0.1", 0)
     )
