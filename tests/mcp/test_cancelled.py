@@ -14,7 +14,7 @@ import pytest
 from mcp import Client, MCPError
 
 from himga.mcp import server, stores
-from himga.memory import commit
+from himga.storage import commit
 from himga.service import RemoteMemory
 
 NAMESPACE = "mcp.cancelled"
