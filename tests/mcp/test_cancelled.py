@@ -14,8 +14,8 @@ import pytest
 from mcp import Client, MCPError
 
 from himga.mcp import server, stores
-from himga.storage import commit
 from himga.service import RemoteMemory
+from himga.storage import commit
 
 NAMESPACE = "mcp.cancelled"
 
