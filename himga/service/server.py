@@ -28,6 +28,7 @@ from himga.service.lifecycle import Calls
 from himga.service.metrics import Metrics
 from himga.service.namespaces import Namespaces
 from himga.service.resources import StoreHealth
+from himga.service.undecodable import RefuseUndecodable
 from himga.storage.place import Place
 
 SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
@@ -202,6 +203,7 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
     )
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="himga-rpc"),
+        interceptors=[RefuseUndecodable()],
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.max_send_message_length", max_message_bytes),
