@@ -71,28 +71,11 @@ def run(args: argparse.Namespace) -> int:
     import grpc
 
     from himga.errors import HimgaError
-    from himga.memory.dump import read_line
     from himga.service import RemoteMemory
 
-    shown = "<stdin>" if args.file == "-" else args.file
-    try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        print(f"himga import: cannot read {shown}: {error}", file=sys.stderr)
-        return 2
-    items: list[Any] = []
-    problems = 0
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        read, found = read_line(line)
-        for problem in found:
-            print(f"{shown}:{number}: {problem}", file=sys.stderr)
-        problems += len(found)
-        items += read
-    if problems:
-        print(f"himga import: {problems} problems; nothing stored", file=sys.stderr)
-        return 1
+    items = _exported(args)
+    if isinstance(items, int):
+        return items  # the file could not be read, or breaks the layout: nothing stored
     try:
         with RemoteMemory(args.target, args.namespace, memory=args.memory) as memory:
             for start in range(0, len(items), BATCH):
@@ -110,27 +93,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_embedded(args: argparse.Namespace) -> int:
     """A JSON Lines file into the embedded store of --data-dir."""
-    from himga.memory.dump import read_line
 
-    shown = "<stdin>" if args.file == "-" else args.file
-    try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        print(f"himga import: cannot read {shown}: {error}", file=sys.stderr)
-        return 2
-    items: list[Any] = []
-    problems = 0
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        read, found = read_line(line)
-        for problem in found:
-            print(f"{shown}:{number}: {problem}", file=sys.stderr)
-        problems += len(found)
-        items += read
-    if problems:
-        print(f"himga import: {problems} problems; nothing stored", file=sys.stderr)
-        return 1
+    items = _exported(args)
+    if isinstance(items, int):
+        return items  # the file could not be read, or breaks the layout: nothing stored
     return _store({args.namespace: items}, args)
 
 
@@ -224,3 +190,30 @@ def _opened(args: argparse.Namespace) -> "Iterator[Callable[[str], AbstractConte
         yield using
     finally:
         namespaces.close()
+
+
+def _exported(args: argparse.Namespace) -> "list[Any] | int":
+    """The records of `himga export`'s file `args.file` ("-": stdin), each line checked; or the
+    exit code after saying, line by line, what is wrong (then nothing is stored)."""
+    from himga.memory.dump import read_line
+
+    shown = "<stdin>" if args.file == "-" else args.file
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"himga import: cannot read {shown}: {error}", file=sys.stderr)
+        return 2
+    items: list[Any] = []
+    problems = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        read, found = read_line(line)
+        for problem in found:
+            print(f"{shown}:{number}: {problem}", file=sys.stderr)
+        problems += len(found)
+        items += read
+    if problems:
+        print(f"himga import: {problems} problems; nothing stored", file=sys.stderr)
+        return 1
+    return items
