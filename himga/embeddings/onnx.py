@@ -1,0 +1,126 @@
+"""The `onnx` kind: a model directory (`model.onnx`, `tokenizer.json`, `card.json`) run in
+process by onnxruntime, its text split into tokens by Hugging Face's `tokenizers`.
+
+Every file the card names is checked against its SHA-256 before the model is loaded. A text is
+truncated to the card's `max_tokens` tokens (special tokens included); nothing is padded: a text
+runs alone, or (a card whose `batching` is `by_length`) with texts of its own token length only,
+so a text's vector never depends on the texts embedded with it.
+"""
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from himga.embeddings.base import Embedder, ModelError
+from himga.embeddings.card import MODEL, TOKENIZER, Card, read_card, verify
+
+# Texts of one length sharing a run (batching "by_length"): past a few dozen, a bigger run
+# gains nothing on a CPU and holds more memory.
+RUN_SIZE = 32
+
+
+def default_threads() -> int:
+    """onnxruntime's threads a run: `HIMGA_EMBEDDING_THREADS`, else the cores this process
+    may use, at most 4 (a small model gains little past that, and the server's other work
+    needs a core)."""
+    configured = os.environ.get("HIMGA_EMBEDDING_THREADS", "")
+    if configured.strip():
+        try:
+            threads = int(configured)
+        except ValueError:
+            threads = 0
+        if threads < 1:
+            raise ModelError(
+                f"HIMGA_EMBEDDING_THREADS must be a positive integer, not {configured!r}"
+            )
+        return threads
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
+class OnnxEmbedder(Embedder):
+    """A model directory's ONNX weights, run by onnxruntime on the CPU."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        remedy: str = "copy the model directory again",
+        threads: int | None = None,
+    ) -> None:
+        import onnxruntime
+        import tokenizers
+
+        self.directory = Path(directory)
+        card = read_card(self.directory)
+        verify(self.directory, card, remedy)
+        self.card: Card = card
+        self.model_id = f"{card.name}:{card.files[MODEL][:16]}"
+        self.dimension = card.dimension
+        self.max_tokens = card.max_tokens
+        self.query_prefix = card.query_prefix
+        self.passage_prefix = card.passage_prefix
+        try:
+            tokenizer = tokenizers.Tokenizer.from_file(str(self.directory / TOKENIZER))
+        except Exception as error:  # tokenizers raises a bare Exception on a bad file
+            raise ModelError(f"{self.directory / TOKENIZER}: not a tokenizer ({error})") from None
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=card.max_tokens)
+        self._tokenizer = tokenizer
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads or default_threads()
+        options.inter_op_num_threads = 1
+        # Threads that spin between runs would take a shared machine's cores while idle.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        try:
+            self._session = onnxruntime.InferenceSession(
+                str(self.directory / MODEL), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as error:  # onnxruntime's own exception types
+            raise ModelError(f"{self.directory / MODEL}: not a loadable model ({error})") from None
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        missing = {"input_ids", "attention_mask"} - self._inputs
+        if missing:
+            raise ModelError(
+                f"{self.directory / MODEL}: takes no {', '.join(sorted(missing))} input"
+            )
+        self._by_length = card.batching == "by_length"
+
+    def token_ids(self, text: str) -> list[int]:
+        """The tokens the model sees of `text` as given (no prefix added), truncated to
+        `max_tokens`."""
+        ids: list[int] = self._tokenizer.encode(text).ids
+        return ids
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not self._by_length:
+            for index, encoding in enumerate(encodings):
+                out[index] = self._run([encoding.ids], [encoding.type_ids])[0]
+            return out
+        runs: defaultdict[int, list[int]] = defaultdict(list)
+        for index, encoding in enumerate(encodings):
+            runs[len(encoding.ids)].append(index)
+        for indices in runs.values():
+            for start in range(0, len(indices), RUN_SIZE):
+                chosen = indices[start : start + RUN_SIZE]
+                out[chosen] = self._run(
+                    [encodings[i].ids for i in chosen], [encodings[i].type_ids for i in chosen]
+                )
+        return out
+
+    def _run(self, ids: list[list[int]], type_ids: list[list[int]]) -> np.ndarray:
+        """Pooled vectors of equally long token sequences (no padding: every mask is 1)."""
+        input_ids = np.asarray(ids, dtype=np.int64)
+        mask = np.ones_like(input_ids)
+        feed: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.asarray(type_ids, dtype=np.int64)
+        hidden = self._session.run(None, feed)[0]
+        if self.card.pooling == "cls":
+            return np.asarray(hidden[:, 0, :], dtype=np.float32)
+        return np.asarray(hidden.mean(axis=1), dtype=np.float32)
