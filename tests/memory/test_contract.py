@@ -33,6 +33,9 @@ from tests.memory.sync_over_async import SyncOverAsync
 # Memories that keep nothing by design; every other memory must find what it stored. New
 # memories are taken to store, so one that silently does not fails here until listed.
 NON_STORING = {"null"}
+# Memories that find by meaning too: a search also returns turns that share no word with the
+# query (their nearest by meaning), after or among those that do.
+BY_MEANING = {"hybrid"}
 
 # Each registry memory in process, through RemoteMemory, through AsyncRemoteMemory (run by
 # SyncOverAsync, which waits for each of its coroutines), and through RemoteMemory's calls sent
@@ -57,6 +60,7 @@ class Kind:
 
     new: Callable[[], BaseMemory]
     stores: bool
+    by_meaning: bool = False
 
 
 @pytest.fixture(params=MEMORIES)
@@ -83,7 +87,7 @@ def kind(
         made.append(memory)
         return memory
 
-    yield Kind(new, stores=name not in NON_STORING)
+    yield Kind(new, stores=name not in NON_STORING, by_meaning=name in BY_MEANING)
     for memory in made:
         memory.close()
 
@@ -309,7 +313,11 @@ def test_in_one_batch_the_last_of_an_id_wins_at_the_place_of_the_first(kind: Kin
         ]
     )
     assert ids == ["A", "B", "A"]
-    assert [h.turn_id for h in memory.search(first)] == (["B"] if kind.stores else [])
+    found = [(h.turn_id, h.content) for h in memory.search(first)]
+    if kind.by_meaning:  # A is found by meaning alone now, as what it says now
+        assert found[0] == ("B", f"{first} {last} between") and ("A", first) not in found
+    else:
+        assert [turn_id for turn_id, _ in found] == (["B"] if kind.stores else [])
     if kind.stores:
         assert {h.turn_id: h.role for h in memory.search(last)} == {"A": "Bo", "B": "Ada"}
         assert listed(memory) == ["A", "B"]
