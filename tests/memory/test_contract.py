@@ -19,13 +19,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from himga.data.conversation import Message, Session
+from himga.kinds import Keeps
 from himga.memory.base import BaseMemory, Hit
 from himga.memory.budget import count_tokens
 from himga.memory.filters import MessageFilter
-from himga.memory.registry import memory_names, open_memory
+from himga.memory.registry import memory_kind, memory_names, open_memory
 from himga.memory.times import message_time, micros
 from himga.service import RemoteMemory
 from himga.storage.place import Place
+from himga.storage.postgres import recorded_memory
 from tests.conftest import HTTP_PORTS
 from tests.http.connect_stub import ConnectStub
 from tests.memory.sync_over_async import SyncOverAsync
@@ -44,6 +46,14 @@ MEMORIES = [
     pytest.param((name, way), id=f"{way}-{name}")
     for name in memory_names()
     for way in ("local", "remote", "async", "http")
+]
+# A memory that keeps namespaces where the server does runs over the session's database too,
+# in this process and through the server over it.
+MEMORIES += [
+    pytest.param((name, way), id=f"{way}-{name}")
+    for name in memory_names()
+    if memory_kind(name).keeps is Keeps.DATA_DIRECTORY_OR_DATABASE
+    for way in ("database-local", "database-remote")
 ]
 
 
@@ -78,6 +88,16 @@ def kind(
         namespace = f"contract-{uuid.uuid4().hex}"
         if way == "local":
             return open_memory(name, namespace, place_of(name))
+        if way == "database-local":
+            database = request.getfixturevalue("database")
+            recorded_memory(database, namespace, name)  # as the server's opener records it
+            return open_memory(name, namespace, database)
+        if way == "database-remote":
+            memory = RemoteMemory(
+                request.getfixturevalue("postgres_memory_server"), namespace, memory=name
+            )
+            made.append(memory)
+            return memory
         if way == "http":
             memory = over_http(server_of(name), namespace, name)
             made.append(memory)
