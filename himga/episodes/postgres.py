@@ -27,10 +27,10 @@ from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features
 from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
+from himga.episodes.meaning import EpisodeOptions, Vector
 from himga.episodes.paging import Position, listed_files
 from himga.episodes.registry import DATABASE_STORE, place_problem
 from himga.episodes.sqlite import features_of, row_of, row_values, where_of
-from himga.kinds import NoOptions
 from himga.storage import commit
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
@@ -64,8 +64,14 @@ class PostgresEpisodes(IndexedStore):
         self._connection: psycopg.Connection[Any] | None = None
 
     @classmethod
-    def for_namespace(cls, namespace: str, place: Place, options: NoOptions) -> "PostgresEpisodes":
+    def for_namespace(
+        cls, namespace: str, place: Place, options: EpisodeOptions
+    ) -> "PostgresEpisodes":
         """The registry's factory: the namespace in the server's database."""
+        if options.embedding_model:
+            raise ValueError(
+                "episode store postgres does not rank by meaning yet: drop its embedding_model"
+            )
         problem = place_problem(DATABASE_STORE, place)
         if problem is not None or not isinstance(place, Database):
             raise ValueError(problem or f"episode store {DATABASE_STORE} needs a database")
@@ -142,7 +148,9 @@ class PostgresEpisodes(IndexedStore):
             (self._version, self._generation, self._id),
         )
 
-    def _write(self, rows: list[tuple[Row, Features]], recorded: int) -> None:
+    def _write(
+        self, rows: list[tuple[Row, Features]], recorded: int, vectors: dict[str, Vector]
+    ) -> None:
         self._raise(generation=False)
         ids = [row["id"] for row, _ in rows]
         with self._db.cursor() as cursor:
