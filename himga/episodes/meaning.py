@@ -18,7 +18,6 @@ one that shares neither words nor meaning is not.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,16 +53,10 @@ class EpisodeOptions:
             raise InvalidArgument("embedding_model", "must not begin or end with spaces")
 
 
-@functools.cache
-def shared_embedder(spec: str) -> Embedder:
-    """One loaded model per spec for the whole process: every namespace's store uses it."""
-    from himga.embeddings import open_embedder
-
-    return open_embedder(spec)
-
-
 def embedder_of(options: Any) -> Embedder | None:
     """The model `options` name, loaded (once a process), or None."""
+    from himga.embeddings import shared_embedder
+
     spec = getattr(options, "embedding_model", "")
     return shared_embedder(spec) if spec else None
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from himga.embeddings import DEFAULT_MODEL
+from himga.embeddings import DEFAULT_MODEL, shared_embedder
 from himga.episodes.base import EpisodeStore
-from himga.episodes.meaning import EpisodeOptions, passage, query, shared_embedder
+from himga.episodes.meaning import EpisodeOptions, passage, query
 from himga.episodes.registry import open_store, store_options
 from himga.episodes.sqlite import SQLiteEpisodes
 from himga.errors import InvalidArgument
