@@ -3,6 +3,8 @@ an episode that shares no word with the task is found; its vector is stored with
 with it, and made again when the store is opened with a model it lacks."""
 
 import sqlite3
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -11,10 +13,13 @@ import pytest
 from himga.embeddings import DEFAULT_MODEL, shared_embedder
 from himga.episodes.base import EpisodeStore
 from himga.episodes.meaning import EpisodeOptions, passage, query
+from himga.episodes.postgres import PostgresEpisodes
 from himga.episodes.registry import open_store, store_options
 from himga.episodes.sqlite import SQLiteEpisodes
 from himga.errors import InvalidArgument
 from himga.records import TaskContext
+from himga.storage.place import Place
+from himga.storage.postgres import Database
 from tests.embeddings.models import default_embedder
 from tests.episodes.helpers import episode
 
@@ -40,7 +45,7 @@ TASKS = [
     ("faster preview pictures", 5),
     ("bill document layout cleanup", 10),
 ]
-LOCAL = ["inprocess", "sqlite"]
+KINDS = ["inprocess", "sqlite", "postgres"]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -64,12 +69,17 @@ def _found(store: EpisodeStore) -> int:
     return found
 
 
-@pytest.mark.parametrize("kind", LOCAL)
+def _namespace() -> str:
+    return f"meaning-{uuid.uuid4().hex}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_task_finds_the_episode_it_means_with_a_model_and_not_without(
-    kind: str, tmp_path: Path
+    kind: str, place_of: Callable[[str], Place]
 ) -> None:
-    with_model = open_store(kind, "a", tmp_path / "with", EpisodeOptions(DEFAULT_MODEL))
-    keyword = open_store(kind, "a", tmp_path / "without", EpisodeOptions())
+    place = place_of(kind)
+    with_model = open_store(kind, _namespace(), place, EpisodeOptions(DEFAULT_MODEL))
+    keyword = open_store(kind, _namespace(), place, EpisodeOptions())
     for store in (with_model, keyword):
         store.record_many(_episodes())
     assert _found(keyword) == 0
@@ -78,9 +88,11 @@ def test_a_task_finds_the_episode_it_means_with_a_model_and_not_without(
     keyword.close()
 
 
-@pytest.mark.parametrize("kind", LOCAL)
-def test_words_still_rank_first_and_unrelated_episodes_stay_out(kind: str, tmp_path: Path) -> None:
-    store = open_store(kind, "a", tmp_path, EpisodeOptions(DEFAULT_MODEL))
+@pytest.mark.parametrize("kind", KINDS)
+def test_words_still_rank_first_and_unrelated_episodes_stay_out(
+    kind: str, place_of: Callable[[str], Place]
+) -> None:
+    store = open_store(kind, _namespace(), place_of(kind), EpisodeOptions(DEFAULT_MODEL))
     store.record_many(_episodes())
     hits = store.search(TaskContext(goal="rotate the TLS certificate"), limit=5).hits
     assert hits[0].episode.id == "ep-0009"
@@ -163,3 +175,39 @@ def test_the_query_is_the_goal_and_the_free_text() -> None:
     assert query(TaskContext(goal="Fix the login"), "  on CI ") == "Fix the login on CI"
     row = episode(1, "Fix it", error=("KeyError", "no 'id'", "check the key")).to_dict()
     assert passage(row) == "Fix it. KeyError: no 'id' (resolved: check the key)"
+
+
+def _postgres_vectors(database: Database, namespace: str) -> dict[str, str]:
+    with database.transaction() as connection:
+        rows = connection.execute(
+            "SELECT v.id, v.model FROM himga_episode_vectors AS v JOIN himga_namespaces AS n "
+            "ON n.id = v.namespace WHERE n.name = %s",
+            (namespace,),
+        ).fetchall()
+    return dict(rows)
+
+
+def test_postgresql_keeps_the_vectors_for_every_server_and_deletes_them_with_the_episode(
+    database: Database,
+) -> None:
+    namespace = _namespace()
+    model = shared_embedder(DEFAULT_MODEL)
+    first = PostgresEpisodes(database, namespace, model)
+    first.record_many(_episodes())
+    assert _postgres_vectors(database, namespace) == {
+        f"ep-{n:04d}": model.model_id for n in range(1, 11)
+    }
+    # Another server over the database reads them (and embeds nothing).
+    second = PostgresEpisodes(database, namespace, model)
+    assert _found(second) >= 5
+    assert first.delete("ep-0008")
+    assert "ep-0008" not in _postgres_vectors(database, namespace)
+    hits = second.search(TaskContext(goal="night theme switch in preferences"), limit=3).hits
+    assert "ep-0008" not in [hit.episode.id for hit in hits]
+    # Recorded by a server without a model: one with it embeds them when it reads them.
+    plain = PostgresEpisodes(database, namespace)
+    plain.record(episode(11, "Add a dark mode toggle to the settings screen"))
+    assert "ep-0011" not in _postgres_vectors(database, namespace)
+    hits = second.search(TaskContext(goal="night theme switch in preferences"), limit=3).hits
+    assert hits[0].episode.id == "ep-0011"
+    assert _postgres_vectors(database, namespace)["ep-0011"] == model.model_id
