@@ -172,8 +172,9 @@ eval-qa: $(SETUP)
 	  --no-progress
 
 ## eval-retrieval-loo: the keyword method's recall on each conversation of $(LOCOMO), tuned on the others
+## (MEMORY=hybrid: the hybrid method's, beside the keyword method and the issue's baseline)
 eval-retrieval-loo: $(SETUP)
-	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --leave-one-out
+	$(BIN)/himga eval-retrieval --dataset $(LOCOMO) --leave-one-out --memory $(MEMORY)
 
 ## model: $(EMBEDDING_MODEL) in the model cache through Maven (nothing is fetched when it is there and verifies)
 model: $(SERVE_SETUP)
