@@ -55,6 +55,13 @@ def add_parser(subparsers: Any) -> None:
         f"{DATABASE_MEMORY} with --database)",
     )
     parser.add_argument(
+        "--embedding-model",
+        metavar="NAME|DIR",
+        help="with --memory hybrid: the embedding model, a name from the model cache (`himga "
+        "models list`) or a model directory (default: e5-small-v2, fetched by `himga models "
+        "fetch e5-small-v2`)",
+    )
+    parser.add_argument(
         "--episodes",
         choices=store_names(),
         help=f"where namespaces keep their episodes (default: {DEFAULT_STORE}; "
@@ -234,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
             _log.error("cannot read the tokens in the database: %s", error)
             _close(database)
             return 1
+    memory = args.memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
+    options = _memory_options(memory, args.embedding_model)
+    if isinstance(options, int):
+        _close(database)
+        return options
     try:
         server, port = start_server(
             ServerConfig(
@@ -249,6 +261,7 @@ def run(args: argparse.Namespace) -> int:
                 metrics=metrics,
                 http_address=(args.host, args.http_port) if args.http_port is not None else None,
                 cors_origins=args.cors_origin,
+                memory_options={memory: options},
             )
         )
     except ValueError as error:  # an unreadable TLS file, a memory the place cannot keep
@@ -311,6 +324,31 @@ def run(args: argparse.Namespace) -> int:
         metrics.stop()
     _log.info("stopped")
     return 0
+
+
+def _memory_options(memory: str, embedding_model: str | None) -> Any:
+    """The options of the default memory, with its model loaded now if it has one (a missing
+    or corrupt model is refused at start-up); or the exit code after saying why not."""
+    from himga.embeddings import ModelError
+    from himga.errors import InvalidArgument
+    from himga.memory.registry import memory_options
+
+    given: dict[str, object] = {}
+    if embedding_model is not None:
+        given["embedding_model"] = embedding_model
+    try:
+        options = memory_options(memory, given)
+    except InvalidArgument as error:  # a memory that takes no model, or a bad name
+        _log.error("--embedding-model (memory %s): %s", memory, error)
+        return 2
+    prepare = getattr(options, "prepare", None)  # the kinds whose options load something
+    if prepare is not None:
+        try:
+            prepare()
+        except ModelError as error:
+            _log.error("%s", error)
+            return 2
+    return options
 
 
 def _database(url: str, calls: int) -> "Database | int":

@@ -12,13 +12,14 @@ subclass and one line in `open_embedder`. The catalog (`himga models fetch NAME`
 himga.embeddings.catalog; the cache, himga.embeddings.cache.
 """
 
+import functools
 import os
 from pathlib import Path
 
 from himga.embeddings.base import Embedder, ModelError
 from himga.embeddings.catalog import CATALOG, DEFAULT_MODEL
 
-__all__ = ["CATALOG", "DEFAULT_MODEL", "Embedder", "ModelError", "open_embedder"]
+__all__ = ["CATALOG", "DEFAULT_MODEL", "Embedder", "ModelError", "open_embedder", "shared_embedder"]
 
 
 def open_embedder(spec: "str | os.PathLike[str]") -> Embedder:
@@ -43,3 +44,11 @@ def open_embedder(spec: "str | os.PathLike[str]") -> Embedder:
             "not a model directory, and not openai:MODEL@BASE_URL"
         )
     return OnnxEmbedder(directory)
+
+
+@functools.cache
+def shared_embedder(spec: str) -> Embedder:
+    """`open_embedder(spec)`, loaded once a process: every store of a server (each namespace's
+    memory and episodes) shares one model. A model that fails to open is tried again next
+    time (nothing is cached but a loaded model)."""
+    return open_embedder(spec)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from himga.embeddings.base import Embedder, ModelError
-from himga.embeddings.card import MODEL, TOKENIZER, Card, read_card, verify
+from himga.embeddings.card import BATCHINGS, MODEL, TOKENIZER, Card, read_card, verify
 
 # Texts of one length sharing a run (batching "by_length"): past a few dozen, a bigger run
 # gains nothing on a CPU and holds more memory.
@@ -49,7 +49,10 @@ class OnnxEmbedder(Embedder):
         *,
         remedy: str = "copy the model directory again",
         threads: int | None = None,
+        batching: str | None = None,
     ) -> None:
+        """`threads`: onnxruntime's (default `default_threads()`); `batching`: the card's
+        unless given (`alone` or `by_length`; the benchmark compares them)."""
         import onnxruntime
         import tokenizers
 
@@ -87,7 +90,11 @@ class OnnxEmbedder(Embedder):
             raise ModelError(
                 f"{self.directory / MODEL}: takes no {', '.join(sorted(missing))} input"
             )
-        self._by_length = card.batching == "by_length"
+        batching = batching or card.batching
+        if batching not in BATCHINGS:
+            raise ModelError(f"batching must be one of {', '.join(BATCHINGS)}, not {batching!r}")
+        self.batching = batching
+        self._by_length = batching == "by_length"
 
     def token_ids(self, text: str) -> list[int]:
         """The tokens the model sees of `text` as given (no prefix added), truncated to

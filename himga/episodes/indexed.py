@@ -16,7 +16,9 @@ from abc import abstractmethod
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from himga import validation
 from himga.episodes.base import (
@@ -34,12 +36,18 @@ from himga.episodes.base import (
 from himga.episodes.context import build_context
 from himga.episodes.features import Features, features, task_query
 from himga.episodes.index import EpisodeIndex
+from himga.episodes.meaning import DENSE_DEPTH, KEYWORD_DEPTH, EpisodeVectors, Vector, fuse
+from himga.episodes.meaning import passage as passage_of
+from himga.episodes.meaning import query as query_of
 from himga.episodes.paging import Position, after, position
 from himga.episodes.paging import page_token as page_token_after
 from himga.errors import NotFoundError
 from himga.records import EpisodeTrace, InvalidRecordError, TaskContext
 from himga.storage import exhaustion
 from himga.timeutil import to_utc_isoformat
+
+if TYPE_CHECKING:
+    from himga.embeddings import Embedder
 
 Row = dict[str, Any]
 """An episode in its wire form (EpisodeTrace.to_dict())."""
@@ -78,19 +86,26 @@ def skipped_access_counts() -> int:
 
 
 class IndexedStore(EpisodeStore):
-    """An episode store over rows, with the shared index and ranking. Thread-safe."""
+    """An episode store over rows, with the shared index and ranking. Thread-safe. With an
+    `embedder`, episodes are ranked by meaning too (himga.episodes.meaning): each recorded
+    episode's vector is written with it, and `_vectors` holds them."""
 
-    def __init__(self) -> None:
+    def __init__(self, embedder: Embedder | None = None) -> None:
         self._lock = threading.RLock()
         self._index = EpisodeIndex()
+        self._embedder = embedder
+        self._vectors = EpisodeVectors(embedder.dimension if embedder else 0)
 
     # --- what each kind implements -------------------------------------------------------
 
     @abstractmethod
-    def _write(self, rows: builtins.list[tuple[Row, Features]], recorded: int) -> None:
-        """Store the rows (replacing those of the same ids): all, or on any error none; and
-        only while the write is still wanted (himga.storage.commit), `recorded` being what the
-        call answers."""
+    def _write(
+        self, rows: builtins.list[tuple[Row, Features]], recorded: int, vectors: dict[str, Vector]
+    ) -> None:
+        """Store the rows (replacing those of the same ids, and their vectors) and `vectors`
+        (episode id -> its vector, of the embedder's model; none without one): all, or on any
+        error none; and only while the write is still wanted (himga.storage.commit),
+        `recorded` being what the call answers."""
 
     @abstractmethod
     def _read(self, ids: builtins.list[str]) -> dict[str, Row]:
@@ -133,11 +148,26 @@ class IndexedStore(EpisodeStore):
         rows = {row["id"]: (row, features(row)) for row in documents}
         if not rows:
             return 0
+        vectors = self._embedded([row for row, _ in rows.values()])  # before the lock: slow
         with self._call(write=True):
-            self._write(builtins.list(rows.values()), len(documents))
+            self._write(builtins.list(rows.values()), len(documents), vectors)
             for _, found in rows.values():
                 self._index.add(found)
+            for episode_id in rows:
+                self._vectors.remove(episode_id)
+            if vectors:
+                self._vectors.add(builtins.list(vectors), np.stack(builtins.list(vectors.values())))
         return len(documents)
+
+    def _embedded(self, rows: builtins.list[Row]) -> dict[str, Vector]:
+        """The vectors of the rows whose text is not empty (none without an embedder)."""
+        if self._embedder is None:
+            return {}
+        texts = {row["id"]: text for row in rows if (text := passage_of(row)).strip()}
+        if not texts:
+            return {}
+        found = self._embedder.embed_passages(builtins.list(texts.values()))
+        return dict(zip(texts, found, strict=True))
 
     def get_document(self, episode_id: str) -> Row:
         with self._call():
@@ -164,8 +194,19 @@ class IndexedStore(EpisodeStore):
         check_limits(limit=limit, max_context_tokens=max_context_tokens)
         wanted = task_query(task.check(), query)
         budget = (max_context_tokens or DEFAULT_CONTEXT_TOKENS) * TOKEN_CHARS
+        limit = limit or DEFAULT_SEARCH_LIMIT
+        text = query_of(task, query)
+        meant = (
+            self._embedder.embed_queries([text])[0]
+            if self._embedder is not None and text.strip()
+            else None
+        )
         with self._call():
-            best = self._index.best(wanted, limit or DEFAULT_SEARCH_LIMIT)
+            if meant is None:
+                best = self._index.best(wanted, limit)
+            else:
+                keyword = self._index.best(wanted, max(limit, KEYWORD_DEPTH))
+                best = fuse(keyword, self._vectors.nearest(meant, DENSE_DEPTH), limit)
             rows = self._read([episode_id for episode_id, _ in best])
             found = self._accessed([rows[episode_id] for episode_id, _ in best])
         scored = [(row, score) for row, (_, score) in zip(found, best, strict=True)]
@@ -200,6 +241,7 @@ class IndexedStore(EpisodeStore):
         with self._call(write=True):
             erased = self._erase(episode_id)
             self._index.remove(episode_id)
+            self._vectors.remove(episode_id)
             return erased
 
     def list(

@@ -8,31 +8,39 @@ order is kept as a sorted list of positions.
 import bisect
 import json
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features
 from himga.episodes.indexed import IndexedStore, Row
+from himga.episodes.meaning import EpisodeOptions, Vector, embedder_of
 from himga.episodes.paging import Position, passes, position
-from himga.kinds import NoOptions
 from himga.storage import commit
 from himga.storage.place import Place
 from himga.timeutil import to_utc_isoformat
+
+if TYPE_CHECKING:
+    from himga.embeddings import Embedder
 
 
 class InProcessEpisodes(IndexedStore):
     """The episodes of one namespace, in this process."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, embedder: "Embedder | None" = None) -> None:
+        super().__init__(embedder)
         self._rows: dict[str, str] = {}
         self._order: list[Position] = []  # every episode's position, ascending
 
     @classmethod
-    def for_namespace(cls, namespace: str, place: Place, options: NoOptions) -> "InProcessEpisodes":
+    def for_namespace(
+        cls, namespace: str, place: Place, options: EpisodeOptions
+    ) -> "InProcessEpisodes":
         """The registry's factory: every namespace starts empty, and none is kept."""
-        return cls()
+        return cls(embedder_of(options))
 
-    def _write(self, rows: list[tuple[Row, Features]], recorded: int) -> None:
+    def _write(
+        self, rows: list[tuple[Row, Features]], recorded: int, vectors: dict[str, Vector]
+    ) -> None:  # the vectors are kept in `_vectors` alone
         commit.still_wanted()
         for row, _ in rows:
             self._erase(row["id"])

@@ -8,6 +8,11 @@ when a server first opens the namespace; before each call the namespace's row sa
 rows recorded since (their `seq` past what this process read) are indexed, and a delete
 (`episode_generation` moved) has everything read again.
 
+With an embedding model (the `embedding_model` option), each episode's vector is written with
+it in `himga_episode_vectors` (deleted with it by the foreign key), read as the features are,
+and an episode read without a vector of this model (recorded by a server without one, or with
+another) is embedded then and its vector written.
+
 A call runs in one transaction that holds the namespace's row: FOR UPDATE for a record or a
 delete (writers serialise across servers), FOR SHARE for the others (readers do not wait for
 each other, and no delete lands between the index's answer and the rows read for it). A
@@ -19,23 +24,27 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import psycopg
 
 from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features
 from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
+from himga.episodes.meaning import EpisodeOptions, EpisodeVectors, Vector, embedder_of
 from himga.episodes.paging import Position, listed_files
 from himga.episodes.registry import DATABASE_STORE, place_problem
 from himga.episodes.sqlite import features_of, row_of, row_values, where_of
-from himga.kinds import NoOptions
 from himga.storage import commit
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
 from himga.storage.receipts import Receipt, keep_postgres, read_postgres
 from himga.timeutil import to_utc_isoformat
+
+if TYPE_CHECKING:
+    from himga.embeddings import Embedder
 
 EPISODES = "episodes"
 """The receipts' kind of EpisodeService's writes."""
@@ -54,8 +63,10 @@ _UPSERT = """
 class PostgresEpisodes(IndexedStore):
     """The episodes of `namespace` in the PostgreSQL `database` (whose pool the server owns)."""
 
-    def __init__(self, database: Database, namespace: str) -> None:
-        super().__init__()
+    def __init__(
+        self, database: Database, namespace: str, embedder: "Embedder | None" = None
+    ) -> None:
+        super().__init__(embedder)
         self._database = database
         with database.transaction() as connection:
             self._id = namespace_id(connection, namespace)
@@ -64,12 +75,14 @@ class PostgresEpisodes(IndexedStore):
         self._connection: psycopg.Connection[Any] | None = None
 
     @classmethod
-    def for_namespace(cls, namespace: str, place: Place, options: NoOptions) -> "PostgresEpisodes":
+    def for_namespace(
+        cls, namespace: str, place: Place, options: EpisodeOptions
+    ) -> "PostgresEpisodes":
         """The registry's factory: the namespace in the server's database."""
         problem = place_problem(DATABASE_STORE, place)
         if problem is not None or not isinstance(place, Database):
             raise ValueError(problem or f"episode store {DATABASE_STORE} needs a database")
-        return cls(place, namespace)
+        return cls(place, namespace, embedder_of(options))
 
     @property
     def durable(self) -> bool:
@@ -113,6 +126,7 @@ class PostgresEpisodes(IndexedStore):
         seen = self._version or 0
         if generation != self._generation or self._version is None:
             self._index = EpisodeIndex()
+            self._vectors = EpisodeVectors(self._vectors.dimension)
             seen = 0
         rows = self._db.execute(
             "SELECT features FROM himga_episodes WHERE namespace = %s AND seq > %s ORDER BY seq",
@@ -120,7 +134,48 @@ class PostgresEpisodes(IndexedStore):
         )
         for (text,) in rows:
             self._index.add(features_of(json.loads(text)))
+        if self._embedder is not None:
+            self._read_vectors(seen, self._embedder.model_id)
         self._version, self._generation = version, generation
+
+    def _read_vectors(self, seen: int, model: str) -> None:
+        """The vectors of this model of the episodes written past `seq` `seen`; those without
+        one (recorded with another model, or none) are embedded and written now."""
+        found = self._db.execute(
+            "SELECT e.id, v.vector, CASE WHEN v.vector IS NULL THEN e.document END "
+            "FROM himga_episodes AS e LEFT JOIN himga_episode_vectors AS v "
+            "ON v.namespace = e.namespace AND v.id = e.id AND v.model = %s "
+            "WHERE e.namespace = %s AND e.seq > %s ORDER BY e.seq",
+            (model, self._id, seen),
+        ).fetchall()
+        stored = [(episode_id, bytes(blob)) for episode_id, blob, _ in found if blob is not None]
+        if stored:
+            self._vectors.add(
+                [episode_id for episode_id, _ in stored],
+                np.frombuffer(b"".join(blob for _, blob in stored), dtype=np.float32).reshape(
+                    len(stored), self._vectors.dimension
+                ),
+            )
+        missing = [json.loads(document) for _, blob, document in found if blob is None]
+        embedded = self._embedded(missing)
+        self._insert_vectors(embedded)
+        if embedded:
+            self._vectors.add(list(embedded), np.stack(list(embedded.values())))
+
+    def _insert_vectors(self, vectors: dict[str, Vector]) -> None:
+        if not vectors:
+            return
+        assert self._embedder is not None
+        with self._db.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO himga_episode_vectors VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (namespace, id) DO UPDATE SET model = excluded.model, "
+                "vector = excluded.vector",
+                [
+                    (self._id, episode_id, self._embedder.model_id, vector.tobytes())
+                    for episode_id, vector in sorted(vectors.items())
+                ],
+            )
 
     def receipt(self, request_id: str) -> Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
@@ -142,12 +197,18 @@ class PostgresEpisodes(IndexedStore):
             (self._version, self._generation, self._id),
         )
 
-    def _write(self, rows: list[tuple[Row, Features]], recorded: int) -> None:
+    def _write(
+        self, rows: list[tuple[Row, Features]], recorded: int, vectors: dict[str, Vector]
+    ) -> None:
         self._raise(generation=False)
         ids = [row["id"] for row, _ in rows]
         with self._db.cursor() as cursor:
             cursor.execute(
                 "DELETE FROM himga_episode_files WHERE namespace = %s AND id = ANY(%s)",
+                (self._id, ids),
+            )
+            cursor.execute(
+                "DELETE FROM himga_episode_vectors WHERE namespace = %s AND id = ANY(%s)",
                 (self._id, ids),
             )
             cursor.executemany(
@@ -159,6 +220,7 @@ class PostgresEpisodes(IndexedStore):
                 "INSERT INTO himga_episode_files VALUES (%s, %s, %s)",
                 [(self._id, path, episode_id) for path, episode_id in sorted(files)],
             )
+        self._insert_vectors(vectors)
         commit.before_commit(self._keep_receipt, recorded)
 
     def _read(self, ids: list[str]) -> dict[str, Row]:

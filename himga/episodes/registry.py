@@ -14,6 +14,7 @@ from typing import Any
 
 from himga import kinds
 from himga.episodes.base import EpisodeStore
+from himga.episodes.meaning import EpisodeOptions
 from himga.kinds import Keeps, Kind
 from himga.storage.place import Place
 
@@ -21,13 +22,25 @@ StoreFactory = Callable[[str, Place, Any], EpisodeStore]
 
 BUILTIN: dict[str, Kind] = {
     "inprocess": Kind(
-        "himga.episodes.inprocess", "InProcessEpisodes.for_namespace", Keeps.PROCESS, shared=False
+        "himga.episodes.inprocess",
+        "InProcessEpisodes.for_namespace",
+        Keeps.PROCESS,
+        shared=False,
+        options=EpisodeOptions,
     ),
     "sqlite": Kind(
-        "himga.episodes.sqlite", "SQLiteEpisodes.for_namespace", Keeps.DATA_DIRECTORY, shared=False
+        "himga.episodes.sqlite",
+        "SQLiteEpisodes.for_namespace",
+        Keeps.DATA_DIRECTORY,
+        shared=False,
+        options=EpisodeOptions,
     ),
     "postgres": Kind(
-        "himga.episodes.postgres", "PostgresEpisodes.for_namespace", Keeps.DATABASE, shared=True
+        "himga.episodes.postgres",
+        "PostgresEpisodes.for_namespace",
+        Keeps.DATABASE,
+        shared=True,
+        options=EpisodeOptions,
     ),
 }
 DEFAULT_STORE = "sqlite"

@@ -7,6 +7,11 @@ Tables:
   features the ranking reads (`features`: JSON with the terms already stemmed).
 - `episode_files`: (path, id) of every file an episode read, modified or names in its context,
   for ListEpisodes' file filter.
+- `episode_vectors`: with an embedding model (the `embedding_model` option), each episode's
+  vector (float32) and the id of the model that made it, written and deleted in the episode's
+  own transaction. Opened with another model (or none before), the episodes without a vector of
+  this one are embedded when the store opens, and the other model's vectors replaced: vectors of
+  two models never meet.
 
 The EpisodeIndex is rebuilt from `features` when the store opens (no text is stemmed again) and
 kept up to date by the store's own writes; a commit by another connection (PRAGMA data_version)
@@ -31,15 +36,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from himga.episodes.base import EpisodeFilter
 from himga.episodes.features import Features, normal_path
 from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
+from himga.episodes.meaning import EpisodeOptions, EpisodeVectors, Vector, embedder_of
 from himga.episodes.paging import Position, listed_files, micros
 from himga.errors import IncompatibleStoreError
-from himga.kinds import NoOptions
 from himga.memory.text import STEMMER
 from himga.storage import commit
 from himga.storage.files import create_private
@@ -51,7 +58,12 @@ from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 FORMAT = f"episodes 1; terms: {STEMMER} stems, stopwords"
 """Written into each database: one written in another format is refused, not misread."""
 
+if TYPE_CHECKING:
+    from himga.embeddings import Embedder
+
 _BUSY_TIMEOUT_S = 10.0
+_EMBED_BATCH = 256
+"""Episodes embedded, then written, at a time when a store opened with a new model."""
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS episodes (
@@ -73,6 +85,10 @@ _SCHEMA = (
         path TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (path, id)
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS episode_files_by_id ON episode_files (id)",
+    # Added to a database of this format when it opens (a himga before it ignores the table).
+    """CREATE TABLE IF NOT EXISTS episode_vectors (
+        id TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL
+    )""",
     # The receipts of writes made with a request id, as the memory's (himga.storage.receipts):
     # added to a database of this format when it opens (a himga before them ignores them).
     *SQLITE_TABLE,
@@ -84,8 +100,8 @@ _COLUMNS = "id, document, access_count, last_accessed"
 class SQLiteEpisodes(IndexedStore):
     """Episodes in SQLite at `path` (created with its folders if missing); in memory if None."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        super().__init__()
+    def __init__(self, path: str | Path | None = None, embedder: "Embedder | None" = None) -> None:
+        super().__init__(embedder)
         self.path = Path(path) if path is not None and str(path) != ":memory:" else None
         if self.path is not None:
             # Created 0600 (its folders 0700) before SQLite opens it: -wal and -shm take its mode.
@@ -99,12 +115,13 @@ class SQLiteEpisodes(IndexedStore):
 
     @classmethod
     def for_namespace(
-        cls, namespace: str, data_dir: Path | None, options: NoOptions
+        cls, namespace: str, data_dir: Path | None, options: EpisodeOptions
     ) -> "SQLiteEpisodes":
         """The registry's factory: the namespace's database in `data_dir`, in memory if None."""
+        embedder = embedder_of(options)
         if data_dir is None:
-            return cls()
-        return cls(episodes_database(data_dir, namespace))
+            return cls(embedder=embedder)
+        return cls(episodes_database(data_dir, namespace), embedder)
 
     def _open(self) -> None:
         db = self._db
@@ -163,11 +180,50 @@ class SQLiteEpisodes(IndexedStore):
             yield
 
     def _rebuild(self) -> None:
-        """The index of every stored episode, read from the `features` column."""
+        """The index of every stored episode, read from the `features` column, and with a
+        model their vectors (those it lacks embedded now)."""
         index = EpisodeIndex()
         for (text,) in self._db.execute("SELECT features FROM episodes ORDER BY rowid"):
             index.add(features_of(json.loads(text)))
         self._index = index
+        if self._embedder is None:
+            return
+        model = self._embedder.model_id
+        vectors = EpisodeVectors(self._embedder.dimension)
+        found = self._db.execute(
+            "SELECT id, vector FROM episode_vectors WHERE model = ? ORDER BY rowid", (model,)
+        ).fetchall()
+        if found:
+            vectors.add(
+                [episode_id for episode_id, _ in found],
+                np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32).reshape(
+                    len(found), self._embedder.dimension
+                ),
+            )
+        missing = self._db.execute(
+            "SELECT document FROM episodes WHERE id NOT IN "
+            "(SELECT id FROM episode_vectors WHERE model = ?) ORDER BY rowid",
+            (model,),
+        ).fetchall()
+        for start in range(0, len(missing), _EMBED_BATCH):
+            rows = [json.loads(text) for (text,) in missing[start : start + _EMBED_BATCH]]
+            embedded = self._embedded(rows)
+            with self._transaction():
+                self._db.executemany(
+                    "DELETE FROM episode_vectors WHERE id = ?", [(row["id"],) for row in rows]
+                )
+                self._insert_vectors(embedded)
+            if embedded:
+                vectors.add(list(embedded), np.stack(list(embedded.values())))
+        self._vectors = vectors
+
+    def _insert_vectors(self, vectors: dict[str, Vector]) -> None:
+        assert self._embedder is not None or not vectors
+        model = self._embedder.model_id if self._embedder is not None else ""
+        self._db.executemany(
+            "INSERT OR REPLACE INTO episode_vectors VALUES (?, ?, ?)",
+            [(episode_id, model, vector.tobytes()) for episode_id, vector in vectors.items()],
+        )
 
     def receipt(self, request_id: str) -> Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
@@ -177,11 +233,15 @@ class SQLiteEpisodes(IndexedStore):
     def _keep_receipt(self, receipt: Receipt) -> None:
         keep_sqlite(self._db, receipt)
 
-    def _write(self, rows: list[tuple[Row, Features]], recorded: int) -> None:
+    def _write(
+        self, rows: list[tuple[Row, Features]], recorded: int, vectors: dict[str, Vector]
+    ) -> None:
         db = self._db
         with self._transaction():
             ids = [(row["id"],) for row, _ in rows]
             db.executemany("DELETE FROM episode_files WHERE id = ?", ids)
+            db.executemany("DELETE FROM episode_vectors WHERE id = ?", ids)
+            self._insert_vectors(vectors)
             db.executemany(_INSERT, [row_values(row, found) for row, found in rows])
             db.executemany(
                 "INSERT OR IGNORE INTO episode_files VALUES (?, ?)",
@@ -199,6 +259,7 @@ class SQLiteEpisodes(IndexedStore):
     def _erase(self, episode_id: str) -> bool:
         with self._transaction():
             self._db.execute("DELETE FROM episode_files WHERE id = ?", (episode_id,))
+            self._db.execute("DELETE FROM episode_vectors WHERE id = ?", (episode_id,))
             erased = self._db.execute("DELETE FROM episodes WHERE id = ?", (episode_id,)).rowcount
             commit.before_commit(self._keep_receipt, erased > 0)
         return erased > 0
@@ -231,7 +292,9 @@ class SQLiteEpisodes(IndexedStore):
 def _is_current(db: sqlite3.Connection) -> bool:
     """Whether the database (read in a transaction of the caller's) has every table of FORMAT."""
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"himga_meta", "episodes", "episode_files", "himga_receipts"} <= tables:
+    if not {"himga_meta", "episodes", "episode_files", "episode_vectors", "himga_receipts"} <= (
+        tables
+    ):
         return False
     found = db.execute("SELECT value FROM himga_meta WHERE key = 'format'").fetchone()
     return found is not None and found[0] == FORMAT

@@ -43,7 +43,7 @@ class IndexedMemory(ContextFromHits):
     def __init__(self, method: Method = DEFAULT_METHOD) -> None:
         self._lock = threading.Lock()
         self._method = method
-        self._index = DerivedIndex(method)
+        self._index = self._derived()
         self._version: int | None = None
         self._generation: int | None = None
 
@@ -51,6 +51,16 @@ class IndexedMemory(ContextFromHits):
     def _transaction(self, *, write: bool) -> AbstractContextManager[Rows]:
         """One transaction of the store (`write`: one that may write), yielding its Rows;
         committed when the block ends without an error, rolled back otherwise."""
+
+    def _derived(self) -> DerivedIndex:
+        """A new, empty index of what this memory derives from its rows (a memory that derives
+        more, himga.memory.hybrid, makes a subclass's)."""
+        return DerivedIndex(self._method)
+
+    def _turns_of(self, items: Iterable[tuple[Message, Session]]) -> Turns:
+        """A batch as this memory writes it, made before its lock is taken (a memory that
+        writes more of each turn, himga.memory.hybrid, makes it here)."""
+        return Turns.of(items)
 
     @property
     def method(self) -> Method:
@@ -156,7 +166,7 @@ class IndexedMemory(ContextFromHits):
 
     def _forget(self) -> None:
         """Drop the index (it is read anew on the next call). Called under the lock."""
-        self._index = DerivedIndex(self._method)
+        self._index = self._derived()
         self._version = self._generation = None
 
     # --- the interface ---------------------------------------------------------------------
@@ -170,7 +180,7 @@ class IndexedMemory(ContextFromHits):
     def store(self, items: Iterable[tuple[Message, Session]]) -> builtins.list[str]:
         """Store every item in one transaction: all of them when this returns, or (on any
         error) none. A message whose id is stored replaces it, in its place."""
-        turns = Turns.of(items)
+        turns = self._turns_of(items)
         if not turns:
             return turns.item_ids
         with self._lock:

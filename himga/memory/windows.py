@@ -288,6 +288,11 @@ class Windows:
             if session_of[number] != NO_SESSION:
                 yield number
 
+    def beside(self, number: int) -> tuple[int, int]:
+        """The turns just before and just after stored turn `number` in its session (-1 for
+        none)."""
+        return self._before[number], self._after[number]
+
     def best(
         self,
         postings: Sequence[array[int]],

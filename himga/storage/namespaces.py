@@ -38,7 +38,7 @@ Episode stores are thread-safe.
 import errno
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,8 +110,9 @@ class OpenEpisodes:
 class NamespaceStores:
     """Opens namespaces' stores in `place` on demand (see the module's text): messages in the
     memory their first call names (`memory` when it names none), episodes in stores of kind
-    `episodes`; at most `max_open` stores open (None: no bound). ValueError on an unknown kind
-    or one `place` cannot keep."""
+    `episodes`; at most `max_open` stores open (None: no bound); `memory_options`: the options
+    of memory kinds (by name) not to be given their defaults. ValueError on an unknown kind or
+    one `place` cannot keep."""
 
     def __init__(
         self,
@@ -120,8 +121,10 @@ class NamespaceStores:
         memory: str | None = None,
         episodes: str | None = None,
         max_open: int | None = None,
+        memory_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.place = place
+        self.memory_options = dict(memory_options or {})
         self.data_dir = place if isinstance(place, Path) else None
         self.database = None if place is None or isinstance(place, Path) else place
         over_database = self.database is not None
@@ -174,7 +177,9 @@ class NamespaceStores:
                 self._make_room()
                 _check_memory(namespace, self._recorded(namespace, memory), memory)
                 factory = self._memory_factory(memory)
-                options = memory_kinds.memory_kind(memory).default_options()
+                options = self.memory_options.get(memory) or (
+                    memory_kinds.memory_kind(memory).default_options()
+                )
                 opened = OpenNamespace(memory, self._make(factory, namespace, options))
                 self._open[key] = opened
             if opened is not None:

@@ -23,12 +23,17 @@ Tables (all keyed by the namespace's id):
   the write's transaction; `kind` keeps messages' and episodes' apart.
 - `himga_episodes`, `himga_episode_files`: each episode's wire form, the columns its listings
   filter on, its ranking features, and `seq` (the namespace's episode_version that wrote it).
+  `himga_episode_vectors`: an episode's vector and the embedding model that made it (a store
+  with the `embedding_model` option; himga.episodes.meaning), deleted with the episode.
 - `himga_changes`: the change log of messages: one row for each write that raised `generation`
   other than a reset (a delete, a correction), under the `version` it set: the turn numbers it
   deleted or replaced and each one's own terms before it (as `terms` held them). Another server
   holding the namespace applies these in place (himga.memory.postgres); a write keeps the rows
   of the newest versions only (himga.memory.postgres.CHANGES_KEPT); a server further behind
   reads anew.
+- `himga_vectors`: the hybrid memory's vector of each message with text (little-endian
+  float32), deleted with its message; `embedding_model` on the namespace names the model that
+  made them (himga.memory.hybrid_postgres).
 - `himga_tokens`, `himga_counters`: the tokens servers accept (himga.service.database_tokens),
   and a counter raised by every change to them.
 """
@@ -135,6 +140,31 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             numbers integer[] NOT NULL,
             old_terms text[] NOT NULL,
             PRIMARY KEY (namespace, version)
+        )""",
+    ),
+    # 6: the vectors of episodes recorded by a store with an embedding model, deleted with them
+    (
+        """CREATE TABLE himga_episode_vectors (
+            namespace bigint NOT NULL,
+            id text NOT NULL,
+            model text NOT NULL,
+            vector bytea NOT NULL,
+            PRIMARY KEY (namespace, id),
+            FOREIGN KEY (namespace, id) REFERENCES himga_episodes (namespace, id)
+                ON DELETE CASCADE
+        )""",
+    ),
+    # 7: the hybrid memory's vectors (himga.memory.hybrid_postgres), and the model that made a
+    # namespace's
+    (
+        "ALTER TABLE himga_namespaces ADD COLUMN embedding_model text",
+        """CREATE TABLE himga_vectors (
+            namespace bigint NOT NULL,
+            number integer NOT NULL,
+            vector bytea NOT NULL,
+            PRIMARY KEY (namespace, number),
+            FOREIGN KEY (namespace, number) REFERENCES himga_messages (namespace, number)
+                ON DELETE CASCADE
         )""",
     ),
 )
