@@ -46,7 +46,7 @@ from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
-from himga.memory.fusion import Fusion, fuse, passage
+from himga.memory.fusion import Fusion, dense_query, fuse, passage
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD
@@ -374,7 +374,10 @@ class HybridMemory(IndexedMemory):
         if limit <= 0 or not query.strip():
             return []
         wanted = query_terms(query)
-        vector = as_vectors(self._embedder.embed_queries([query]), self._embedder.dimension)[0]
+        with self._lock:  # the speakers it names, left out of the embedded query (fusion)
+            named = self._vectors.windows.named(set(wanted))
+        embedded = self._embedder.embed_queries([dense_query(query, named)])
+        vector = as_vectors(embedded, self._embedder.dimension)[0]
         with self._lock, self._using(write=False) as (rows, _):
             best = self._vectors.ranked(wanted, vector, limit, filter, self._fusion)
             if not best:
