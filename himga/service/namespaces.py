@@ -10,7 +10,7 @@ messages and episodes alike.
 """
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -46,8 +46,15 @@ class Namespaces(NamespaceStores):
         place: Place,
         max_open: int | None = None,
         episodes: str | None = None,
+        episode_options: Mapping[str, object] | None = None,
     ) -> None:
-        super().__init__(place, memory=default_memory, episodes=episodes, max_open=max_open)
+        super().__init__(
+            place,
+            memory=default_memory,
+            episodes=episodes,
+            max_open=max_open,
+            episode_options=episode_options,
+        )
 
     def memory_violations(self, memory: str) -> list[FieldViolation]:
         """What is wrong with `memory` as a memory name ("" is the default)."""

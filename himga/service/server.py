@@ -5,7 +5,7 @@ on open namespaces and Prometheus metrics."""
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +136,8 @@ class ServerConfig:
     call (serving them over HTTP is the caller's choice: `Metrics.serve`). With `http_address`
     (host, port), the same services are also served over HTTP (himga.http: Connect and
     gRPC-Web, the OpenAPI document, the memory browser), through the same core, on a pool of
-    `max_workers` threads of its own, with CORS for `cors_origins`."""
+    `max_workers` threads of its own, with CORS for `cors_origins`. `episode_options` are the
+    episode store kind's options (`embedding_model`: SearchEpisodes ranks by meaning too)."""
 
     address: str
     memory: str | None = None
@@ -151,6 +152,7 @@ class ServerConfig:
     metrics: Metrics | None = None
     http_address: tuple[str, int] | None = None
     cors_origins: Sequence[str] = ()
+    episode_options: Mapping[str, object] | None = None
 
     def doors(self) -> DoorConfig:
         """What the doors beside the gRPC port are opened with."""
@@ -185,7 +187,9 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
     place: Place = database if database is not None else directory
     memory = memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
     episodes = episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
-    namespaces = Namespaces(memory, place, config.max_open_namespaces, episodes)
+    namespaces = Namespaces(
+        memory, place, config.max_open_namespaces, episodes, config.episode_options
+    )
     episode_stores = EpisodeStores(namespaces)
     credentials = tls.credentials() if tls is not None else None
     calls = Calls()
