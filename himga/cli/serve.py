@@ -68,6 +68,15 @@ def add_parser(subparsers: Any) -> None:
         f"{DATABASE_STORE} with --database)",
     )
     parser.add_argument(
+        "--episodes-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an option of the episode store (repeatable): embedding_model=e5-small-v2 (a "
+        "catalog model, a model directory or openai:MODEL@URL) ranks SearchEpisodes by meaning "
+        "too (himga models fetch NAME first)",
+    )
+    parser.add_argument(
         "--database",
         metavar="URL",
         help="keep every namespace in this PostgreSQL database (postgresql://USER@HOST/DB; "
@@ -178,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from himga.embeddings import ModelError
+    from himga.kinds import option_pairs
     from himga.service import fairness
     from himga.service.auth import AuthFile
     from himga.service.credentials import ServerTls
@@ -262,9 +273,11 @@ def run(args: argparse.Namespace) -> int:
                 http_address=(args.host, args.http_port) if args.http_port is not None else None,
                 cors_origins=args.cors_origin,
                 memory_options={memory: options},
+                episode_options=option_pairs(args.episodes_option),
             )
         )
-    except ValueError as error:  # an unreadable TLS file, a memory the place cannot keep
+    except (ValueError, ModelError) as error:  # an unreadable TLS file, a memory the place
+        # cannot keep, a bad option, an embedding model missing or not what its card says
         _log.error("%s", error)
         _close(database)
         return 2
