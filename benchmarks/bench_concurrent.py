@@ -84,6 +84,7 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=SIZE)
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--calls", type=int, default=CALLS)
+    parser.add_argument("--memories", default=",".join(MEMORIES), help="comma-separated kinds")
     args = parser.parse_args()
     data = natural(LOCOMO, args.size)
     asked = questions(LOCOMO, args.calls)
@@ -92,13 +93,14 @@ def main() -> int:
         process, target = start_listening(command)
         try:
             threading.Thread(target=_drain, args=(process,), daemon=True).start()
-            for memory in MEMORIES:
+            memories = args.memories.split(",")
+            for memory in memories:
                 with RemoteMemory(target, f"bench-{memory}", memory=memory) as remote:
                     for i in range(0, len(data), BATCH):
                         remote.ingest_many(data[i : i + BATCH])
             results = {
                 memory: _measure(target, memory, asked, args.runs, process.pid)
-                for memory in MEMORIES
+                for memory in memories
             }
         finally:
             process.terminate()
