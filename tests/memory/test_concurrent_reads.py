@@ -1,6 +1,7 @@
 """Searches and listings of one keyword memory run side by side (himga.memory.readwrite), and
 still see only whole commits: of this memory's own writes, and of another connection's over the
-same store, which a reader reads in under the write side. No combination of readers and writers
+same store, which a reader reads in under the write side. Two searches rank at the same time,
+in a memory and through a server. No combination of readers and writers
 deadlocks, and a stream of readers does not starve a writer."""
 
 import threading
@@ -9,6 +10,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ from himga.kinds import Keeps
 from himga.memory.indexed import IndexedMemory
 from himga.memory.readwrite import ReadWriteLock
 from himga.memory.registry import memory_kind, open_memory
+from himga.service import RemoteMemory, create_server
 from himga.storage.namespaces import OpenNamespace
 from himga.storage.place import Place
 from tests.memory.test_indexed import INDEXED
@@ -227,3 +230,62 @@ def test_a_waiting_writer_goes_before_readers_that_come_after_it() -> None:
         thread.join(GUARD_SECONDS)
     assert not any(thread.is_alive() for thread in threads), "deadlocked"
     assert order == ["first reader", "writer", "late reader"]
+
+
+@contextmanager
+def meeting_in_the_ranking(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Barrier]:
+    """The C ranking, made to wait inside until a second search is inside it too: the
+    barrier is broken (its waits raise) if searches cannot rank at the same time."""
+    from himga.memory import ranking
+
+    both_inside = threading.Barrier(2, timeout=GUARD_SECONDS)
+    rank = ranking._ranking.rank
+
+    def meeting(*args: object) -> object:
+        both_inside.wait()
+        return rank(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ranking._ranking, "rank", meeting)
+    yield both_inside
+
+
+def test_two_searches_of_one_memory_rank_at_the_same_time(
+    engine: str, place_of: Callable[[str], Place], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = open_memory(engine, f"together-{uuid.uuid4().hex}", place_of(engine))
+    try:
+        memory.store(batch(0))
+        found: list[int] = []
+        with meeting_in_the_ranking(monkeypatch) as both_inside:
+
+            def search() -> None:
+                found.append(len(memory.search("lantern", limit=100)))
+
+            run_all([threading.Thread(target=search) for _ in range(2)])
+            assert not both_inside.broken
+        assert found == [BATCH, BATCH]
+    finally:
+        memory.close()
+
+
+def test_a_server_ranks_two_retrieves_of_one_namespace_at_the_same_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the wire: no lock of the server runs one namespace's Retrieves one at a time."""
+    server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=tmp_path)
+    try:
+        target = f"127.0.0.1:{port}"
+        with RemoteMemory(target, "together") as remote:
+            remote.store(batch(0))
+        found: list[int] = []
+        with meeting_in_the_ranking(monkeypatch) as both_inside:
+
+            def retrieve() -> None:
+                with RemoteMemory(target, "together") as remote:
+                    found.append(len(remote.search("lantern", limit=100)))
+
+            run_all([threading.Thread(target=retrieve) for _ in range(2)])
+            assert not both_inside.broken
+        assert found == [BATCH, BATCH]
+    finally:
+        server.stop(None)
