@@ -346,10 +346,10 @@ class HybridMemory(IndexedMemory):
         """Embed the stored turns with text but no vector (a store of an earlier himga, or one
         being re-embedded), in one transaction; how many there were. Looked for first by
         reading alone, so a store holding every vector opens without a write."""
-        with self._lock, self._using(write=False) as (rows, _):
+        with self._lock.writing(), self._using(write=False) as (rows, _):
             if not _vector_rows(rows).unembedded()[0]:
                 return 0
-        with self._lock:
+        with self._lock.writing():
             with self._using(write=True) as (rows, seen):
                 numbers, roles, contents = _vector_rows(rows).unembedded()
                 vectors = np.zeros((0, self._embedder.dimension), dtype=np.float32)
@@ -374,16 +374,18 @@ class HybridMemory(IndexedMemory):
         if limit <= 0 or not query.strip():
             return []
         wanted = query_terms(query)
-        with self._lock:  # the speakers it names, left out of the embedded query (fusion)
+        with self._lock.reading():  # the speakers it names, left out of the embedded query
             named = self._vectors.windows.named(set(wanted))
         embedded = self._embedder.embed_queries([dense_query(query, named)])
         vector = as_vectors(embedded, self._embedder.dimension)[0]
-        with self._lock, self._using(write=False) as (rows, _):
-            best = self._vectors.ranked(wanted, vector, limit, filter, self._fusion)
-            if not best:
-                return []
-            stored = rows.stored([number for number, _ in best])
-        return [hit_of(stored[number], score) for number, score in best]
+
+        def read(rows: Rows, best: builtins.list[tuple[int, float]]) -> builtins.list[Hit]:
+            stored = rows.stored([number for number, _ in best]) if best else {}
+            return [hit_of(stored[number], score) for number, score in best]
+
+        return self._read(
+            lambda: self._vectors.ranked(wanted, vector, limit, filter, self._fusion), read
+        )
 
 
 def _vector_rows(rows: Rows) -> VectorRows:
