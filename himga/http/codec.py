@@ -8,7 +8,9 @@ handlers (himga.http.handlers), which hand them to the core with the codec's `pa
 checks the token first, then parses, and a body that does not parse is answered INVALID_ARGUMENT
 with reason INVALID_REQUEST and BadRequest violations naming its fields (at most the first 100,
 himga.bounds), the same log line and metrics as over gRPC. `parse` reads JSON by
-the plan of himga.http.fastjson, and with json_format where the plan is unsure.
+the plan of himga.http.fastjson, and with json_format where the plan is unsure (a date-time
+written in lower case, which RFC 3339 allows and protobuf's parser does not, put in upper case
+first).
 
 Its encoder writes the ProtoJSON of `himga.http.protojson` without indentation (connect-python
 indents by two spaces, through the json module's pure-Python encoder, after json_format's own
@@ -97,17 +99,20 @@ class JsonCodec:
         return self.parse_here(data, kind)
 
     def parse_here(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
-        """`parse`, in this process."""
-        if _LOWER_CASE_TIME.search(data) is None:
-            try:
-                return fastjson.parse(data, kind)
-            except fastjson.UnknownKeys as unknown:  # json_format refuses it: nothing to ask
-                found = Violations()
-                _object(unknown.value, cast(Descriptor, kind.DESCRIPTOR), "", found)
-                why = f"{kind.DESCRIPTOR.name} has no field named by some of its keys"
-                return Undecodable(why, len(data), tuple(found), found.more, found.unchecked)
-            except fastjson.Unsure:
-                pass  # json_format's answer, whatever it is
+        """`parse`, in this process. The plan reads no date-time written in lower case (the
+        Timestamp's parser refuses it), so only a body it is unsure of is searched for one."""
+        try:
+            return fastjson.parse(data, kind)
+        except fastjson.UnknownKeys as unknown:  # json_format refuses it: nothing to ask
+            found = Violations()
+            value = unknown.value
+            if _LOWER_CASE_TIME.search(data) is not None:
+                value = upper_case_times(value, kind.DESCRIPTOR)
+            _object(value, cast(Descriptor, kind.DESCRIPTOR), "", found)
+            why = f"{kind.DESCRIPTOR.name} has no field named by some of its keys"
+            return Undecodable(why, len(data), tuple(found), found.more, found.unchecked)
+        except fastjson.Unsure:
+            pass  # json_format's answer, whatever it is
         message = kind()
         try:
             self._into(data, message, fast=False)
@@ -117,13 +122,13 @@ class JsonCodec:
         return message
 
     def _into(self, data: bytes | bytearray, message: Message, fast: bool = True) -> None:
+        if fast:
+            try:
+                message.MergeFrom(fastjson.parse(data, type(message)))
+                return
+            except fastjson.Unsure:
+                pass
         if _LOWER_CASE_TIME.search(data) is None:
-            if fast:
-                try:
-                    message.MergeFrom(fastjson.parse(data, type(message)))
-                    return
-                except fastjson.Unsure:
-                    pass
             json_format.Parse(bytes(data), message)
         else:
             value = json.loads(data, object_pairs_hook=_once_each)
