@@ -12,9 +12,10 @@ the plan of himga.http.fastjson, and with json_format where the plan is unsure (
 written in lower case, which RFC 3339 allows and protobuf's parser does not, put in upper case
 first).
 
-Its encoder writes the ProtoJSON of `himga.http.protojson` without indentation (connect-python
-indents by two spaces, through the json module's pure-Python encoder, after json_format's own
-walk of the message): a Retrieve answer of ten hits in under half the time.
+Its encoder writes the ProtoJSON of `himga.http.protojson` without indentation, by msgspec (in
+C; connect-python indents by two spaces, through the json module's pure-Python encoder, after
+json_format's own walk of the message): a Retrieve answer of ten hits in under a third of the
+time.
 
 connect-python keeps one codec table per process and has no per-application option (its own
 source says so); `install` puts these in it. Outside `serving()` (a connect-python client in the
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
+import msgspec
 from connectrpc import _codec
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -82,8 +84,7 @@ class JsonCodec:
         return "json"
 
     def encode(self, message: Message) -> bytes:
-        value = protojson.to_dict(message)
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        return msgspec.json.encode(protojson.to_dict(message))
 
     def decode(self, data: bytes | bytearray, message: Message) -> Message:
         if _kept(message, data, self):
