@@ -19,8 +19,8 @@ preflight) against gRPC's Retrieve: the most HTTP calls per second this server g
 Then, in the same process, the MB/s at which a valid IngestBatch of 10,000 LoCoMo turns (as
 JSON) is decoded by the HTTP port's codec (himga.http.fastjson, json_format where it is unsure)
 beside protobuf's json_format (target: at least 20 MB/s): in the thread that asks, and as the
-server reads a body that large (in its helper process, himga.http.apart, the message sent back
-in its binary form).
+server reads a body that large (himga.http.apart: in its thread up to HERE_BYTES, else in its
+helper process, the message sent back in its binary form).
 """
 
 import argparse
@@ -121,7 +121,7 @@ def _decoding(samples: list[Any], runs: int) -> None:
     for decode in ways.values():
         if decode() != request:
             raise RuntimeError("a decoder read the batch differently")
-    where = "in a helper process" if len(data) >= apart.APART_BYTES else "in the server's thread"
+    where = "in a helper process" if len(data) > apart.HERE_BYTES else "in the server's thread"
     print(
         f"JSON decoding of a valid IngestBatch of {len(items)} LoCoMo turns "
         f"({len(data) / 1e6:.1f} MB; the server reads it {where}), MB/s, {runs} runs"

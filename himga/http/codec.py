@@ -94,10 +94,15 @@ class JsonCodec:
 
     def parse(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
         """`data` as a `kind`, or an Undecodable naming its offending fields (a large body is
-        read in a helper process: himga.http.apart)."""
-        if len(data) >= apart.APART_BYTES:
-            return apart.parse(data, kind)
-        return self.parse_here(data, kind)
+        read in a helper process, unless the plan reads it here: himga.http.apart)."""
+        if len(data) < apart.APART_BYTES:
+            return self.parse_here(data, kind)
+        if len(data) <= apart.HERE_BYTES:
+            try:
+                return fastjson.parse(data, kind)
+            except fastjson.Unsure:  # unknown keys too: the helper names them
+                pass
+        return apart.parse(data, kind)
 
     def parse_here(self, data: bytes, kind: type[Message]) -> Message | Undecodable:
         """`parse`, in this process. The plan reads no date-time written in lower case (the
