@@ -91,6 +91,7 @@ class _Plan:
 
 
 _PLANS: dict[str, _Plan] = {}
+_UNPLANNED: set[str] = set()
 _STRUCTS: dict[str, type] = {}
 
 
@@ -110,11 +111,12 @@ _NAMESPACE: dict[str, Any] = {"Unsure": Unsure, "UNSET": msgspec.UNSET, "timesta
 def plan(descriptor: Any) -> _Plan | None:
     """The plan of a message type (made once, on first use, with those of the types within);
     None for a type the plan does not cover."""
-    if not _planned(descriptor):
-        return None
     found = _PLANS.get(descriptor.full_name)
-    if found is not None:
+    if found is not None or descriptor.full_name in _UNPLANNED:
         return found
+    if not _planned(descriptor):
+        _UNPLANNED.add(descriptor.full_name)
+        return None
     with _making:  # one thread at a time (see _being_made)
         found = _PLANS.get(descriptor.full_name)
         if found is None:
