@@ -9,9 +9,7 @@ import ipaddress
 import logging
 import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import himga
@@ -26,6 +24,7 @@ MAX_OPEN_NAMESPACES = 256
 """The default bound on open namespaces: about 3 file descriptors each for SQLite."""
 
 if TYPE_CHECKING:
+    from himga.cli.signals import Signals
     from himga.service.database_tokens import DatabaseTokens
     from himga.storage.postgres import Database
 
@@ -182,6 +181,17 @@ def _loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Serve as `args` say until SIGTERM or SIGINT; the exit code."""
+    from himga.cli.signals import Signals
+
+    wanted = [signal.SIGTERM, signal.SIGINT]
+    if args.auth_file is not None:
+        wanted.append(signal.SIGHUP)
+    with Signals(wanted) as signals:
+        return _serve(args, signals)
+
+
+def _serve(args: argparse.Namespace, signals: "Signals") -> int:
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
@@ -216,15 +226,6 @@ def run(args: argparse.Namespace) -> int:
         )
     tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     fairness.share_interpreter()
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        _log.info("%s received", signal.Signals(signum).name)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-
     data_dir: Path | None = args.data_dir
     if data_dir is not None:
         make_private_dir(data_dir)
@@ -290,7 +291,6 @@ def run(args: argparse.Namespace) -> int:
         _close(database)
         return 1
     if isinstance(auth, AuthFile):
-        signal.signal(signal.SIGHUP, lambda signum, frame: auth.reload())
         _log.info(
             "auth: %d tokens from %s (SIGHUP reloads it)", len(auth.tokens.grants), args.auth_file
         )
@@ -325,8 +325,10 @@ def run(args: argparse.Namespace) -> int:
         f"database {database.name}" if database else f"data dir {data_dir or 'none'}",
         "TLS" if tls is not None else "plaintext",
     )
-    while not stop.wait(0.5):
-        pass
+    while (received := signals.next()) == signal.SIGHUP:
+        assert isinstance(auth, AuthFile)
+        auth.reload()
+    _log.info("%s received", received.name if received is not None else "a stop")
     stopped = server.stop(GRACE_SECONDS)
     _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
     stopped.wait()
