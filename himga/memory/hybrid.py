@@ -32,7 +32,6 @@ registry's factory, `open_hybrid`, picks the engine from the place.
 from __future__ import annotations
 
 import builtins
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from himga.data.conversation import Message, Session
-from himga.embeddings import Embedder, open_embedder
+from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
 from himga.memory.derived import DerivedIndex, Placing
@@ -57,18 +56,11 @@ from himga.memory.vectors import VectorIndex
 from himga.memory.windows import Windows
 from himga.storage.place import Place
 
-_EMBEDDERS: dict[str, Embedder] = {}
-_EMBEDDERS_LOCK = threading.Lock()
-
 
 def embedder_of(spec: str | Path) -> Embedder:
-    """The embedder of `spec`, loaded once a process: every namespace of a server shares it."""
-    key = str(spec)
-    with _EMBEDDERS_LOCK:
-        found = _EMBEDDERS.get(key)
-        if found is None:
-            found = _EMBEDDERS[key] = open_embedder(spec)
-        return found
+    """The embedder of `spec`, loaded once a process: every namespace of a server, and its
+    episode stores, share it (himga.embeddings.shared_embedder)."""
+    return shared_embedder(str(spec))
 
 
 def reembed_command(model: str, where: str) -> str:
@@ -374,6 +366,8 @@ class HybridMemory(IndexedMemory):
         if limit <= 0 or not query.strip():
             return []
         wanted = query_terms(query)
+        if not wanted:  # only stopwords and punctuation: nothing asked, as by the keyword kinds
+            return []
         with self._lock.reading():  # the speakers it names, left out of the embedded query
             named = self._vectors.windows.named(set(wanted))
         embedded = self._embedder.embed_queries([dense_query(query, named)])
