@@ -180,6 +180,13 @@ class Unsupported(HimgaError, RuntimeError):
     ignore part of the request; the message says what it cannot do."""
 
 
+class ModelError(HimgaError, RuntimeError):
+    """An embedding model cannot be used: not fetched, a file missing or not the file its card
+    names, an endpoint that does not answer. The message names the file or the command that
+    fixes it. (Raised by himga.embeddings; here so that the server can tell it without loading
+    them.)"""
+
+
 class DatabaseUnavailable(HimgaError, ConnectionError):
     """The database cannot be reached now (down, failing over, or the connection was lost). A
     write that raised it may or may not have committed: send it again with the same request id

@@ -10,13 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from himga.errors import HimgaError, InvalidArgument
-
-
-class ModelError(HimgaError, RuntimeError):
-    """An embedding model cannot be used: not fetched, a file missing or not the file its card
-    names, an endpoint that does not answer. The message names the file or the command that
-    fixes it."""
+from himga.errors import InvalidArgument, ModelError
 
 
 class Embedder(abc.ABC):

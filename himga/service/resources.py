@@ -3,7 +3,9 @@
 `classify` gives what ran out the status it is documented to have (the proto lists them):
   no file descriptors, no memory      RESOURCE_EXHAUSTED  (reason RESOURCE_EXHAUSTED)
   the store cannot write (disk full,  UNAVAILABLE         (reason STORE_UNAVAILABLE)
-  read-only or failing file system)
+  read-only or failing file system,
+  an embedding model that does not
+  answer)
 Both changed nothing: the write rolled back. While the store cannot write, `StoreHealth` says
 so (the server's health is NOT_SERVING) and probes the data directory each second; the first
 probe that can write a `PROBE_BYTES` file turns it back to SERVING. It probes once as the server
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from himga_proto.memory.v1 import memory_pb2 as pb
 
-from himga.errors import DatabaseUnavailable, HimgaError
+from himga.errors import DatabaseUnavailable, HimgaError, ModelError
 from himga.service.errors import ResourceExhausted, StoreUnavailable
 from himga.storage import exhaustion
 from himga.storage.files import make_private_dir
@@ -40,6 +42,7 @@ ANSWER_MARGIN_BYTES = 1024
 _OUT_OF_DESCRIPTORS = "the server has no file descriptors left; nothing changed, call again later"
 _OUT_OF_MEMORY = "the server ran out of memory for this call; nothing changed: send less at once"
 _STORE = "the store cannot write ({}); nothing of this call was stored, call again later"
+_MODEL = "the embedding model did not answer; nothing of this call was stored, call again later"
 
 
 def classify(error: Exception, store: "StoreHealth | None" = None) -> Exception:
@@ -49,6 +52,9 @@ def classify(error: Exception, store: "StoreHealth | None" = None) -> Exception:
         if store is not None:
             store.failed(str(error))
         return StoreUnavailable(str(error))
+    if isinstance(error, ModelError):  # an embeddings endpoint down: its address stays here
+        _log.warning("the embedding model failed a call: %s", error)
+        return StoreUnavailable(_MODEL)
     if isinstance(error, HimgaError):
         return error
     found = _classify(error)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from himga.errors import ModelError
 from himga.service.errors import ResourceExhausted, StoreUnavailable
 from himga.service.resources import StoreHealth, classify
 from himga.storage import exhaustion
@@ -38,6 +39,17 @@ def sqlite_error(code: int, message: str) -> sqlite3.OperationalError:
 )
 def test_what_ran_out_gets_its_kind(error: Exception, kind: type[Exception]) -> None:
     assert isinstance(classify(error), kind)
+
+
+def test_an_embedding_model_that_does_not_answer_is_unavailable_and_its_address_stays_here(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failed = ModelError("embeddings endpoint http://10.0.0.7:8081/v1: HTTP 503: overloaded")
+    answered = classify(failed)
+    assert isinstance(answered, StoreUnavailable)
+    assert "embedding model did not answer" in str(answered)
+    assert "10.0.0.7" not in str(answered)
+    assert "10.0.0.7" in caplog.text
 
 
 def test_other_errors_keep_their_kind() -> None:

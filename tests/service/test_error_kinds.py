@@ -18,6 +18,7 @@ from himga.errors import (
     HimgaError,
     IncompatibleStoreError,
     InvalidArgument,
+    ModelError,
     NotFoundError,
     SchemaError,
     UnknownTypeError,
@@ -64,9 +65,13 @@ EXAMPLES: dict[type[Exception], Exception] = {
 # calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
-# A database that cannot be reached, which travels as a store that cannot write. (A memory's
-# error about one argument is the request error: InvalidRequest is InvalidArgument.)
-SENT_AS: dict[type[Exception], type[Exception]] = {DatabaseUnavailable: StoreUnavailable}
+# A database that cannot be reached, and an embedding model that does not answer, travel as a
+# store that cannot write. (A memory's error about one argument is the request error:
+# InvalidRequest is InvalidArgument.)
+SENT_AS: dict[type[Exception], type[Exception]] = {
+    DatabaseUnavailable: StoreUnavailable,
+    ModelError: StoreUnavailable,
+}
 
 
 class RaisingMemory(BaseMemory):
