@@ -32,6 +32,9 @@ class Keeps(enum.Enum):
     """In files in the server's data directory (in the process alone without one)."""
     DATABASE = "database"
     """In the server's database, where every server over it sees the same namespace."""
+    DATA_DIRECTORY_OR_DATABASE = "data directory or database"
+    """Where the server keeps its namespaces: in files in its data directory, or in its
+    database (where every server over it sees the same namespace)."""
 
 
 @dataclass(frozen=True, slots=True)

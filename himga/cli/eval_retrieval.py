@@ -47,9 +47,15 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "--leave-one-out",
         action="store_true",
         help=(
-            "the keyword method's recall on each conversation with its parameters chosen on "
-            "the others (himga.eval.folds), instead of --memory's"
+            "the method's recall on each conversation with its parameters chosen on the "
+            "others: the keyword method's (himga.eval.folds), or with --memory hybrid the "
+            "hybrid method's (himga.eval.hybrid)"
         ),
+    )
+    parser.add_argument(
+        "--embedding-model",
+        metavar="NAME|DIR",
+        help="with --memory hybrid --leave-one-out: the embedding model (default: e5-small-v2)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(run=run)
@@ -74,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from himga.memory.registry import DEFAULT_MEMORY, memory_options, open_memory
 
     name = args.memory or DEFAULT_MEMORY
+    if args.leave_one_out and name == HYBRID:
+        return _hybrid_leave_one_out(args)
     try:
         options = memory_options(name, dict(option_pairs(args.memory_option)))
 
@@ -96,6 +104,76 @@ def run(args: argparse.Namespace) -> int:
     ) as bar:
         report = evaluate_retrieval(samples, factory, args.k, on_question=bar.update)
     print(format_report(report, f"memory: {name}; dataset: {args.dataset or '$HIMGA_LOCOMO_PATH'}"))
+    return 0
+
+
+HYBRID = "hybrid"
+
+
+def _hybrid_leave_one_out(args: argparse.Namespace) -> int:
+    """The hybrid method chosen by leaving one conversation out (himga.eval.hybrid), then the
+    whole file with the default method beside the keyword method and the issue's baseline."""
+    from tqdm import tqdm
+
+    from himga.data import DatasetError, load_dataset
+    from himga.embeddings import DEFAULT_MODEL, ModelError, open_embedder
+    from himga.eval import format_report
+    from himga.eval.folds import CHOSEN_BY
+    from himga.eval.hybrid import DEFAULT, Candidate, evaluate, leave_one_out, prepare, steps
+    from himga.eval.retrieval import OVERALL
+    from himga.memory.fusion import BASELINE, Fusion
+
+    try:
+        samples = load_dataset("locomo", args.dataset)
+        embedder = open_embedder(args.embedding_model or DEFAULT_MODEL)
+    except (DatasetError, ModelError, ValueError) as error:
+        print(f"himga eval-retrieval: error: {error}", file=sys.stderr)
+        return 2
+    depth = max(DEFAULT.fusion.keyword_depth, BASELINE.keyword_depth)
+    with embedder:
+        conversations = [
+            prepare(sample, embedder, depth)
+            for sample in tqdm(samples, desc="embedding", file=sys.stderr, disable=args.no_progress)
+        ]
+    try:
+        with tqdm(
+            total=steps(len(conversations)),
+            desc="leave-one-out",
+            file=sys.stderr,
+            disable=args.no_progress,
+        ) as bar:
+            folds, pooled = leave_one_out(conversations, args.k, on_step=bar.update)
+    except ValueError as error:
+        print(f"himga eval-retrieval: error: {error}", file=sys.stderr)
+        return 2
+    print(f"memory: hybrid ({embedder.model_id}); leave one conversation out")
+    for fold in folds:
+        figures = " ".join(
+            f"R@{k} {fold.report.recall(OVERALL, k).mean_fraction:.3f}" for k in CHOSEN_BY
+        )
+        print(f"  {fold.held_out}: {figures}; chose {fold.chosen.describe()}")
+    title = f"held-out conversations pooled; dataset: {args.dataset or '$HIMGA_LOCOMO_PATH'}"
+    print(format_report(pooled, title))
+    ks = sorted(set(args.k) | set(CHOSEN_BY))
+    print("\nthe whole file, each conversation and pooled (overall R@10 / R@50; category 5):")
+    methods = [
+        ("keyword method alone", Candidate(Fusion(dense_weight=0.0, keyword_scale=0.0))),
+        ("issue's baseline (reciprocal ranks)", Candidate(BASELINE, leave_out_names=False)),
+        ("hybrid method, names kept", Candidate(DEFAULT.fusion, leave_out_names=False)),
+        ("hybrid method (the default)", DEFAULT),
+    ]
+    for label, candidate in methods:
+        cells = []
+        for conversation in [*([c] for c in conversations), conversations]:
+            report = evaluate(conversation, candidate, ks)
+            name = "pooled" if len(conversation) > 1 else conversation[0].sample.sample_id
+            at = [report.recall(OVERALL, k).mean_fraction for k in CHOSEN_BY]
+            cells.append(f"{name} {at[0]:.3f}/{at[1]:.3f}")
+            if len(conversation) > 1:
+                apart = [report.recall("category 5", k).mean_fraction for k in CHOSEN_BY]
+                cells.append(f"category 5 {apart[0]:.3f}/{apart[1]:.3f}")
+        print(f"  {label}: " + "; ".join(cells))
+    print(format_report(evaluate(conversations, DEFAULT, ks), "the default, the whole file"))
     return 0
 
 

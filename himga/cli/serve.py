@@ -9,9 +9,7 @@ import ipaddress
 import logging
 import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import himga
@@ -26,6 +24,7 @@ MAX_OPEN_NAMESPACES = 256
 """The default bound on open namespaces: about 3 file descriptors each for SQLite."""
 
 if TYPE_CHECKING:
+    from himga.cli.signals import Signals
     from himga.service.database_tokens import DatabaseTokens
     from himga.storage.postgres import Database
 
@@ -53,6 +52,13 @@ def add_parser(subparsers: Any) -> None:
         choices=memory_names(),
         help=f"memory of namespaces whose calls name none (default: {DEFAULT_MEMORY}; "
         f"{DATABASE_MEMORY} with --database)",
+    )
+    parser.add_argument(
+        "--embedding-model",
+        metavar="NAME|DIR",
+        help="with --memory hybrid: the embedding model, a name from the model cache (`himga "
+        "models list`) or a model directory (default: e5-small-v2, fetched by `himga models "
+        "fetch e5-small-v2`)",
     )
     parser.add_argument(
         "--episodes",
@@ -175,6 +181,17 @@ def _loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Serve as `args` say until SIGTERM or SIGINT; the exit code."""
+    from himga.cli.signals import Signals
+
+    wanted = [signal.SIGTERM, signal.SIGINT]
+    if args.auth_file is not None:
+        wanted.append(signal.SIGHUP)
+    with Signals(wanted) as signals:
+        return _serve(args, signals)
+
+
+def _serve(args: argparse.Namespace, signals: "Signals") -> int:
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
@@ -209,15 +226,6 @@ def run(args: argparse.Namespace) -> int:
         )
     tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     fairness.share_interpreter()
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        _log.info("%s received", signal.Signals(signum).name)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-
     data_dir: Path | None = args.data_dir
     if data_dir is not None:
         make_private_dir(data_dir)
@@ -245,6 +253,11 @@ def run(args: argparse.Namespace) -> int:
             _log.error("cannot read the tokens in the database: %s", error)
             _close(database)
             return 1
+    memory = args.memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
+    options = _memory_options(memory, args.embedding_model)
+    if isinstance(options, int):
+        _close(database)
+        return options
     try:
         server, port = start_server(
             ServerConfig(
@@ -260,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
                 metrics=metrics,
                 http_address=(args.host, args.http_port) if args.http_port is not None else None,
                 cors_origins=args.cors_origin,
+                memory_options={memory: options},
                 episode_options=option_pairs(args.episodes_option),
             )
         )
@@ -277,7 +291,6 @@ def run(args: argparse.Namespace) -> int:
         _close(database)
         return 1
     if isinstance(auth, AuthFile):
-        signal.signal(signal.SIGHUP, lambda signum, frame: auth.reload())
         _log.info(
             "auth: %d tokens from %s (SIGHUP reloads it)", len(auth.tokens.grants), args.auth_file
         )
@@ -312,8 +325,10 @@ def run(args: argparse.Namespace) -> int:
         f"database {database.name}" if database else f"data dir {data_dir or 'none'}",
         "TLS" if tls is not None else "plaintext",
     )
-    while not stop.wait(0.5):
-        pass
+    while (received := signals.next()) == signal.SIGHUP:
+        assert isinstance(auth, AuthFile)
+        auth.reload()
+    _log.info("%s received", received.name if received is not None else "a stop")
     stopped = server.stop(GRACE_SECONDS)
     _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
     stopped.wait()
@@ -324,6 +339,31 @@ def run(args: argparse.Namespace) -> int:
         metrics.stop()
     _log.info("stopped")
     return 0
+
+
+def _memory_options(memory: str, embedding_model: str | None) -> Any:
+    """The options of the default memory, with its model loaded now if it has one (a missing
+    or corrupt model is refused at start-up); or the exit code after saying why not."""
+    from himga.embeddings import ModelError
+    from himga.errors import InvalidArgument
+    from himga.memory.registry import memory_options
+
+    given: dict[str, object] = {}
+    if embedding_model is not None:
+        given["embedding_model"] = embedding_model
+    try:
+        options = memory_options(memory, given)
+    except InvalidArgument as error:  # a memory that takes no model, or a bad name
+        _log.error("--embedding-model (memory %s): %s", memory, error)
+        return 2
+    prepare = getattr(options, "prepare", None)  # the kinds whose options load something
+    if prepare is not None:
+        try:
+            prepare()
+        except ModelError as error:
+            _log.error("%s", error)
+            return 2
+    return options
 
 
 def _database(url: str, calls: int) -> "Database | int":

@@ -19,7 +19,7 @@ from himga.conformance.checks import (
 from himga.conformance.wire import (
     CheckFailed,
     Wire,
-    expect_empty,
+    expect_absent,
     marker,
 )
 
@@ -121,7 +121,7 @@ def _reset_then_new(wire: Wire, new_namespace: NewNamespace) -> None:
     wire.reset(namespace)
     wire.ingest(namespace, text_message(f"then {new}", turn_id="new"))
     find_hit(wire, namespace, new, "new")
-    expect_empty(wire.retrieve(namespace, old), "the message from before Reset")
+    expect_absent(wire.retrieve(namespace, old), old, "the message from before Reset")
 
 
 @check(

@@ -21,6 +21,7 @@ from himga.conformance.checks import (
 from himga.conformance.wire import (
     CheckFailed,
     Wire,
+    expect_absent,
     expect_empty,
     expect_error,
     marker,
@@ -105,7 +106,7 @@ def _namespaces_isolated(wire: Wire, new_namespace: NewNamespace) -> None:
     word = marker()
     wire.ingest(other, said(marker()))  # both exist: a server may answer one that does not at once
     wire.ingest(holder, said(word))
-    expect_empty(wire.retrieve(other, word), "another namespace")
+    expect_absent(wire.retrieve(other, word), word, "another namespace")
 
 
 # --- required: malformed requests -----------------------------------------------------------

@@ -185,6 +185,14 @@ def unsupported(error: grpc.RpcError) -> bool:
     )
 
 
+def expect_absent(response: pb.RetrieveResponse, word: str, what: str) -> None:
+    """Fail if a Retrieve answered with a text holding `word`, in a hit or in its context (a
+    memory that finds by meaning may answer with other texts: the nearest it holds)."""
+    held = [hit.turn_id for hit in response.hits if word in hit.content]
+    if held or word in response.context:
+        raise CheckFailed(f"{what}: {word!r} was retrieved (hits {held})")
+
+
 def expect_empty(response: pb.RetrieveResponse, what: str) -> None:
     """Fail unless a Retrieve answered nothing: an empty context and no hits."""
     if response.context or response.hits:

@@ -18,6 +18,7 @@ from typing import Any
 from himga import kinds
 from himga.kinds import Keeps, Kind
 from himga.memory.base import BaseMemory
+from himga.memory.hybrid_options import HybridOptions
 from himga.memory.method import Method
 from himga.storage.layout import namespace_file as namespace_file  # its earlier path
 from himga.storage.place import Place
@@ -47,6 +48,13 @@ BUILTIN: dict[str, Kind] = {
         "PostgresKeywordMemory.for_namespace",
         Keeps.DATABASE,
         shared=True,
+    ),
+    "hybrid": Kind(
+        "himga.memory.hybrid",
+        "open_hybrid",
+        Keeps.DATA_DIRECTORY_OR_DATABASE,
+        shared=True,
+        options=HybridOptions,
     ),
 }
 _ENTRIES = dict(BUILTIN)

@@ -288,6 +288,20 @@ class Windows:
             if session_of[number] != NO_SESSION:
                 yield number
 
+    def named(self, asked: Collection[str]) -> list[str]:
+        """The keys of the stored speakers a query with terms `asked` names (is_named)."""
+        return [
+            key
+            for term in asked
+            for key in self._keys_by_term.get(term, ())
+            if is_named(key, asked)
+        ]
+
+    def beside(self, number: int) -> tuple[int, int]:
+        """The turns just before and just after stored turn `number` in its session (-1 for
+        none)."""
+        return self._before[number], self._after[number]
+
     def best(
         self,
         postings: Sequence[array[int]],

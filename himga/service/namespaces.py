@@ -46,6 +46,7 @@ class Namespaces(NamespaceStores):
         place: Place,
         max_open: int | None = None,
         episodes: str | None = None,
+        memory_options: Mapping[str, Any] | None = None,
         episode_options: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(
@@ -53,6 +54,7 @@ class Namespaces(NamespaceStores):
             memory=default_memory,
             episodes=episodes,
             max_open=max_open,
+            memory_options=memory_options,
             episode_options=episode_options,
         )
 

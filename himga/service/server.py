@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +152,9 @@ class ServerConfig:
     metrics: Metrics | None = None
     http_address: tuple[str, int] | None = None
     cors_origins: Sequence[str] = ()
+    memory_options: Mapping[str, Any] = field(default_factory=dict)
+    """The options of memory kinds (by name: an instance of each one's options class) that
+    are not to have their defaults, e.g. the hybrid memory's embedding model."""
     episode_options: Mapping[str, object] | None = None
 
     def doors(self) -> DoorConfig:
@@ -188,7 +191,12 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
     memory = memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
     episodes = episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
     namespaces = Namespaces(
-        memory, place, config.max_open_namespaces, episodes, config.episode_options
+        memory,
+        place,
+        config.max_open_namespaces,
+        episodes,
+        memory_options=config.memory_options,
+        episode_options=config.episode_options,
     )
     episode_stores = EpisodeStores(namespaces)
     credentials = tls.credentials() if tls is not None else None

@@ -31,6 +31,9 @@ Tables (all keyed by the namespace's id):
   holding the namespace applies these in place (himga.memory.postgres); a write keeps the rows
   of the newest versions only (himga.memory.postgres.CHANGES_KEPT); a server further behind
   reads anew.
+- `himga_vectors`: the hybrid memory's vector of each message with text (little-endian
+  float32), deleted with its message; `embedding_model` on the namespace names the model that
+  made them (himga.memory.hybrid_postgres).
 - `himga_tokens`, `himga_counters`: the tokens servers accept (himga.service.database_tokens),
   and a counter raised by every change to them.
 """
@@ -148,6 +151,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             vector bytea NOT NULL,
             PRIMARY KEY (namespace, id),
             FOREIGN KEY (namespace, id) REFERENCES himga_episodes (namespace, id)
+                ON DELETE CASCADE
+        )""",
+    ),
+    # 7: the hybrid memory's vectors (himga.memory.hybrid_postgres), and the model that made a
+    # namespace's
+    (
+        "ALTER TABLE himga_namespaces ADD COLUMN embedding_model text",
+        """CREATE TABLE himga_vectors (
+            namespace bigint NOT NULL,
+            number integer NOT NULL,
+            vector bytea NOT NULL,
+            PRIMARY KEY (namespace, number),
+            FOREIGN KEY (namespace, number) REFERENCES himga_messages (namespace, number)
                 ON DELETE CASCADE
         )""",
     ),

@@ -26,6 +26,7 @@ from himga.memory.filters import MessageFilter
 from himga.memory.method import Method
 from himga.memory.registry import memory_kind, memory_names, register, unregister
 from himga.service.server import create_server
+from himga.storage.postgres import Database
 from tests.server_process import start_listening
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,6 +103,22 @@ def test_storing_memories_pass_every_check(
     else:
         with python_server(memory, tmp_path) as target:
             results = run_checks(target)
+    assert outcome(results)[1] == set(), render(target, results)
+
+
+@pytest.mark.parametrize(
+    "memory",
+    [m for m in memory_names() if memory_kind(m).keeps is Keeps.DATA_DIRECTORY_OR_DATABASE],
+)
+def test_memories_kept_where_the_server_keeps_them_pass_over_a_database_too(
+    memory: str, database: Database
+) -> None:
+    server, port = create_server("127.0.0.1:0", memory=memory, database=database)
+    target = f"127.0.0.1:{port}"
+    try:
+        results = run_checks(target)
+    finally:
+        server.stop(None).wait()
     assert outcome(results)[1] == set(), render(target, results)
 
 

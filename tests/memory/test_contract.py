@@ -19,13 +19,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from himga.data.conversation import Message, Session
+from himga.kinds import Keeps
 from himga.memory.base import BaseMemory, Hit
 from himga.memory.budget import count_tokens
 from himga.memory.filters import MessageFilter
-from himga.memory.registry import memory_names, open_memory
+from himga.memory.registry import memory_kind, memory_names, open_memory
 from himga.memory.times import message_time, micros
 from himga.service import RemoteMemory
 from himga.storage.place import Place
+from himga.storage.postgres import recorded_memory
 from tests.conftest import HTTP_PORTS
 from tests.http.connect_stub import ConnectStub
 from tests.memory.sync_over_async import SyncOverAsync
@@ -33,6 +35,9 @@ from tests.memory.sync_over_async import SyncOverAsync
 # Memories that keep nothing by design; every other memory must find what it stored. New
 # memories are taken to store, so one that silently does not fails here until listed.
 NON_STORING = {"null"}
+# Memories that find by meaning too: a search also returns turns that share no word with the
+# query (their nearest by meaning), after or among those that do.
+BY_MEANING = {"hybrid"}
 
 # Each registry memory in process, through RemoteMemory, through AsyncRemoteMemory (run by
 # SyncOverAsync, which waits for each of its coroutines), and through RemoteMemory's calls sent
@@ -41,6 +46,14 @@ MEMORIES = [
     pytest.param((name, way), id=f"{way}-{name}")
     for name in memory_names()
     for way in ("local", "remote", "async", "http")
+]
+# A memory that keeps namespaces where the server does runs over the session's database too,
+# in this process and through the server over it.
+MEMORIES += [
+    pytest.param((name, way), id=f"{way}-{name}")
+    for name in memory_names()
+    if memory_kind(name).keeps is Keeps.DATA_DIRECTORY_OR_DATABASE
+    for way in ("database-local", "database-remote")
 ]
 
 
@@ -57,6 +70,7 @@ class Kind:
 
     new: Callable[[], BaseMemory]
     stores: bool
+    by_meaning: bool = False
 
 
 @pytest.fixture(params=MEMORIES)
@@ -74,6 +88,16 @@ def kind(
         namespace = f"contract-{uuid.uuid4().hex}"
         if way == "local":
             return open_memory(name, namespace, place_of(name))
+        if way == "database-local":
+            database = request.getfixturevalue("database")
+            recorded_memory(database, namespace, name)  # as the server's opener records it
+            return open_memory(name, namespace, database)
+        if way == "database-remote":
+            memory = RemoteMemory(
+                request.getfixturevalue("postgres_memory_server"), namespace, memory=name
+            )
+            made.append(memory)
+            return memory
         if way == "http":
             memory = over_http(server_of(name), namespace, name)
             made.append(memory)
@@ -83,7 +107,7 @@ def kind(
         made.append(memory)
         return memory
 
-    yield Kind(new, stores=name not in NON_STORING)
+    yield Kind(new, stores=name not in NON_STORING, by_meaning=name in BY_MEANING)
     for memory in made:
         memory.close()
 
@@ -309,7 +333,11 @@ def test_in_one_batch_the_last_of_an_id_wins_at_the_place_of_the_first(kind: Kin
         ]
     )
     assert ids == ["A", "B", "A"]
-    assert [h.turn_id for h in memory.search(first)] == (["B"] if kind.stores else [])
+    found = [(h.turn_id, h.content) for h in memory.search(first)]
+    if kind.by_meaning:  # A is found by meaning alone now, as what it says now
+        assert found[0] == ("B", f"{first} {last} between") and ("A", first) not in found
+    else:
+        assert [turn_id for turn_id, _ in found] == (["B"] if kind.stores else [])
     if kind.stores:
         assert {h.turn_id: h.role for h in memory.search(last)} == {"A": "Bo", "B": "Ada"}
         assert listed(memory) == ["A", "B"]

@@ -24,17 +24,19 @@ def test_every_kind_declares_a_place_and_options() -> None:
     for kind in declared:
         assert isinstance(kind.keeps, Keeps)
         assert kind.default_options() == kind.options()
-        assert kind.shared is (kind.keeps in (Keeps.DATABASE, Keeps.NOTHING))
+        assert kind.shared is (
+            kind.keeps in (Keeps.DATABASE, Keeps.DATA_DIRECTORY_OR_DATABASE, Keeps.NOTHING)
+        )
 
 
 def test_a_database_takes_the_kinds_that_say_they_are_shared(tmp_path: Path) -> None:
-    assert registry.shared_memories() == ["null", "postgres"]
+    assert registry.shared_memories() == ["hybrid", "null", "postgres"]
     assert episode_registry.shared_stores() == ["postgres"]
     for name in registry.memory_names():
         shared = registry.memory_kind(name).shared
         assert (registry.place_problem(name, DATABASE) is None) is shared  # type: ignore[arg-type]
     problem = registry.place_problem("sqlite", DATABASE)  # type: ignore[arg-type]
-    assert problem is not None and "memory must be null or postgres" in problem
+    assert problem is not None and "memory must be hybrid or null or postgres" in problem
     assert registry.place_problem("postgres", tmp_path) is not None
     assert registry.place_problem("postgres", None) is not None
     assert episode_registry.place_problem("postgres", tmp_path) is not None

@@ -1,0 +1,399 @@
+"""The `hybrid` memory: the keyword method's ranked list and a local embedding model's nearest
+turns, fused (himga.memory.fusion), over the same durable stores as the keyword kinds.
+
+It is the keyword memories' skeleton (himga.memory.indexed) with one more thing derived from
+each turn: the vector of its passage (`fusion.passage(role, content)`) as the namespace's
+embedding model (himga.embeddings) makes it. A turn whose text is empty (or blank) gets no
+vector and is still found by its words.
+
+- Writing: a batch's passages are embedded before the memory's lock is taken
+  (`_turns_of`), then written in the same transaction as the messages, so a write is
+  acknowledged only when its vectors are stored; a correction is embedded again, a delete
+  takes the vector out with the message, a reset every vector.
+- Holding: each memory keeps its namespace's vectors in process (himga.memory.vectors'
+  VectorIndex, keyed by turn number) beside the postings, windows and facets, and keeps them
+  current as it keeps those: rows others appended bring their vectors, turns others replaced
+  (the change log) are read again, turns deleted leave (`HybridIndex`).
+- Searching: the query is embedded once, outside the lock; then, in process, the keyword
+  method's best `keyword_depth` turns, the vectors' nearest `dense_depth` turns and the
+  keyword hits' own cosines go to `fusion.fuse`. A filter never changes a turn's score (the
+  fused ranking of every turn, restricted to those it admits, as the keyword kinds' filters
+  are): both sides look deeper until `limit` admitted turns are found (HybridIndex.ranked).
+- The model: its id is recorded beside the vectors. A store written with another model is
+  refused (IncompatibleStoreError) with the command that embeds it again (`himga reembed`,
+  himga.cli.reembed); a store holding turns without vectors (one written by an earlier himga
+  or being re-embedded) has them embedded when it opens, in one transaction.
+
+Engines: himga.memory.hybrid_sqlite (the namespace's SQLite file, the default) and
+himga.memory.hybrid_postgres (`--database`: every server over it holds the same index). The
+registry's factory, `open_hybrid`, picks the engine from the place.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import numpy as np
+
+from himga.data.conversation import Message, Session
+from himga.embeddings import Embedder, shared_embedder
+from himga.errors import IncompatibleStoreError
+from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
+from himga.memory.derived import DerivedIndex, Placing
+from himga.memory.filters import MessageFilter
+from himga.memory.fusion import Fusion, dense_query, fuse, passage
+from himga.memory.hybrid_options import HybridOptions
+from himga.memory.indexed import IndexedMemory
+from himga.memory.method import DEFAULT_METHOD
+from himga.memory.ranking import Turns
+from himga.memory.rows import Change, Rows, Version
+from himga.memory.text import query_terms
+from himga.memory.vectors import VectorIndex
+from himga.memory.windows import Windows
+from himga.storage.place import Place
+
+
+def embedder_of(spec: str | Path) -> Embedder:
+    """The embedder of `spec`, loaded once a process: every namespace of a server, and its
+    episode stores, share it (himga.embeddings.shared_embedder)."""
+    return shared_embedder(str(spec))
+
+
+def reembed_command(model: str, where: str) -> str:
+    """The command that embeds a store again with `model` (`where`: its --data-dir or
+    --database and --namespace arguments)."""
+    return f"himga reembed {where} --embedding-model {model}"
+
+
+def model_refusal(name: str, recorded: str, embedder: Embedder, spec: str, where: str) -> str:
+    """Why a store whose vectors were made by model `recorded` is not opened with `embedder`."""
+    return (
+        f"{name}: its vectors were made by embedding model {recorded!r}, not by "
+        f"{embedder.model_id!r} ({spec}); serve it with the model that made them, or embed it "
+        f"again: {reembed_command(spec, where)}"
+    )
+
+
+def check_model(name: str, recorded: str | None, embedder: Embedder, spec: str, where: str) -> None:
+    """IncompatibleStoreError unless vectors recorded as made by `recorded` (None: none
+    recorded) are `embedder`'s."""
+    if recorded is not None and recorded != embedder.model_id:
+        raise IncompatibleStoreError(model_refusal(name, recorded, embedder, spec, where))
+
+
+# --- what a write carries ---------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class EmbeddedTurns(Turns):
+    """A batch as the hybrid memory writes it: the keyword memories' Turns, and the vector of
+    each turn with text (`embedded`: their indexes in the batch; `vectors`: one row each)."""
+
+    embedded: list[int] = field(default_factory=list)
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+
+    def embed(self, embedder: Embedder) -> None:
+        """Embed the passage of every turn with text (`embedded`, `vectors`)."""
+        self.embedded = [i for i, content in enumerate(self.contents) if content.strip()]
+        passages = [passage(self.roles[i], self.contents[i]) for i in self.embedded]
+        self.vectors = (
+            as_vectors(embedder.embed_passages(passages), embedder.dimension)
+            if passages
+            else np.zeros((0, embedder.dimension), dtype=np.float32)
+        )
+
+    def vector_rows(self, placing: Placing) -> tuple[list[int], np.ndarray, list[int]]:
+        """The turn numbers with a vector, their vectors, and the numbers of the turns without
+        one (their text is empty)."""
+        keys = [placing.numbers[i] for i in self.embedded]
+        chosen = set(self.embedded)
+        bare = [n for i, n in enumerate(placing.numbers) if i not in chosen]
+        return keys, self.vectors, bare
+
+
+def as_vectors(found: Any, dimension: int) -> np.ndarray:
+    """An embedder's answer as the stores keep it: C-ordered float32 rows of `dimension`."""
+    vectors = np.ascontiguousarray(found, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[1] != dimension:
+        raise ValueError(f"an embedder gave vectors of shape {vectors.shape}, not (n, {dimension})")
+    return vectors
+
+
+class VectorRows(Rows, Protocol):
+    """What the hybrid memory asks of a store beside its rows (himga.memory.rows), in the same
+    transaction: the vectors of its turns, and the turns that have none."""
+
+    def vectors_from(self, first: int) -> Iterator[tuple[Sequence[int], np.ndarray]]:
+        """The vectors of the turns numbered from `first` on, a batch at a time."""
+        ...
+
+    def vectors_of(self, numbers: Sequence[int]) -> tuple[Sequence[int], np.ndarray]:
+        """The vectors of those of `numbers` that have one."""
+        ...
+
+    def unembedded(self) -> tuple[list[int], list[str], list[str]]:
+        """The stored turns with text but no vector: their numbers, roles and contents."""
+        ...
+
+    def write_vectors(self, numbers: Sequence[int], vectors: np.ndarray) -> None:
+        """Store (or replace) the vectors of turns `numbers`."""
+        ...
+
+
+# --- what is held ------------------------------------------------------------------------
+
+
+class HybridIndex(DerivedIndex):
+    """The keyword memories' derived index and the vectors of the turns it holds. Vectors of
+    turns read in from the store (appended by another writer, or replaced by one) are read
+    from it afterwards in the same transaction (`read_vectors`); those of this memory's own
+    writes are placed with them."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        super().__init__(DEFAULT_METHOD)
+
+    def clear(self) -> None:
+        super().clear()
+        self.vectors = VectorIndex(self.dimension)
+        self._read_from: int | None = None  # vectors of the turns from here on: to be read
+        self._reread: set[int] = set()  # turns replaced by others: their vectors to be read
+
+    @property
+    def waiting(self) -> bool:
+        """Whether turns were read in whose vectors are not read yet."""
+        return self._read_from is not None or bool(self._reread)
+
+    def load(self, numbers: Sequence[int], *columns: Any) -> None:
+        super().load(numbers, *columns)
+        if numbers:
+            first = numbers[0]
+            self._read_from = first if self._read_from is None else min(self._read_from, first)
+
+    def replace(self, numbers: Sequence[int], *columns: Any) -> None:
+        super().replace(numbers, *columns)
+        self._reread.update(numbers)
+
+    def drop(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> int:
+        dropped = super().drop(numbers, old_terms)
+        self._remove(numbers)
+        self._reread.difference_update(numbers)
+        return dropped
+
+    def place(self, turns: Turns, placing: Placing, old_terms: Sequence[Sequence[str]]) -> None:
+        super().place(turns, placing, old_terms)
+        assert isinstance(turns, EmbeddedTurns)
+        keys, vectors, bare = turns.vector_rows(placing)
+        self._remove(bare)
+        if keys:
+            self.vectors.add(keys, vectors)
+
+    def add_vectors(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+        """Hold the vectors of stored turns (embedded when the store opened)."""
+        if len(keys):
+            self.vectors.add(keys, vectors)
+
+    def _remove(self, numbers: Iterable[int]) -> None:
+        held = [n for n in numbers if n in self.vectors]
+        if held:
+            self.vectors.remove(held)
+
+    def read_vectors(self, rows: VectorRows) -> None:
+        """Read the vectors of the turns read in since the last call."""
+        if self._reread:
+            numbers = sorted(self._reread)
+            self._remove(numbers)  # a correction that emptied its text has none now
+            keys, vectors = rows.vectors_of(numbers)
+            self.add_vectors(keys, vectors)
+            self._reread.clear()
+        if self._read_from is not None:
+            for keys, vectors in rows.vectors_from(self._read_from):
+                self.add_vectors(keys, vectors)
+            self._read_from = None
+
+    def ranked(
+        self,
+        wanted: Sequence[str],
+        query: np.ndarray,
+        limit: int,
+        chosen: MessageFilter | None,
+        fusion: Fusion,
+    ) -> builtins.list[tuple[int, float]]:
+        """The best `limit` turns, fused, for a query of terms `wanted` and vector `query`,
+        among those `chosen` selects.
+
+        A turn scores what it scores without a filter: both sides rank every turn, the fused
+        list is restricted to the turns the filter admits, and the depths grow (by GROWTH, up
+        to every turn or MOST_DEEPER times) until `limit` of them are found."""
+        keyword_depth = max(limit, fusion.keyword_depth)
+        dense_depth = max(limit, fusion.dense_depth)
+        allowed = self.facets.selector(chosen, self.windows) if chosen else None
+        beside = _neighbours(self.windows)
+        stored = len(self.windows)
+        for _ in range(MOST_DEEPER + 1):
+            keyword = self.best(wanted, keyword_depth, None) if wanted else []
+            dense, stats = self._dense(query, dense_depth, keyword)
+            if not keyword and not dense:
+                return []
+            if allowed is None:
+                return fuse(keyword, dense, stats, beside, fusion, limit)
+            fused = fuse(keyword, dense, stats, beside, fusion, len(keyword) + len(dense))
+            kept = [pair for pair in fused if allowed(pair[0])]
+            if len(kept) >= limit or min(keyword_depth, dense_depth) >= stored:
+                break
+            keyword_depth, dense_depth = keyword_depth * GROWTH, dense_depth * GROWTH
+        return kept[:limit]
+
+    def _dense(
+        self, query: np.ndarray, depth: int, keyword: Sequence[tuple[int, float]]
+    ) -> tuple[builtins.list[tuple[int, float]], tuple[float, float]]:
+        """The dense side: the `depth` nearest turns and the keyword hits' own cosines, with
+        the query's cosine statistics."""
+        if not len(self.vectors):
+            return [], (0.0, 0.0)
+        keys, cosines = self.vectors.nearest(query, depth, None)
+        dense = builtins.list(zip(keys.tolist(), cosines.tolist(), strict=True))
+        near = {key for key, _ in dense}
+        others = [key for key, _ in keyword if key not in near]
+        if others:
+            own = self.vectors.similarities(query, others)
+            dense += [
+                (key, cosine)
+                for key, cosine in zip(others, own.tolist(), strict=True)
+                if cosine == cosine  # nan: a turn without a vector
+            ]
+        return dense, self.vectors.stats(query)
+
+
+GROWTH = 4
+"""How much deeper both sides look when a filter admits fewer than `limit` of the fused turns."""
+MOST_DEEPER = 4
+"""How many times they look deeper at most (depths up to GROWTH ** MOST_DEEPER times)."""
+
+
+def _neighbours(windows: Windows) -> Callable[[int], builtins.list[int]]:
+    """The turns just before and after a turn in its session."""
+
+    def beside(key: int) -> builtins.list[int]:
+        if not windows.holds(key):
+            return []
+        return [n for n in windows.beside(key) if n >= 0]
+
+    return beside
+
+
+# --- the memory --------------------------------------------------------------------------
+
+
+class HybridMemory(IndexedMemory):
+    """What both engines' hybrid memories add to the keyword skeleton: the vectors and the
+    fused search (see the module's text). An engine's class puts this before its keyword
+    memory (`class HybridSQLiteMemory(HybridMemory, SQLiteKeywordMemory)`) and yields
+    VectorRows from its transactions."""
+
+    _embedder: Embedder
+    _fusion: HybridOptions
+    embedded_at_open = 0
+    """How many stored turns had no vector when the memory opened, and were embedded then."""
+
+    def _set_model(self, options: HybridOptions) -> None:
+        """Take the options' model and fusion (before the keyword memory opens)."""
+        self._fusion = options
+        self._embedder = embedder_of(options.embedding_model)
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    def _derived(self) -> DerivedIndex:
+        return HybridIndex(self._embedder.dimension)
+
+    @property
+    def _vectors(self) -> HybridIndex:
+        index = self._index
+        assert isinstance(index, HybridIndex)
+        return index
+
+    def _turns_of(self, items: Iterable[tuple[Message, Session]]) -> Turns:
+        turns = EmbeddedTurns.of(items)
+        turns.embed(self._embedder)
+        return turns
+
+    def _refresh(self, rows: Rows, *, write: bool) -> Version:
+        now = super()._refresh(rows, write=write)
+        index = self._vectors
+        if index.waiting:
+            try:
+                index.read_vectors(_vector_rows(rows))
+            except BaseException:  # half read in: read it all again next time
+                self._version = self._generation = None
+                raise
+        return now
+
+    def _embed_missing(self) -> int:
+        """Embed the stored turns with text but no vector (a store of an earlier himga, or one
+        being re-embedded), in one transaction; how many there were. Looked for first by
+        reading alone, so a store holding every vector opens without a write."""
+        with self._lock.writing(), self._using(write=False) as (rows, _):
+            if not _vector_rows(rows).unembedded()[0]:
+                return 0
+        with self._lock.writing():
+            with self._using(write=True) as (rows, seen):
+                numbers, roles, contents = _vector_rows(rows).unembedded()
+                vectors = np.zeros((0, self._embedder.dimension), dtype=np.float32)
+                after = seen
+                if numbers:
+                    vectors = as_vectors(
+                        self._embedder.embed_passages(
+                            [passage(r, c) for r, c in zip(roles, contents, strict=True)]
+                        ),
+                        self._embedder.dimension,
+                    )
+                    _vector_rows(rows).write_vectors(numbers, vectors)
+                    # other servers read these turns, and so their vectors, again
+                    after = rows.bump(seen, Change(numbers, rows.terms(numbers)), None)
+            if numbers:
+                self._placed(after, lambda: self._vectors.add_vectors(numbers, vectors))
+        return len(numbers)
+
+    def search(
+        self, query: str, limit: int = DEFAULT_LIMIT, *, filter: MessageFilter | None = None
+    ) -> builtins.list[Hit]:
+        if limit <= 0 or not query.strip():
+            return []
+        wanted = query_terms(query)
+        if not wanted:  # only stopwords and punctuation: nothing asked, as by the keyword kinds
+            return []
+        with self._lock.reading():  # the speakers it names, left out of the embedded query
+            named = self._vectors.windows.named(set(wanted))
+        embedded = self._embedder.embed_queries([dense_query(query, named)])
+        vector = as_vectors(embedded, self._embedder.dimension)[0]
+
+        def read(rows: Rows, best: builtins.list[tuple[int, float]]) -> builtins.list[Hit]:
+            stored = rows.stored([number for number, _ in best]) if best else {}
+            return [hit_of(stored[number], score) for number, score in best]
+
+        return self._read(
+            lambda: self._vectors.ranked(wanted, vector, limit, filter, self._fusion), read
+        )
+
+
+def _vector_rows(rows: Rows) -> VectorRows:
+    """An engine's rows, as the hybrid memory's engines make them (VectorRows)."""
+    return cast(VectorRows, rows)
+
+
+def open_hybrid(namespace: str, place: Place, options: HybridOptions) -> IndexedMemory:
+    """The registry's factory: the namespace's hybrid memory in the server's database, in its
+    SQLite file in a data directory, or in memory (no place)."""
+    if place is None or isinstance(place, Path):
+        from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+
+        return HybridSQLiteMemory.for_namespace(namespace, place, options)
+    from himga.memory.hybrid_postgres import HybridPostgresMemory
+
+    return HybridPostgresMemory.for_namespace(namespace, place, options)

@@ -1,0 +1,233 @@
+"""VectorIndex: the in-process index of a memory's message vectors, searched by cosine.
+
+Vectors sit in one contiguous float32 matrix (grown by doubling), one row per key (a message's
+row number); a dictionary maps a key to its row, and a removal moves the last row into the
+freed one, so the stored rows are always the first `len(index)`. A search is an exact scan:
+one matrix-vector product over the stored rows, or over the rows a filter admits when those are
+few. Vectors are normalised on the way in, so a dot product is their cosine.
+
+stats() is exact and costs no scan: the index keeps the sum of its vectors and the sum of their
+outer products (float64), from which the mean and variance of any query's cosine follow.
+
+Not safe for a write beside any other call: the memory's lock orders writes; searches, stats
+and lookups change nothing, so any number may run together.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+Floats = npt.NDArray[np.float32]
+Keys = npt.NDArray[np.int64]
+
+_INITIAL_CAPACITY = 64
+# A filter admitting at most this share of the stored vectors is searched over its own rows
+# (a gather); a wider one is searched by the full scan, its best rows checked against it.
+_GATHER_SHARE = 1 / 16
+
+
+class VectorIndex:
+    """Unit vectors of one dimension by integer key, searched exactly by cosine."""
+
+    def __init__(self, dimension: int) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            raise ValueError(f"dimension: must be a positive integer, got {dimension!r}")
+        self._dimension = dimension
+        self._matrix: Floats = np.empty((_INITIAL_CAPACITY, dimension), dtype=np.float32)
+        self._keys: Keys = np.empty(_INITIAL_CAPACITY, dtype=np.int64)
+        self._slot: dict[int, int] = {}
+        self._sum = np.zeros(dimension, dtype=np.float64)
+        self._outer = np.zeros((dimension, dimension), dtype=np.float64)
+
+    @property
+    def dimension(self) -> int:
+        """The length of every stored vector."""
+        return self._dimension
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._slot
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the index holds in arrays (the matrix at its capacity, keys, moments); the key
+        dictionary's own size is not counted."""
+        return self._matrix.nbytes + self._keys.nbytes + self._sum.nbytes + self._outer.nbytes
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def add(self, keys: Sequence[int], vectors: npt.ArrayLike) -> None:
+        """Store `vectors` (n x dimension) under `keys`, replacing the vectors of keys already
+        stored; a key given twice keeps its last vector. Refused whole (nothing stored) when a
+        vector has the wrong length, a non-finite value or no length at all."""
+        key_list = _key_list(keys)
+        rows = self._checked(vectors, len(key_list))
+        if not key_list:
+            return
+        last: dict[int, int] = {}
+        for i, key in enumerate(key_list):
+            last[key] = i
+        if len(last) < len(key_list):
+            order = list(last.values())
+            key_list = list(last)
+            rows = rows[order]
+        self._remove_present([k for k in key_list if k in self._slot])
+        n = len(self._slot)
+        self._reserve(n + len(key_list))
+        self._matrix[n : n + len(key_list)] = rows
+        self._keys[n : n + len(key_list)] = key_list
+        for offset, key in enumerate(key_list):
+            self._slot[key] = n + offset
+        wide = rows.astype(np.float64)
+        self._sum += wide.sum(axis=0)
+        self._outer += wide.T @ wide
+
+    def remove(self, keys: Sequence[int]) -> None:
+        """Drop the vectors of `keys`; a key without one is ignored."""
+        self._remove_present([k for k in dict.fromkeys(_key_list(keys)) if k in self._slot])
+
+    def _remove_present(self, keys: list[int]) -> None:
+        if not keys:
+            return
+        slots = [self._slot[k] for k in keys]
+        wide = self._matrix[slots].astype(np.float64)
+        self._sum -= wide.sum(axis=0)
+        self._outer -= wide.T @ wide
+        for key in keys:
+            slot = self._slot.pop(key)
+            last = len(self._slot)  # the row that moves into the freed one
+            if slot != last:
+                moved = int(self._keys[last])
+                self._matrix[slot] = self._matrix[last]
+                self._keys[slot] = moved
+                self._slot[moved] = slot
+        if not self._slot:  # no drift left behind by the float64 sums
+            self._sum[:] = 0.0
+            self._outer[:] = 0.0
+
+    def _reserve(self, count: int) -> None:
+        capacity = len(self._keys)
+        if count <= capacity:
+            return
+        while capacity < count:
+            capacity *= 2
+        n = len(self._slot)
+        matrix = np.empty((capacity, self._dimension), dtype=np.float32)
+        matrix[:n] = self._matrix[:n]
+        keys = np.empty(capacity, dtype=np.int64)
+        keys[:n] = self._keys[:n]
+        self._matrix, self._keys = matrix, keys
+
+    def _checked(self, vectors: npt.ArrayLike, count: int) -> Floats:
+        rows = np.asarray(vectors, dtype=np.float32)
+        if rows.ndim != 2 or rows.shape != (count, self._dimension):
+            raise ValueError(
+                f"vectors: must be {count} x {self._dimension} (one row per key), "
+                f"got shape {rows.shape}"
+            )
+        if not np.isfinite(rows).all():
+            raise ValueError("vectors: every value must be finite (a NaN or infinity was given)")
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        if (norms == 0).any():
+            raise ValueError("vectors: a vector of length 0 has no direction (no cosine)")
+        unit: Floats = rows / norms
+        return unit
+
+    def _query(self, query: npt.ArrayLike) -> Floats:
+        unit: Floats = self._checked(np.asarray(query, dtype=np.float32).reshape(1, -1), 1)[0]
+        return unit
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def similarities(self, query: npt.ArrayLike, keys: Sequence[int]) -> Floats:
+        """The cosine of `query` with each key's vector, in the keys' order; NaN for a key
+        without a vector."""
+        q = self._query(query)
+        key_list = _key_list(keys)
+        out = np.full(len(key_list), np.nan, dtype=np.float32)
+        where = [(i, self._slot[k]) for i, k in enumerate(key_list) if k in self._slot]
+        if where:
+            positions, slots = zip(*where, strict=True)
+            out[list(positions)] = self._matrix[list(slots)] @ q
+        return out
+
+    def nearest(
+        self, query: npt.ArrayLike, k: int, allowed: npt.ArrayLike | None = None
+    ) -> tuple[Keys, Floats]:
+        """The (at most) `k` keys whose vectors are nearest `query`, with their cosines, best
+        first (ties by lower key). `allowed`: the sorted keys a request's filters admit (None:
+        every key). Exact."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError(f"k: must be a non-negative integer, got {k!r}")
+        q = self._query(query)
+        n = len(self._slot)
+        if k == 0 or n == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        if allowed is None:
+            return self._best(self._keys[:n], self._matrix[:n] @ q, k)
+        admitted = np.asarray(allowed, dtype=np.int64).reshape(-1)
+        if len(admitted) > 1 and (admitted[1:] < admitted[:-1]).any():
+            admitted = np.sort(admitted)  # the interface asks for sorted keys; cheap to check
+        if len(admitted) <= n * _GATHER_SHARE:
+            slots = [s for s in map(self._slot.get, admitted.tolist()) if s is not None]
+            return self._best(self._keys[slots], self._matrix[slots] @ q, k)
+        return self._best_admitted(q, k, admitted)
+
+    def _best_admitted(self, q: Floats, k: int, admitted: Keys) -> tuple[Keys, Floats]:
+        """The full scan, then its best rows checked against `admitted` (sorted), widening the
+        look until `k` are admitted or every row was looked at."""
+        n = len(self._slot)
+        scores = self._matrix[:n] @ q
+        keys = self._keys[:n]
+        share = max(len(admitted) / n, 1e-9)
+        look = min(n, max(4 * k, int(2 * k / share)))
+        while True:
+            top = np.argpartition(-scores, look - 1)[:look] if look < n else np.arange(n)
+            found = _members(keys[top], admitted)
+            if found.sum() >= k or look >= n:
+                top = top[found]
+                return self._best(keys[top], scores[top], k)
+            look = min(n, look * 4)
+
+    @staticmethod
+    def _best(keys: Keys, scores: Floats, k: int) -> tuple[Keys, Floats]:
+        if len(keys) > k:
+            # ties at the k-th score stay in: the final sort breaks them by key
+            kth = np.partition(-scores, k - 1)[k - 1]
+            keep = np.flatnonzero(-scores <= kth)
+            keys, scores = keys[keep], scores[keep]
+        order = np.lexsort((keys, -scores))[:k]
+        return keys[order].copy(), scores[order].astype(np.float32)
+
+    def stats(self, query: npt.ArrayLike) -> tuple[float, float]:
+        """Mean and standard deviation of `query`'s cosine over every stored vector, exact
+        (from the kept moments, no scan); (0.0, 0.0) for an empty index."""
+        q = self._query(query).astype(np.float64)
+        n = len(self._slot)
+        if n == 0:
+            return 0.0, 0.0
+        mean = float(self._sum @ q) / n
+        square = float(q @ self._outer @ q) / n
+        return mean, float(np.sqrt(max(square - mean * mean, 0.0)))
+
+
+def _key_list(keys: Sequence[int] | npt.ArrayLike) -> list[int]:
+    array = np.asarray(keys)
+    if array.size == 0:
+        return []
+    if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"keys: must be a sequence of integers, got {array.dtype} {array.shape}")
+    return [int(k) for k in array.tolist()]
+
+
+def _members(values: Keys, sorted_keys: Keys) -> npt.NDArray[np.bool_]:
+    """Which of `values` are in `sorted_keys` (ascending)."""
+    if len(sorted_keys) == 0:
+        return np.zeros(len(values), dtype=np.bool_)
+    at = np.searchsorted(sorted_keys, values)
+    at[at == len(sorted_keys)] = 0
+    found: npt.NDArray[np.bool_] = sorted_keys[at] == values
+    return found

@@ -1,0 +1,164 @@
+"""himga.memory.fusion: the ranking the hybrid memory answers with, from the keyword method's
+hits and the dense side's cosines."""
+
+import math
+
+import pytest
+
+from himga.errors import InvalidArgument
+from himga.memory.fusion import BASELINE, Fusion, dense_query, fuse, passage
+from himga.memory.ranking import speaker_key
+
+
+def no_neighbours(key: int) -> list[int]:
+    return []
+
+
+def test_a_passage_is_the_speaker_and_what_was_said() -> None:
+    assert passage("Caroline", "I went to a support group.") == (
+        "Caroline: I went to a support group."
+    )
+    assert passage("", "hello") == "hello"
+    assert passage("  ", "hello") == "hello"
+
+
+def test_a_turn_both_sides_rank_high_beats_one_only_one_side_ranks_first() -> None:
+    keyword = [(1, 9.0), (2, 8.0), (3, 7.0)]
+    dense = [(4, 0.9), (2, 0.8), (5, 0.7)]
+    for method in (Fusion(), BASELINE):
+        fused = fuse(keyword, dense, (0.5, 0.1), no_neighbours, method, limit=10)
+        assert fused[0][0] == 2
+        assert {key for key, _ in fused} == {1, 2, 3, 4, 5}
+
+
+def test_scores_are_weighted_reciprocal_ranks() -> None:
+    method = Fusion(dense_weight=0.3, rank_constant=10, kind="ranks")
+    keyword, dense = [(7, 3.0), (8, 1.0)], [(8, 0.9), (9, 0.1)]
+    fused = dict(fuse(keyword, dense, (0.0, 1.0), no_neighbours, method))
+    assert math.isclose(fused[7], 0.7 / 11)
+    assert math.isclose(fused[8], 0.7 / 12 + 0.3 / 11)
+    assert math.isclose(fused[9], 0.3 / 12)
+
+
+@pytest.mark.parametrize(
+    ("weight", "expected"), [(0.0, [1, 2, 3]), (1.0, [3, 2, 1])], ids=["words", "meaning"]
+)
+def test_a_weight_at_either_end_is_that_sides_order(weight: float, expected: list[int]) -> None:
+    keyword = [(1, 3.0), (2, 2.0), (3, 1.0)]
+    dense = [(1, 0.1), (2, 0.5), (3, 0.9)]
+    method = Fusion(dense_weight=weight, kind="ranks")
+    assert [key for key, _ in fuse(keyword, dense, (0.0, 1.0), no_neighbours, method)] == expected
+
+
+def test_turns_without_a_vector_count_by_words_alone() -> None:
+    fused = fuse([(1, 2.0)], [(1, math.nan), (2, 0.5)], (0.0, 1.0), no_neighbours, BASELINE)
+    assert dict(fused)[1] == pytest.approx(0.7 / 11)
+    assert [key for key, _ in fused] == [1, 2]
+    fused = fuse([(1, 2.0)], [(1, math.nan), (2, 0.5)], (0.0, 0.1), no_neighbours, Fusion())
+    assert dict(fused) == pytest.approx({1: 2.0 / 10, 2: 0.2 * 5.0})
+
+
+def test_a_key_given_twice_counts_once() -> None:
+    once = fuse([(1, 2.0)], [(2, 0.5)], (0.0, 1.0), no_neighbours, Fusion())
+    twice = fuse([(1, 2.0), (1, 2.0)], [(2, 0.5), (2, 0.1)], (0.0, 1.0), no_neighbours, Fusion())
+    assert once == twice
+
+
+@pytest.mark.parametrize("method", [Fusion(), BASELINE], ids=["scores", "ranks"])
+def test_limit_and_ties(method: Fusion) -> None:
+    # Equal scores go to the smaller key, the earlier turn.
+    fused = fuse([], [(5, 0.5), (3, 0.5), (4, 0.5)], (0.0, 1.0), no_neighbours, method, limit=2)
+    assert [key for key, _ in fused] == [3, 4]
+    assert fuse([(1, 1.0)], [], (0.0, 1.0), no_neighbours, Fusion(), limit=0) == []
+    assert fuse([], [], (0.0, 1.0), no_neighbours, Fusion()) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("keyword_depth", 0),
+        ("dense_depth", 0),
+        ("dense_weight", -0.1),
+        ("neighbour_weight", -1),
+        ("keyword_scale", -1),
+        ("rank_constant", -1),
+        ("kind", "words"),
+    ],
+)
+def test_out_of_range_parameters_are_refused_by_name(field: str, value: object) -> None:
+    with pytest.raises(InvalidArgument, match=field):
+        Fusion(**{field: value})  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="dense_weight"):
+        Fusion(dense_weight=1.5, kind="ranks")
+
+
+def test_scores_are_keyword_over_the_best_plus_weighted_z_and_the_better_neighbour() -> None:
+    method = Fusion(dense_weight=0.2, neighbour_weight=0.25, keyword_scale=0.0)
+    keyword = [(10, 4.0), (11, 2.0)]
+    dense = [(10, 0.5), (11, 0.3), (12, 0.9), (13, 0.7)]
+    beside = {10: [11], 11: [10, 12], 12: [11, 13], 13: [12, 14]}  # 14 has no cosine given
+    fused = dict(fuse(keyword, dense, (0.3, 0.2), lambda key: beside[key], method))
+    z = {10: 1.0, 11: 0.0, 12: 3.0, 13: 2.0}
+    assert fused == pytest.approx(
+        {
+            10: 1.0 + 0.2 * z[10] + 0.05 * z[11],
+            11: 0.5 + 0.2 * z[11] + 0.05 * z[12],
+            12: 0.2 * z[12] + 0.05 * z[13],
+            13: 0.2 * z[13] + 0.05 * z[12],
+        }
+    )
+
+
+def test_a_turn_whose_neighbour_matches_by_meaning_rises_above_an_equal_one() -> None:
+    # 1 and 2 score the same alone; 2 sits beside 3, the dense side's best.
+    keyword = [(1, 2.0), (2, 2.0)]
+    dense = [(1, 0.5), (2, 0.5), (3, 0.9)]
+    beside = {1: [], 2: [3], 3: [2]}
+    method = Fusion(keyword_scale=0.0)
+    alone = fuse(keyword, dense, (0.4, 0.1), no_neighbours, method, limit=3)
+    together = fuse(keyword, dense, (0.4, 0.1), lambda key: beside[key], method, limit=3)
+    assert [key for key, _ in alone][:2] == [1, 2]
+    assert [key for key, _ in together] == [2, 1, 3]
+
+
+def test_no_spread_of_cosines_leaves_the_words_alone() -> None:
+    fused = fuse([(1, 3.0), (2, 1.0)], [(2, 0.9)], (0.9, 0.0), no_neighbours, Fusion())
+    assert fused == [(1, pytest.approx(3 / 10)), (2, pytest.approx(1 / 10))]
+
+
+def test_a_weak_best_keyword_hit_counts_as_a_partial_match() -> None:
+    # The best hit matches one incidental word (score 2); turn 3 stands out by meaning (z 4).
+    keyword = [(1, 2.0), (2, 1.5)]
+    dense = [(1, 0.1), (2, 0.1), (3, 0.5)]
+    relative = fuse(keyword, dense, (0.1, 0.1), no_neighbours, Fusion(keyword_scale=0.0))
+    scaled = fuse(keyword, dense, (0.1, 0.1), no_neighbours, Fusion(keyword_scale=10.0))
+    assert [key for key, _ in relative] == [1, 3, 2]
+    assert [key for key, _ in scaled] == [3, 1, 2]
+    # A strong best hit (above the scale) counts fully either way.
+    strong = [(1, 20.0), (2, 15.0)]
+    assert fuse(strong, dense, (0.1, 0.1), no_neighbours, Fusion())[0] == (1, pytest.approx(1.0))
+
+
+SPEAKERS = [speaker_key("Caroline"), speaker_key("Melanie"), speaker_key("Jon Snow")]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (
+            "When did Caroline go to the LGBTQ support group?",
+            "When did go to the LGBTQ support group?",
+        ),
+        ("What is Caroline's identity?", "What is identity?"),
+        ("How do Caroline and Melanie relax?", "How do and relax?"),
+        # Jon alone does not name "Jon Snow": kept, as the keyword method does not boost him.
+        ("Where did Jon go?", "Where did Jon go?"),
+        ("Where did Jon Snow go?", "Where did go?"),
+        # Nobody named, or nothing left but the name: the query as it is.
+        ("What beverage do I prefer?", "What beverage do I prefer?"),
+        ("Caroline?", "Caroline?"),
+    ],
+)
+def test_the_dense_query_leaves_out_the_speakers_it_names(query: str, expected: str) -> None:
+    assert dense_query(query, SPEAKERS) == expected
+    assert dense_query(query, []) == query

@@ -1,0 +1,297 @@
+"""The hybrid memory over SQLite (himga.memory.hybrid, himga.memory.hybrid_sqlite), with the
+real default model from the model cache (`make setup` fetches it): what it finds by meaning,
+and that its vectors are kept as its messages are (written with them, deleted and corrected
+with them, read in by another connection, refused when another model made them, embedded when
+a store without them opens, and there after SIGKILL).
+
+The memory contract suite (tests/memory/test_contract.py) and `himga conformance`
+(tests/conformance/test_kit.py) run over it as over every registry memory."""
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from himga.cli import main
+from himga.data.conversation import Message, Session
+from himga.embeddings import Embedder
+from himga.errors import IncompatibleStoreError
+from himga.memory import hybrid
+from himga.memory.filters import MessageFilter
+from himga.memory.fusion import passage
+from himga.memory.hybrid_options import HybridOptions
+from himga.memory.hybrid_sqlite import HybridSQLiteMemory, namespace_path
+from himga.memory.registry import memory_options, open_memory
+from himga.memory.sqlite import SQLiteKeywordMemory
+from himga.storage import layout
+
+SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
+OTHER = Session(session_id="s2", date_str="2:10 pm on 9 May, 2023")
+SAID = [
+    Message(role="Caroline", content="I went to an LGBTQ support group.", turn_id="C1"),
+    Message(role="Melanie", content="I like green tea in the morning.", turn_id="M1"),
+    Message(role="Caroline", content="The sunset over the lake was gorgeous.", turn_id="C2"),
+    Message(role="Melanie", content="My kids start school next week.", turn_id="M2"),
+]
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stores"
+
+
+def said(messages: Sequence[Message] = SAID, session: Session = SESSION) -> list:
+    return [(message, session) for message in messages]
+
+
+def top(memory: object, query: str, **options: object) -> str:
+    hits = memory.search(query, 5, **options)  # type: ignore[attr-defined]
+    return hits[0].turn_id if hits else ""
+
+
+def vector_rows(path: Path) -> dict[int, np.ndarray]:
+    """The vectors a store holds on disk, by message row id."""
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT id, vector FROM himga_vectors").fetchall()
+    return {key: np.frombuffer(blob, dtype="<f4") for key, blob in rows}
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "hybrid.sqlite3"
+
+
+@pytest.fixture
+def memory(path: Path) -> Iterator[HybridSQLiteMemory]:
+    with HybridSQLiteMemory(path) as opened:
+        yield opened
+
+
+def test_it_finds_by_meaning_what_the_keyword_kind_cannot(
+    memory: HybridSQLiteMemory, tmp_path: Path
+) -> None:
+    memory.store(said())
+    keyword = SQLiteKeywordMemory(tmp_path / "keyword.sqlite3")
+    keyword.store(said())
+    for query, evidence in (
+        ("what beverage do I prefer?", "M1"),
+        ("Where did Caroline go?", "C1"),
+        ("Does Melanie have children?", "M2"),
+    ):
+        assert top(memory, query) == evidence
+        assert evidence not in [hit.turn_id for hit in keyword.search(query, 5)]
+    assert top(memory, "green tea") == "M1"  # the words still count
+    keyword.close()
+
+
+def test_a_write_stores_each_turns_vector_with_it(memory: HybridSQLiteMemory, path: Path) -> None:
+    memory.store(said())
+    stored = vector_rows(path)
+    assert sorted(stored) == [1, 2, 3, 4]
+    again = memory.embedder.embed_passages([passage(SAID[1].role, SAID[1].content)])[0]
+    assert np.allclose(stored[2], again, atol=1e-6)
+    with HybridSQLiteMemory(path) as reopened:  # read from the table, not embedded again
+        assert reopened.embedded_at_open == 0
+        assert top(reopened, "what beverage do I prefer?") == "M1"
+
+
+def test_an_empty_text_gets_no_vector_and_the_others_still_match(
+    memory: HybridSQLiteMemory, path: Path
+) -> None:
+    blank = [Message(role="Ada", content="", turn_id="E1"), Message(role="Ada", content="  ")]
+    memory.store(said([*SAID, *blank]))
+    assert len(vector_rows(path)) == len(SAID)
+    assert top(memory, "green tea") == "M1"
+    assert top(memory, "what beverage do I prefer?") == "M1"
+    assert "E1" in [stored.id for stored in memory.list(page_size=10).messages]
+    with HybridSQLiteMemory(path) as reopened:
+        assert reopened.embedded_at_open == 0  # an empty text is not a missing vector
+
+
+def test_a_delete_takes_the_vector_and_a_correction_embeds_again(
+    memory: HybridSQLiteMemory, path: Path
+) -> None:
+    memory.store(said())
+    assert memory.delete(["M1"]) == 1
+    assert 2 not in vector_rows(path)
+    assert "M1" not in [hit.turn_id for hit in memory.search("what beverage do I prefer?")]
+    corrected = Message(role="Caroline", content="I adopted a puppy named Max.", turn_id="C2")
+    memory.store([(corrected, SESSION)])
+    assert top(memory, "Does Caroline have a pet?") == "C2"
+    expected = memory.embedder.embed_passages([passage(corrected.role, corrected.content)])[0]
+    assert np.allclose(vector_rows(path)[3], expected, atol=1e-6)
+    memory.store([(Message(role="Caroline", content="", turn_id="C2"), SESSION)])
+    assert 3 not in vector_rows(path)  # corrected to an empty text: no vector
+    assert "C2" not in [hit.turn_id for hit in memory.search("Does Caroline have a pet?")]
+    memory.reset()
+    assert vector_rows(path) == {}
+    assert memory.search("what beverage do I prefer?") == []
+
+
+def test_another_connection_reads_in_the_vectors_others_wrote(path: Path) -> None:
+    with HybridSQLiteMemory(path) as writer, HybridSQLiteMemory(path) as reader:
+        assert reader.search("what beverage do I prefer?") == []
+        writer.store(said())
+        assert top(reader, "what beverage do I prefer?") == "M1"
+        writer.store([(Message(role="Melanie", content="I adopted a cat.", turn_id="M1"), SESSION)])
+        assert top(reader, "Does Melanie have a pet?") == "M1"
+        writer.delete(["M1"])
+        assert "M1" not in [hit.turn_id for hit in reader.search("Does Melanie have a pet?")]
+
+
+def test_a_filter_is_applied_to_the_turns_found_by_meaning(memory: HybridSQLiteMemory) -> None:
+    tea = Message(role="Melanie", content="Coffee keeps me awake.", turn_id="M9")
+    memory.store([*said(), (tea, OTHER)])
+    everything = memory.search("what beverage do I prefer?", 10)
+    only = MessageFilter(session_ids=["s2"])
+    filtered = memory.search("what beverage do I prefer?", 10, filter=only)
+    assert [hit.turn_id for hit in filtered] == ["M9"]
+    assert filtered[0].score == next(hit.score for hit in everything if hit.turn_id == "M9")
+
+
+class Renamed(Embedder):
+    """The default model under another id: a store it wrote holds 'another model's' vectors."""
+
+    def __init__(self, inner: Embedder, model_id: str) -> None:
+        self._inner = inner
+        self.model_id = model_id
+        self.dimension = inner.dimension
+        self.max_tokens = inner.max_tokens
+        self.query_prefix, self.passage_prefix = inner.query_prefix, inner.passage_prefix
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return self._inner._embed(texts)
+
+
+@pytest.fixture
+def other_model(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The name of a model other than the default (the default's weights, another id)."""
+    default = hybrid.embedder_of(HybridOptions().embedding_model)
+    monkeypatch.setitem(hybrid._EMBEDDERS, "other-model", Renamed(default, "other-model:0"))
+    return "other-model"
+
+
+def test_a_store_of_another_model_is_refused_naming_the_command_that_embeds_it_again(
+    tmp_path: Path, other_model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = memory_options("hybrid", {"embedding_model": other_model})
+    with open_memory("hybrid", "ns", tmp_path, options) as written:
+        written.store(said())
+    layout.memory_record(tmp_path, "ns").parent.mkdir(parents=True, exist_ok=True)
+    layout.memory_record(tmp_path, "ns").write_text("hybrid", encoding="utf-8")
+    with pytest.raises(IncompatibleStoreError) as refused:
+        open_memory("hybrid", "ns", tmp_path)
+    message = str(refused.value)
+    assert "other-model:0" in message
+    assert f"himga reembed --data-dir {tmp_path} --namespace ns --embedding-model" in message
+    assert main(["reembed", "--data-dir", str(tmp_path), "--namespace", "ns",
+                 "--embedding-model", HybridOptions().embedding_model]) == 0  # fmt: skip
+    assert "4 vectors deleted, 4 messages embedded" in capsys.readouterr().out
+    with open_memory("hybrid", "ns", tmp_path) as reembedded:
+        assert reembedded.embedded_at_open == 0  # type: ignore[attr-defined]
+        assert top(reembedded, "what beverage do I prefer?") == "M1"
+    # The other way round, a memory holding the store refuses its calls once it is re-embedded.
+    with open_memory("hybrid", "ns", tmp_path) as holding:
+        assert main(["reembed", "--data-dir", str(tmp_path), "--namespace", "ns",
+                     "--embedding-model", other_model]) == 0  # fmt: skip
+        with pytest.raises(IncompatibleStoreError, match="embedded again"):
+            holding.search("what beverage do I prefer?")
+
+
+def test_reembed_refuses_a_namespace_without_a_hybrid_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["reembed", "--data-dir", str(tmp_path), "--namespace", "none"]
+    assert main([*argv, "--embedding-model", HybridOptions().embedding_model]) == 1
+    assert "holds nothing, not a hybrid memory" in capsys.readouterr().err
+    assert main([*argv, "--embedding-model", str(tmp_path / "no-such-model")]) == 2
+
+
+def test_a_keyword_store_and_an_old_format_one_open_with_every_turn_embedded(
+    tmp_path: Path,
+) -> None:
+    keyword = tmp_path / "keyword.sqlite3"
+    with SQLiteKeywordMemory(keyword) as written:
+        written.store(said())
+    with HybridSQLiteMemory(keyword) as opened:
+        assert opened.embedded_at_open == len(SAID)
+        assert top(opened, "what beverage do I prefer?") == "M1"
+    old = tmp_path / "old.sqlite3"
+    shutil.copy(FIXTURE / "before-format-version.sqlite3", old)
+    with sqlite3.connect(old) as db:
+        (count,) = db.execute("SELECT count(*) FROM messages WHERE content <> ''").fetchone()
+    with HybridSQLiteMemory(old) as migrated:
+        assert migrated.embedded_at_open == count > 0
+        assert len(migrated.list(page_size=1000).messages) == count
+    with HybridSQLiteMemory(old) as again:
+        assert again.embedded_at_open == 0
+
+
+def test_the_data_directory_keeps_a_hybrid_namespace_in_its_own_file(tmp_path: Path) -> None:
+    with open_memory("hybrid", "ns", tmp_path) as memory:
+        memory.store(said())
+    assert namespace_path(tmp_path, "ns").is_file()
+    assert namespace_path(tmp_path, "ns").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+def test_acknowledged_ingests_survive_sigkill_with_their_vectors(path: Path) -> None:
+    """A child ingests batches without end and prints each once it is acknowledged; killed
+    mid-stream, every acknowledged message is there with its vector, and no partial batch."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    acknowledged = []
+    for line in child.stdout:
+        acknowledged.append(int(line))
+        if len(acknowledged) == 4:
+            os.kill(child.pid, signal.SIGKILL)
+            break
+    child.wait()
+    acknowledged += [int(line) for line in child.stdout.read().split()]
+    assert child.returncode == -signal.SIGKILL
+    with sqlite3.connect(path) as db:
+        messages = {key for (key,) in db.execute("SELECT id FROM messages")}
+    vectors = vector_rows(path)
+    assert set(vectors) == messages and len(messages) % 3 == 0
+    assert len(messages) >= 3 * len(acknowledged)
+    with HybridSQLiteMemory(path) as memory:
+        assert memory.embedded_at_open == 0
+        for batch in acknowledged:
+            assert f"T{batch}-1" in [hit.turn_id for hit in memory.search(f"beverage {batch}")]
+
+
+_WRITER = """
+import sys
+from himga.data import Message, Session
+from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+
+memory = HybridSQLiteMemory(sys.argv[1])
+session = Session(session_id="s1")
+b = 0
+while True:
+    memory.store([
+        (Message(role="Ada", content=f"batch {b}: the weather", turn_id=f"T{b}-0"), session),
+        (Message(role="Ada", content=f"batch {b}: I drink tea", turn_id=f"T{b}-1"), session),
+        (Message(role="Ada", content=f"batch {b}: my dog", turn_id=f"T{b}-2"), session),
+    ])
+    print(b, flush=True)
+    b += 1
+"""
+
+
+def test_serve_refuses_at_start_up_a_model_it_cannot_load(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    missing = tmp_path / "no-model"
+    missing.mkdir()
+    serve = ["serve", "--port", "0", "--data-dir", str(tmp_path / "data")]
+    assert main([*serve, "--memory", "hybrid", "--embedding-model", str(missing)]) == 2
+    assert "no-model" in caplog.text
+    caplog.clear()
+    assert main([*serve, "--memory", "sqlite", "--embedding-model", "e5-small-v2"]) == 2
+    assert "options.embedding_model: not an option of 'sqlite'" in caplog.text
