@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from himga.embeddings import DEFAULT_MODEL, ModelError, shared_embedder
+from himga.embeddings.endpoint import OpenAIEmbedder
 from himga.episodes.base import EpisodeStore
 from himga.episodes.meaning import EpisodeOptions, passage, query
 from himga.episodes.postgres import PostgresEpisodes
@@ -21,6 +22,7 @@ from himga.records import TaskContext
 from himga.service import RemoteEpisodes, create_server
 from himga.storage.place import Place
 from himga.storage.postgres import Database
+from tests.embeddings.fake_embeddings import running
 from tests.embeddings.models import default_embedder
 from tests.episodes.helpers import episode
 
@@ -236,3 +238,18 @@ def test_a_server_refuses_to_start_with_a_model_it_cannot_open(tmp_path: Path) -
         )
     with pytest.raises(InvalidArgument, match=r"options\.model: not an option of 'sqlite'"):
         create_server("127.0.0.1:0", data_dir=tmp_path, episode_options={"model": "x"})
+
+
+def test_an_endpoint_that_fails_stores_nothing_and_the_store_goes_on(tmp_path: Path) -> None:
+    with running() as endpoint:
+        store = SQLiteEpisodes(tmp_path / "e.sqlite3", OpenAIEmbedder("x", base_url=endpoint.url))
+        store.record(episode(1, "Add pagination to the orders API"))
+        endpoint.status = 400
+        with pytest.raises(ModelError, match="HTTP 400"):
+            store.record(episode(2, "Fix the flaky login test"))
+        assert [e.id for e in store.list().episodes] == ["ep-0001"]
+        assert list(_vectors(tmp_path / "e.sqlite3")) == ["ep-0001"]
+        endpoint.status = 200
+        store.record(episode(2, "Fix the flaky login test"))
+        assert sorted(_vectors(tmp_path / "e.sqlite3")) == ["ep-0001", "ep-0002"]
+        store.close()
