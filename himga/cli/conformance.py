@@ -1,10 +1,15 @@
-"""`himga conformance --target HOST:PORT`: check any MemoryService against the contract."""
+"""`himga conformance --target HOST:PORT [--http URL]`: check any MemoryService against the
+contract, over its gRPC port, its HTTP port (Connect JSON), or both."""
 
 import argparse
 import math
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from himga.conformance import CheckResult
 
 
 def add_parser(subparsers: Any) -> None:
@@ -17,7 +22,13 @@ def add_parser(subparsers: Any) -> None:
         "(1: some failed, 2: no server answered). Each check uses fresh namespaces of its own, "
         "so a shared server can be checked.",
     )
-    parser.add_argument("--target", required=True, help="the server, as HOST:PORT")
+    parser.add_argument("--target", help="the server's gRPC port, as HOST:PORT")
+    parser.add_argument(
+        "--http",
+        metavar="URL",
+        help="the server's HTTP port, as http://HOST:PORT: every promise of the wire is "
+        "checked again over Connect JSON (with --target too: both ports, one table each)",
+    )
     parser.add_argument(
         "--timeout",
         type=_seconds,
@@ -34,16 +45,25 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from himga.conformance import run_checks
+    from himga.conformance import run_checks, run_checks_http
     from himga.conformance.report import passed_required, render
 
-    try:
-        results = run_checks(args.target, timeout=args.timeout, token=args.token)
-    except ConnectionError as error:
-        print(f"himga conformance: {error}", file=sys.stderr)
+    if args.target is None and args.http is None:
+        print("himga conformance: give --target HOST:PORT, --http URL, or both", file=sys.stderr)
         return 2
-    print(render(args.target, results))
-    return 0 if passed_required(results) else 1
+    ports: list[tuple[str, Callable[..., list[CheckResult]]]] = []
+    ports += [(args.target, run_checks)] if args.target is not None else []
+    ports += [(args.http, run_checks_http)] if args.http is not None else []
+    passed = True
+    for where, run_on in ports:
+        try:
+            results = run_on(where, timeout=args.timeout, token=args.token)
+        except ConnectionError as error:
+            print(f"himga conformance: {error}", file=sys.stderr)
+            return 2
+        print(render(where, results))
+        passed = passed and passed_required(results)
+    return 0 if passed else 1
 
 
 def _seconds(text: str) -> float:

@@ -105,15 +105,22 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     log = logging.getLogger("himga.mcp")
+    if args.target is not None and args.data_dir is not None:
+        log.error("--target and --data-dir are exclusive: the server keeps its own files")
+        return 2
+    wire: tuple[Any, Any] | None = None
+    if args.http_port is None:
+        try:
+            wire = _answer_initialize(args.target is not None or args.data_dir is not None)
+        except ImportError as error:
+            log.error("%s: the mcp extra is not installed: %s", error, himga.install_hint("mcp"))
+            return 2
     try:
         import anyio
 
         from himga.mcp import server, stores
     except ImportError as error:
         log.error("%s: the mcp extra is not installed: %s", error, himga.install_hint("mcp"))
-        return 2
-    if args.target is not None and args.data_dir is not None:
-        log.error("--target and --data-dir are exclusive: the server keeps its own files")
         return 2
     if args.target is not None:
         token = args.token or os.environ.get(TOKEN_VARIABLE)
@@ -136,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
     log.info("namespace %s, stores: %s (opened on the first tool call)", args.namespace, where)
     app = server.create(held, args.namespace, memory)
     try:
-        if args.http_port is None:
-            anyio.run(server.serve_stdio, app)
+        if wire is not None:
+            anyio.run(server.serve_stdio, app, *wire)
         else:
             anyio.run(server.serve_http, app, args.http_host, args.http_port)
     except KeyboardInterrupt:
@@ -145,3 +152,29 @@ def run(args: argparse.Namespace) -> int:
     finally:
         held.close()
     return 0
+
+
+def _answer_initialize(kept: bool) -> tuple[Any, Any]:
+    """Take stdio from the process (fd 0 then reads nothing, fd 1 writes to stderr, so stray
+    output of a library misses the wire), answer its first message when it is `initialize`
+    (himga.mcp.handshake), before the SDK is imported; the stdin and stdout the SDK is to
+    serve, text line by line, that first message first."""
+    import io
+
+    from himga.mcp import handshake
+
+    wire_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    reader = io.TextIOWrapper(io.BufferedReader(wire_in), encoding="utf-8", errors="replace")
+    writer = io.TextIOWrapper(wire_out, encoding="utf-8", write_through=True)
+    first = reader.readline()
+    request = handshake.initialize_request(first.encode("utf-8"))
+    if request is None:
+        return handshake.Replay(first, reader), writer
+    sent = handshake.answer(request, "himga", himga.__version__, handshake.instructions(kept))
+    wire_out.write(sent)
+    return handshake.Replay(first, reader), handshake.DropAnswer(writer, request["id"], sent)

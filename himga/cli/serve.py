@@ -5,16 +5,19 @@ Secure by default: without `--auth-file` the server serves loopback addresses on
 `--insecure`; the data directory is made 0700 (one that others can read is reported)."""
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import himga
 from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE, store_names
 from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY, memory_names
+from himga.service.doors import DOORS
 
 GRACE_SECONDS = 5.0
 """How long in-flight calls may run on after a stop signal."""
@@ -24,11 +27,170 @@ MAX_OPEN_NAMESPACES = 256
 """The default bound on open namespaces: about 3 file descriptors each for SQLite."""
 
 if TYPE_CHECKING:
-    from himga.cli.signals import Signals
+    from himga.service.auth import AuthFile
     from himga.service.database_tokens import DatabaseTokens
+    from himga.service.server import MemoryServer, ServerConfig
     from himga.storage.postgres import Database
 
 _log = logging.getLogger("himga.serve")
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0 to 65535, not {port}")
+    return port
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of `himga serve`: its flags and argparse settings, and the field of
+    `ServerConfig` it sets as it is given (None: `run` makes something of it first)."""
+
+    flags: tuple[str, ...]
+    settings: dict[str, Any]
+    config: str | None = None
+
+
+def option(*flags: str, config: str | None = None, **settings: Any) -> Option:
+    return Option(flags, settings, config)
+
+
+def options() -> tuple[Option, ...]:
+    """The options of `himga serve` but the doors' ports, which `DOORS` gives (`--NAME-port`);
+    made when asked, so that memories and episode stores registered before (a plug-in, a
+    test's) are among the choices. A new option of the server is one more row."""
+    return (
+        option("--host", default="127.0.0.1", help="address to bind (default: %(default)s)"),
+        option(
+            "--port",
+            type=_port,
+            default=50051,
+            help="port to bind; 0 picks a free one (default: %(default)s)",
+        ),
+        option(
+            "--memory",
+            config="memory",
+            choices=memory_names(),
+            help=f"memory of namespaces whose calls name none (default: {DEFAULT_MEMORY}; "
+            f"{DATABASE_MEMORY} with --database)",
+        ),
+        option(
+            "--embedding-model",
+            metavar="NAME|DIR",
+            help="with --memory hybrid: the embedding model, a name from the model cache (`himga "
+            "models list`) or a model directory (default: e5-small-v2, fetched by `himga models "
+            "fetch e5-small-v2`)",
+        ),
+        option(
+            "--episodes",
+            config="episodes",
+            choices=store_names(),
+            help=f"where namespaces keep their episodes (default: {DEFAULT_STORE}; "
+            f"{DATABASE_STORE} with --database)",
+        ),
+        option(
+            "--episodes-option",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="an option of the episode store (repeatable): embedding_model=e5-small-v2 (a "
+            "catalog model, a model directory or openai:MODEL@URL) ranks SearchEpisodes by "
+            "meaning too (himga models fetch NAME first)",
+        ),
+        option(
+            "--database",
+            metavar="URL",
+            help="keep every namespace in this PostgreSQL database (postgresql://USER@HOST/DB; "
+            "several hosts, with target_session_attrs=read-write, for failover), shared with "
+            "every other server given it: they serve as one (needs `pip install "
+            "'himga-memory[postgres]'`)",
+        ),
+        option(
+            "--data-dir",
+            config="data_dir",
+            type=Path,
+            default=None,
+            help="directory where durable memories keep their files (default: none, keep nothing)",
+        ),
+        option(
+            "--auth-file",
+            type=Path,
+            metavar="FILE",
+            help="require a token from FILE on every call but health and reflection (`himga auth "
+            "new-token` makes one); SIGHUP reads FILE again",
+        ),
+        option(
+            "--database-tokens",
+            action="store_true",
+            help="with --database: require a token from the database's tokens (`himga auth "
+            "new-token --database URL`) on every call but health and reflection; every server over "
+            "the database sees a change within a few seconds",
+        ),
+        option(
+            "--insecure",
+            action="store_true",
+            help="serve a non-loopback --host without --auth-file: anyone who reaches the port "
+            "may read and reset every namespace",
+        ),
+        option("--tls-cert", type=Path, metavar="PEM", help="serve TLS: certificate chain"),
+        option("--tls-key", type=Path, metavar="PEM", help="serve TLS: its private key"),
+        option(
+            "--tls-client-ca",
+            type=Path,
+            metavar="PEM",
+            help="mutual TLS: accept only clients with a certificate from this CA",
+        ),
+        option(
+            "--max-open-namespaces",
+            config="max_open_namespaces",
+            type=_positive,
+            default=MAX_OPEN_NAMESPACES,
+            metavar="N",
+            help="close the least recently used idle namespaces beyond N (default: %(default)s)",
+        ),
+        option(
+            "--metrics-port",
+            type=_port,
+            metavar="PORT",
+            help="serve Prometheus metrics at http://--metrics-host:PORT/metrics (default: off)",
+        ),
+        option(
+            "--metrics-host",
+            default="127.0.0.1",
+            help="address of the metrics (default: %(default)s)",
+        ),
+        option(
+            "--cors-origin",
+            config="cors_origins",
+            action="append",
+            default=[],
+            metavar="ORIGIN",
+            help="let pages from ORIGIN (e.g. https://app.example) call the HTTP port; repeatable "
+            "(default: none, CORS off)",
+        ),
+    )
+
+
+def door_options() -> tuple[Option, ...]:
+    """`--NAME-port` for each door of `DOORS`."""
+    return tuple(
+        option(
+            f"--{name}-port",
+            type=_port,
+            metavar="PORT",
+            help=f"also serve the services over {kind.serves} on --host:PORT (default: off); "
+            "over TLS with --tls-cert's certificate when given",
+        )
+        for name, kind in DOORS.items()
+    )
 
 
 def add_parser(subparsers: Any) -> None:
@@ -38,116 +200,8 @@ def add_parser(subparsers: Any) -> None:
         description="Run the himga memory server until SIGTERM or SIGINT; in-flight calls "
         "finish before it exits. Logs to stderr, including 'listening on HOST:PORT' once ready.",
     )
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--port",
-        type=_port,
-        default=50051,
-        help="port to bind; 0 picks a free one (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--memory",
-        choices=memory_names(),
-        help=f"memory of namespaces whose calls name none (default: {DEFAULT_MEMORY}; "
-        f"{DATABASE_MEMORY} with --database)",
-    )
-    parser.add_argument(
-        "--embedding-model",
-        metavar="NAME|DIR",
-        help="with --memory hybrid: the embedding model, a name from the model cache (`himga "
-        "models list`) or a model directory (default: e5-small-v2, fetched by `himga models "
-        "fetch e5-small-v2`)",
-    )
-    parser.add_argument(
-        "--episodes",
-        choices=store_names(),
-        help=f"where namespaces keep their episodes (default: {DEFAULT_STORE}; "
-        f"{DATABASE_STORE} with --database)",
-    )
-    parser.add_argument(
-        "--episodes-option",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="an option of the episode store (repeatable): embedding_model=e5-small-v2 (a "
-        "catalog model, a model directory or openai:MODEL@URL) ranks SearchEpisodes by meaning "
-        "too (himga models fetch NAME first)",
-    )
-    parser.add_argument(
-        "--database",
-        metavar="URL",
-        help="keep every namespace in this PostgreSQL database (postgresql://USER@HOST/DB; "
-        "several hosts, with target_session_attrs=read-write, for failover), shared with every "
-        "other server given it: they serve as one (needs `pip install 'himga-memory[postgres]'`)",
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="directory where durable memories keep their files (default: none, keep nothing)",
-    )
-    parser.add_argument(
-        "--auth-file",
-        type=Path,
-        metavar="FILE",
-        help="require a token from FILE on every call but health and reflection (`himga auth "
-        "new-token` makes one); SIGHUP reads FILE again",
-    )
-    parser.add_argument(
-        "--database-tokens",
-        action="store_true",
-        help="with --database: require a token from the database's tokens (`himga auth "
-        "new-token --database URL`) on every call but health and reflection; every server over "
-        "the database sees a change within a few seconds",
-    )
-    parser.add_argument(
-        "--insecure",
-        action="store_true",
-        help="serve a non-loopback --host without --auth-file: anyone who reaches the port "
-        "may read and reset every namespace",
-    )
-    parser.add_argument("--tls-cert", type=Path, metavar="PEM", help="serve TLS: certificate chain")
-    parser.add_argument("--tls-key", type=Path, metavar="PEM", help="serve TLS: its private key")
-    parser.add_argument(
-        "--tls-client-ca",
-        type=Path,
-        metavar="PEM",
-        help="mutual TLS: accept only clients with a certificate from this CA",
-    )
-    parser.add_argument(
-        "--max-open-namespaces",
-        type=_positive,
-        default=MAX_OPEN_NAMESPACES,
-        metavar="N",
-        help="close the least recently used idle namespaces beyond N (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--metrics-port",
-        type=_port,
-        metavar="PORT",
-        help="serve Prometheus metrics at http://--metrics-host:PORT/metrics (default: off)",
-    )
-    parser.add_argument(
-        "--metrics-host", default="127.0.0.1", help="address of the metrics (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--http-port",
-        type=_port,
-        metavar="PORT",
-        help="also serve the services over HTTP on --host:PORT (Connect JSON and binary, "
-        "gRPC-Web), the OpenAPI document at /openapi.json and the memory browser at / "
-        "(default: off); over TLS with --tls-cert's certificate when given",
-    )
-    parser.add_argument(
-        "--cors-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="let pages from ORIGIN (e.g. https://app.example) call the HTTP port; repeatable "
-        "(default: none, CORS off)",
-    )
+    for each in (*options(), *door_options()):
+        parser.add_argument(*each.flags, **each.settings)
     parser.set_defaults(run=run)
 
 
@@ -182,114 +236,171 @@ def _loopback(host: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Serve as `args` say until SIGTERM or SIGINT; the exit code."""
-    from himga.cli.signals import Signals
+    from himga.cli._signals import Signals
+    from himga.service.auth import AuthFile
 
-    wanted = [signal.SIGTERM, signal.SIGINT]
-    if args.auth_file is not None:
-        wanted.append(signal.SIGHUP)
-    with Signals(wanted) as signals:
-        return _serve(args, signals)
-
-
-def _serve(args: argparse.Namespace, signals: "Signals") -> int:
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from himga.embeddings import ModelError
+    wanted = [signal.SIGTERM, signal.SIGINT]
+    if args.auth_file is not None:
+        wanted.append(signal.SIGHUP)
+    with Signals(wanted) as signals, contextlib.ExitStack() as closing:
+        try:
+            serving = _start(args, closing)
+        except _Refused as refused:
+            _log.error("%s", refused.message)
+            return refused.code
+        _announce(args, serving)
+        while (received := signals.next()) == signal.SIGHUP:
+            assert isinstance(serving.config.auth, AuthFile)
+            serving.config.auth.reload()
+        _log.info("%s received", received.name if received is not None else "a stop")
+        stopped = serving.server.stop(GRACE_SECONDS)
+        _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
+        stopped.wait()
+    _log.info("stopped")  # after the database, the token watcher and the metrics are closed
+    return 0
+
+
+class _Refused(Exception):
+    """`himga serve` cannot start: what to log, and its exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass(frozen=True)
+class _Serving:
+    server: "MemoryServer"
+    port: int
+    config: "ServerConfig"
+
+
+def _start(args: argparse.Namespace, closing: contextlib.ExitStack) -> _Serving:
+    """The server `args` describe, started; what it holds is closed by `closing` when it
+    stops (or when it fails to start). _Refused when it cannot start."""
+    from himga.errors import ModelError
     from himga.kinds import option_pairs
     from himga.service import fairness
-    from himga.service.auth import AuthFile
     from himga.service.credentials import ServerTls
     from himga.service.metrics import Metrics
     from himga.service.server import ServerConfig, start_server
-    from himga.service.tokens import AuthFileError
-    from himga.storage.files import exposed_to_others, make_private_dir, mode_of
 
     problem = _problem(args)
     if problem is not None:
-        _log.error("%s", problem)
-        return 2
+        raise _Refused(problem, 2)
+    auth: AuthFile | DatabaseTokens | None = _auth_file(args)
+    tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
+    fairness.share_interpreter()
+    if args.data_dir is not None:
+        _private_data_dir(args.data_dir)
+    addresses = {
+        name: (args.host, getattr(args, f"{name}_port"))
+        for name in DOORS
+        if getattr(args, f"{name}_port") is not None
+    }
+    database: Database | None = None
+    if args.database is not None:
+        # Each call holds a connection: the gRPC port's workers, and each door's as many more.
+        database = _database(args.database, WORKERS * (1 + len(addresses)))
+        closing.callback(database.close)
+    if args.database_tokens:
+        auth = watched = _database_tokens(database)
+        closing.callback(watched.stop)
+    metrics = Metrics() if args.metrics_port is not None else None
+    memory = args.memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
+    config = ServerConfig(
+        f"{_bracketed(args.host)}:{args.port}",
+        database=database,
+        max_workers=WORKERS,
+        auth=auth,
+        tls=tls,
+        metrics=metrics,
+        door_addresses=addresses,
+        memory_options={memory: _memory_options(memory, args.embedding_model)},
+        episode_options=option_pairs(args.episodes_option),
+        **{each.config: getattr(args, _dest(each)) for each in options() if each.config},
+    )
     try:
-        auth: AuthFile | DatabaseTokens | None = (
-            AuthFile(args.auth_file) if args.auth_file is not None else None
-        )
+        server, port = start_server(config)
+    except (ValueError, ModelError) as error:  # an unreadable TLS file, a memory the place
+        # cannot keep, a bad option, an embedding model missing or not what its card says
+        raise _Refused(str(error), 2) from error
+    except RuntimeError as error:  # grpc cannot bind the address
+        raise _Refused(f"cannot listen on {config.address}: {error}", 1) from error
+    except OSError as error:  # a door cannot bind its address (or read its TLS files)
+        doors = ", ".join(f"{_bracketed(host)}:{port}" for host, port in addresses.values())
+        raise _Refused(f"cannot serve HTTP on {doors}: {error}", 1) from error
+    if metrics is not None:
+        metrics_port = metrics.serve(args.metrics_host, args.metrics_port)
+        closing.callback(metrics.stop)
+        _log.info("metrics on http://%s:%d/metrics", args.metrics_host, metrics_port)
+    return _Serving(server, port, config)
+
+
+def _dest(each: Option) -> str:
+    return each.flags[0].lstrip("-").replace("-", "_")
+
+
+def _bracketed(host: str) -> str:
+    """`host` as it goes before `:PORT` (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
+def _auth_file(args: argparse.Namespace) -> "AuthFile | None":
+    from himga.service.auth import AuthFile
+    from himga.service.tokens import AuthFileError
+    from himga.storage.files import exposed_to_others, mode_of
+
+    if args.auth_file is None:
+        return None
+    try:
+        auth = AuthFile(args.auth_file)
     except AuthFileError as error:
-        _log.error("%s", error)
-        return 2
-    if args.auth_file is not None and exposed_to_others(args.auth_file):
+        raise _Refused(str(error), 2) from error
+    if exposed_to_others(args.auth_file):
         _log.warning(
             "%s is readable by others (mode %s): chmod 600 it",
             args.auth_file,
             mode_of(args.auth_file),
         )
-    tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
-    fairness.share_interpreter()
-    data_dir: Path | None = args.data_dir
-    if data_dir is not None:
-        make_private_dir(data_dir)
-        if exposed_to_others(data_dir):
-            _log.warning(
-                "data dir %s can be read by other users (mode %s): chmod 700 it",
-                data_dir,
-                mode_of(data_dir),
-            )
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    metrics = Metrics() if args.metrics_port is not None else None
-    # Each call holds a connection: the gRPC port's workers, and the HTTP port's as many more.
-    calls = WORKERS * (2 if args.http_port is not None else 1)
-    database = _database(args.database, calls) if args.database is not None else None
-    if isinstance(database, int):
-        return database
-    if args.database_tokens:
-        from himga.errors import HimgaError
-        from himga.service import database_tokens
+    return auth
 
-        assert database is not None
-        try:
-            auth = database_tokens.DatabaseTokens(database)
-        except HimgaError as error:  # unreachable meanwhile, or a row it cannot read
-            _log.error("cannot read the tokens in the database: %s", error)
-            _close(database)
-            return 1
-    memory = args.memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
-    options = _memory_options(memory, args.embedding_model)
-    if isinstance(options, int):
-        _close(database)
-        return options
-    try:
-        server, port = start_server(
-            ServerConfig(
-                f"{host}:{args.port}",
-                memory=args.memory,
-                episodes=args.episodes,
-                data_dir=data_dir,
-                database=database,
-                max_workers=WORKERS,
-                auth=auth,
-                tls=tls,
-                max_open_namespaces=args.max_open_namespaces,
-                metrics=metrics,
-                http_address=(args.host, args.http_port) if args.http_port is not None else None,
-                cors_origins=args.cors_origin,
-                memory_options={memory: options},
-                episode_options=option_pairs(args.episodes_option),
-            )
+
+def _private_data_dir(data_dir: Path) -> None:
+    from himga.storage.files import exposed_to_others, make_private_dir, mode_of
+
+    make_private_dir(data_dir)
+    if exposed_to_others(data_dir):
+        _log.warning(
+            "data dir %s can be read by other users (mode %s): chmod 700 it",
+            data_dir,
+            mode_of(data_dir),
         )
-    except (ValueError, ModelError) as error:  # an unreadable TLS file, a memory the place
-        # cannot keep, a bad option, an embedding model missing or not what its card says
-        _log.error("%s", error)
-        _close(database)
-        return 2
-    except RuntimeError as error:  # grpc cannot bind the address
-        _log.error("cannot listen on %s:%s: %s", host, args.port, error)
-        _close(database)
-        return 1
-    except OSError as error:  # the HTTP port cannot bind its address (or read its TLS files)
-        _log.error("cannot serve HTTP on %s:%s: %s", host, args.http_port, error)
-        _close(database)
-        return 1
+
+
+def _database_tokens(database: "Database | None") -> "DatabaseTokens":
+    from himga.errors import HimgaError
+    from himga.service import database_tokens
+
+    assert database is not None  # _problem: --database-tokens needs --database
+    try:
+        return database_tokens.DatabaseTokens(database)
+    except HimgaError as error:  # unreachable meanwhile, or a row it cannot read
+        raise _Refused(f"cannot read the tokens in the database: {error}", 1) from error
+
+
+def _announce(args: argparse.Namespace, serving: _Serving) -> None:
+    """Log how the server is protected, where it keeps things, and where it listens."""
+    from himga.service.auth import AuthFile
+
+    server, config = serving.server, serving.config
+    auth, tls, database = config.auth, config.tls, config.database
     if isinstance(auth, AuthFile):
         _log.info(
             "auth: %d tokens from %s (SIGHUP reloads it)", len(auth.tokens.grants), args.auth_file
@@ -304,48 +415,28 @@ def _serve(args: argparse.Namespace, signals: "Signals") -> int:
         _log.warning("--insecure: no --auth-file, and %s is reachable by others", args.host)
     if tls is None and not _loopback(args.host):
         _log.warning("no --tls-cert: calls (and tokens) travel in plaintext")
-    if metrics is not None:
-        metrics_port = metrics.serve(args.metrics_host, args.metrics_port)
-        _log.info("metrics on http://%s:%d/metrics", args.metrics_host, metrics_port)
-    if data_dir is None and database is None:
+    if config.data_dir is None and database is None:
         _log.warning("no --data-dir: memories keep nothing on disk and forget all at exit")
-    if server.http_port is not None:
-        _log.info(
-            "HTTP (Connect, gRPC-Web, the memory browser) on %s://%s:%d/",
-            "http" if tls is None else "https",
-            host,
-            server.http_port,
-        )
+    host = _bracketed(args.host)
+    for name, door in server.doors.items():
+        kind = DOORS[name]
+        scheme = kind.scheme if tls is None else kind.scheme + "s"
+        _log.info("%s on %s://%s:%d/", kind.serves, scheme, host, door.port)
     _log.info(
         "listening on %s:%d (memory %s, episodes %s, %s, %s)",
         host,
-        port,
+        serving.port,
         server.namespaces.default_memory,
         server.episodes_kind,
-        f"database {database.name}" if database else f"data dir {data_dir or 'none'}",
+        f"database {database.name}" if database else f"data dir {config.data_dir or 'none'}",
         "TLS" if tls is not None else "plaintext",
     )
-    while (received := signals.next()) == signal.SIGHUP:
-        assert isinstance(auth, AuthFile)
-        auth.reload()
-    _log.info("%s received", received.name if received is not None else "a stop")
-    stopped = server.stop(GRACE_SECONDS)
-    _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
-    stopped.wait()
-    if auth is not None and not isinstance(auth, AuthFile):
-        auth.stop()
-    _close(database)
-    if metrics is not None:
-        metrics.stop()
-    _log.info("stopped")
-    return 0
 
 
 def _memory_options(memory: str, embedding_model: str | None) -> Any:
     """The options of the default memory, with its model loaded now if it has one (a missing
-    or corrupt model is refused at start-up); or the exit code after saying why not."""
-    from himga.embeddings import ModelError
-    from himga.errors import InvalidArgument
+    or corrupt model is refused at start-up). _Refused, saying why, when they cannot be had."""
+    from himga.errors import InvalidArgument, ModelError
     from himga.memory.registry import memory_options
 
     given: dict[str, object] = {}
@@ -354,60 +445,39 @@ def _memory_options(memory: str, embedding_model: str | None) -> Any:
     try:
         options = memory_options(memory, given)
     except InvalidArgument as error:  # a memory that takes no model, or a bad name
-        _log.error("--embedding-model (memory %s): %s", memory, error)
-        return 2
+        raise _Refused(f"--embedding-model (memory {memory}): {error}", 2) from error
     prepare = getattr(options, "prepare", None)  # the kinds whose options load something
     if prepare is not None:
         try:
             prepare()
         except ModelError as error:
-            _log.error("%s", error)
-            return 2
+            raise _Refused(str(error), 2) from error
     return options
 
 
-def _database(url: str, calls: int) -> "Database | int":
+def _database(url: str, calls: int) -> "Database":
     """The database at `url`, its schema migrated, with a connection for each of `calls` calls
-    at once (and two more: health's probe, the token watcher); or the exit code after saying
-    why not."""
+    at once (and two more: health's probe, the token watcher). _Refused, saying why, when it
+    cannot be had."""
     try:
         import psycopg
 
         from himga.storage.postgres import Database, redacted
     except ImportError:
-        _log.error("--database needs PostgreSQL's driver: %s", himga.install_hint("postgres"))
-        return 2
+        raise _Refused(
+            f"--database needs PostgreSQL's driver: {himga.install_hint('postgres')}", 2
+        ) from None
     from himga.errors import DatabaseUnavailable, IncompatibleStoreError
 
     try:
         return Database(url, min_size=WORKERS, max_size=calls + 2)
     except (DatabaseUnavailable, IncompatibleStoreError) as error:
-        _log.error("%s", error)
-        return 1
+        raise _Refused(str(error), 1) from error
     except psycopg.Error as error:  # e.g. a standby, read-only, named without read-write
-        _log.error(
-            "the database at %s refused to set up himga's schema (%s): give the primary, or "
+        said = str(error).strip()
+        raise _Refused(
+            f"the database at {redacted(url)} refused to set up himga's schema "
+            f"({said.splitlines()[0] if said else type(error).__name__}): give the primary, or "
             "every host with target_session_attrs=read-write",
-            redacted(url),
-            str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__,
-        )
-        return 1
-
-
-def _close(database: "Database | None") -> None:
-    if database is not None:
-        database.close()
-
-
-def _positive(text: str) -> int:
-    number = int(text)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
-    return number
-
-
-def _port(text: str) -> int:
-    port = int(text)
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0 to 65535, not {port}")
-    return port
+            1,
+        ) from error

@@ -21,6 +21,8 @@ import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.conformance.wire import (
+    GRPC,
+    HTTP,
     CheckFailed,
     Wire,
     code_of,
@@ -51,6 +53,8 @@ class Check:
     kind: Kind
     description: str
     run: Callable[[Wire, NewNamespace], None]
+    transports: tuple[str, ...] = (GRPC, HTTP)
+    """The transports whose promise it is (health: the gRPC port's only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,12 +74,12 @@ CHECKS: list[Check] = []
 
 
 def check(
-    name: str, kind: Kind, description: str
+    name: str, kind: Kind, description: str, transports: tuple[str, ...] = (GRPC, HTTP)
 ) -> Callable[[Callable[[Wire, NewNamespace], None]], Callable[[Wire, NewNamespace], None]]:
     def register(
         run: Callable[[Wire, NewNamespace], None],
     ) -> Callable[[Wire, NewNamespace], None]:
-        CHECKS.append(Check(name, kind, description, run))
+        CHECKS.append(Check(name, kind, description, run, transports))
         # Required checks run first, then capabilities, then episodes, each kind in the order
         # it was defined, whichever module registered first (a stable sort).
         CHECKS.sort(key=lambda known: KINDS.index(known.kind))

@@ -19,6 +19,7 @@ from himga.conformance.checks import (
     text_message,
 )
 from himga.conformance.wire import (
+    GRPC,
     CheckFailed,
     Wire,
     expect_absent,
@@ -28,7 +29,7 @@ from himga.conformance.wire import (
 )
 
 
-@check("health", "required", "grpc.health.v1 Check('') answers SERVING")
+@check("health", "required", "grpc.health.v1 Check('') answers SERVING", (GRPC,))
 def _health(wire: Wire, new_namespace: NewNamespace) -> None:
     answer: health_pb2.HealthCheckResponse = wire.health.Check(
         health_pb2.HealthCheckRequest(service=""), timeout=wire.timeout

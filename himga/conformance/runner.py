@@ -16,7 +16,15 @@ from himga.conformance import (  # noqa: F401
 from himga.conformance.checks import CHECKS, Check, CheckResult, NewNamespace
 from himga.conformance.episodes import PROBE, offers_episodes
 from himga.conformance.namespaces import forget_namespaces
-from himga.conformance.wire import CheckFailed, Wire, code_of, connect, fresh_namespace
+from himga.conformance.wire import (
+    GRPC,
+    CheckFailed,
+    Wire,
+    code_of,
+    connect,
+    connect_http,
+    fresh_namespace,
+)
 
 
 def run_check(wire: Wire, check: Check) -> CheckResult:
@@ -47,15 +55,31 @@ def _judged(wire: Wire, check: Check, new_namespace: NewNamespace) -> CheckResul
 
 
 def run_checks(target: str, timeout: float = 10.0, token: str | None = None) -> list[CheckResult]:
-    """Every check against the MemoryService at `target` (HOST:PORT), in order, sending `token`
-    as a bearer token when given. ConnectionError when nothing answers there within `timeout`
-    seconds."""
+    """Every check against the MemoryService at `target` (HOST:PORT, its gRPC port), in
+    order, sending `token` as a bearer token when given. ConnectionError when nothing answers
+    there within `timeout` seconds."""
     with connect(target, timeout, token) as wire:
-        offered = offers_episodes(wire)
-        forget_namespaces(wire, [PROBE])
-        return [
-            run_check(wire, check)
-            if offered or check.kind != "episodes"
-            else CheckResult(check, False, "the server does not offer EpisodeService", False)
-            for check in CHECKS
-        ]
+        return run_over(wire)
+
+
+def run_checks_http(url: str, timeout: float = 10.0, token: str | None = None) -> list[CheckResult]:
+    """Every check that is a promise of the wire against the HTTP port at `url`
+    ("http://HOST:PORT", Connect JSON), in order; the checks of the gRPC port only (health)
+    are shown as not offered there. ConnectionError when nothing answers HTTP there."""
+    with connect_http(url, timeout, token) as wire:
+        return run_over(wire)
+
+
+def run_over(wire: Wire) -> list[CheckResult]:
+    """Every check over `wire`, in order."""
+    offered = offers_episodes(wire)
+    forget_namespaces(wire, [PROBE])
+    return [_offered(wire, check, offered) for check in CHECKS]
+
+
+def _offered(wire: Wire, check: Check, offered: bool) -> CheckResult:
+    if wire.transport not in check.transports:
+        return CheckResult(check, False, f"a promise of the {GRPC} port only", False)
+    if not offered and check.kind == "episodes":
+        return CheckResult(check, False, "the server does not offer EpisodeService", False)
+    return run_check(wire, check)

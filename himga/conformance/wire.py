@@ -3,6 +3,8 @@ failed call's status says (its code; its field violations, read by himga.service
 
 import secrets
 import string
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,15 +21,29 @@ class CheckFailed(AssertionError):
     """A check saw the server break the contract; the message says what it saw."""
 
 
-class Wire:
-    """The stubs of one target, with the per-call deadline the checks use."""
+GRPC, HTTP = "gRPC", "HTTP"
+"""The transports the kit speaks: a gRPC port, or an HTTP port's Connect JSON."""
 
-    def __init__(self, channel: grpc.Channel, timeout: float) -> None:
-        self.memory = memory_pb2_grpc.MemoryServiceStub(channel)
-        self.episodes = memory_pb2_grpc.EpisodeServiceStub(channel)
-        # Any: the typeshed stub of HealthStub does not declare its methods.
-        self.health: Any = health_pb2_grpc.HealthStub(channel)
+
+class Wire:
+    """The stubs of one target over one transport, with the per-call deadline the checks use.
+    `health` is None over a transport that has no health service (HTTP)."""
+
+    def __init__(
+        self, memory: Any, episodes: Any, health: Any, timeout: float, transport: str = GRPC
+    ) -> None:
+        self.memory = memory
+        self.episodes = episodes
+        self.health = health
         self.timeout = timeout
+        self.transport = transport
+
+    @classmethod
+    def of_channel(cls, channel: grpc.Channel, timeout: float) -> "Wire":
+        # Any: the typeshed stub of HealthStub does not declare its methods.
+        health: Any = health_pb2_grpc.HealthStub(channel)
+        memory = memory_pb2_grpc.MemoryServiceStub(channel)
+        return cls(memory, memory_pb2_grpc.EpisodeServiceStub(channel), health, timeout)
 
     def ingest(self, namespace: str, *messages: pb.Message, session: str = "s1") -> None:
         """Store `messages` one Ingest each, in one session."""
@@ -123,9 +139,26 @@ def connect(target: str, timeout: float, token: str | None = None) -> Iterator[W
             grpc.channel_ready_future(channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
             raise ConnectionError(f"no gRPC server answers at {target}") from None
-        yield Wire(channel, timeout)
+        yield Wire.of_channel(channel, timeout)
     finally:
         channel.close()
+
+
+@contextmanager
+def connect_http(url: str, timeout: float, token: str | None = None) -> Iterator[Wire]:
+    """A Wire calling the HTTP port at `url` ("http://HOST:PORT") in Connect JSON, once
+    something answers HTTP there (ConnectionError when nothing does within `timeout` seconds),
+    sending `token` as a bearer token with every call when given."""
+    from himga.conformance.connect import ConnectStub
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout)
+    except urllib.error.HTTPError:
+        pass  # an HTTP answer, whatever it says: something serves HTTP there
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        raise ConnectionError(f"no HTTP server answers at {url}: {error}") from None
+    memory = ConnectStub(url, "MemoryService", token)
+    yield Wire(memory, ConnectStub(url, "EpisodeService", token), None, timeout, HTTP)
 
 
 def fresh_namespace(check: str) -> str:

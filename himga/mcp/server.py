@@ -10,6 +10,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -17,6 +18,7 @@ from mcp.server.stdio import stdio_server
 
 import himga
 from himga.errors import HimgaError
+from himga.mcp import handshake
 from himga.mcp.stores import Door, Stores
 
 if TYPE_CHECKING:
@@ -24,22 +26,11 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("himga.mcp")
 
-INSTRUCTIONS = (
-    "Long-term memory. Call remember with what is said that may matter later, recall before "
-    "answering about the past, forget what the user asks to drop; record_episode after a task "
-    "and find_episodes before one, to learn from earlier attempts."
-)
-NOWHERE = (
-    " Nowhere to keep memories: this server was started without --data-dir or --target, so "
-    "what is remembered is held in memory only and lost when it stops. To keep it, start "
-    "`himga mcp --data-dir DIR` (or `--target HOST:PORT` for a running himga server)."
-)
-
 
 def instructions(stores: Stores) -> str:
     """What a host is told on `initialize`: how to use the tools, and, when nothing is kept,
     that it is not (a log line is not enough: desktop hosts hide the server's stderr)."""
-    return INSTRUCTIONS + ("" if stores.kept else NOWHERE)
+    return handshake.instructions(stores.kept)
 
 
 def listing(tool: "Tool") -> types.Tool:
@@ -108,8 +99,12 @@ def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
+async def serve_stdio(server: Server[Any], stdin: Any = None, stdout: Any = None) -> None:
+    """Serve over stdio: the process's own, or the `stdin` and `stdout` streams given (text,
+    line by line: himga.mcp.handshake's, after it answered `initialize`)."""
+    wrapped_in = anyio.wrap_file(stdin) if stdin is not None else None
+    wrapped_out = anyio.wrap_file(stdout) if stdout is not None else None
+    async with stdio_server(wrapped_in, wrapped_out) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

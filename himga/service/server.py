@@ -136,8 +136,9 @@ class ServerConfig:
     call (serving them over HTTP is the caller's choice: `Metrics.serve`). With `http_address`
     (host, port), the same services are also served over HTTP (himga.http: Connect and
     gRPC-Web, the OpenAPI document, the memory browser), through the same core, on a pool of
-    `max_workers` threads of its own, with CORS for `cors_origins`. `episode_options` are the
-    episode store kind's options (`embedding_model`: SearchEpisodes ranks by meaning too)."""
+    `max_workers` threads of its own, with CORS for `cors_origins`; any other door opens at
+    its address in `door_addresses`. `episode_options` are the episode store kind's options
+    (`embedding_model`: SearchEpisodes ranks by meaning too)."""
 
     address: str
     memory: str | None = None
@@ -152,6 +153,9 @@ class ServerConfig:
     metrics: Metrics | None = None
     http_address: tuple[str, int] | None = None
     cors_origins: Sequence[str] = ()
+    door_addresses: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """The address of each door to open beside the gRPC port, by name (himga.service.doors);
+    `http_address` is the HTTP door's, the same as `door_addresses={"http": ...}`."""
     memory_options: Mapping[str, Any] = field(default_factory=dict)
     """The options of memory kinds (by name: an instance of each one's options class) that
     are not to have their defaults, e.g. the hybrid memory's embedding model."""
@@ -159,8 +163,11 @@ class ServerConfig:
 
     def doors(self) -> DoorConfig:
         """What the doors beside the gRPC port are opened with."""
+        addresses = dict(self.door_addresses)
+        if self.http_address is not None:
+            addresses["http"] = self.http_address
         return DoorConfig(
-            self.tls, self.max_message_bytes, self.max_workers, self.http_address, self.cors_origins
+            self.tls, self.max_message_bytes, self.max_workers, addresses, self.cors_origins
         )
 
 
@@ -174,22 +181,12 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
     its stores, the gRPC port, and each door the configuration opens
     (himga.service.doors); `MemoryServer.http_port` is the HTTP door's port. ValueError on an
     unknown memory or episode store, or an unreadable TLS file."""
-    memory, episodes, data_dir, database = (
-        config.memory,
-        config.episodes,
-        config.data_dir,
-        config.database,
-    )
-    max_message_bytes, max_workers, auth = (
-        config.max_message_bytes,
-        config.max_workers,
-        config.auth,
-    )
-    tls, metrics, address = config.tls, config.metrics, config.address
-    directory = Path(data_dir) if data_dir is not None else None
+    wanted = config.doors()  # ValueError on a door of no name in DOORS, before anything opens
+    database, metrics, max_message_bytes = config.database, config.metrics, config.max_message_bytes
+    directory = Path(config.data_dir) if config.data_dir is not None else None
     place: Place = database if database is not None else directory
-    memory = memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
-    episodes = episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
+    memory = config.memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
+    episodes = config.episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
     namespaces = Namespaces(
         memory,
         place,
@@ -199,7 +196,7 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
         episode_options=config.episode_options,
     )
     episode_stores = EpisodeStores(namespaces)
-    credentials = tls.credentials() if tls is not None else None
+    credentials = config.tls.credentials() if config.tls is not None else None
     calls = Calls()
     if metrics is not None:
         metrics.watch(lambda: len(namespaces), directory)
@@ -207,14 +204,14 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
     core = build_core(
         namespaces,
         episode_stores,
-        auth=auth,
+        auth=config.auth,
         metrics=metrics,
         max_response_bytes=max_message_bytes,
         store=store,
         calls=calls,
     )
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="himga-rpc"),
+        futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="himga-rpc"),
         interceptors=[RefuseUndecodable()],
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
@@ -228,10 +225,9 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable((SERVICE_NAME, EPISODE_SERVICE_NAME, health.SERVICE_NAME), server)
     if credentials is not None:
-        port = server.add_secure_port(address, credentials)
+        port = server.add_secure_port(config.address, credentials)
     else:
-        port = server.add_insecure_port(address)
-    wanted = config.doors()
+        port = server.add_insecure_port(config.address)
     opened = {name: doors.build(name, core, wanted) for name in wanted.wanted}
     http = opened.get("http")
     server.start()
@@ -252,6 +248,6 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
     store.check()  # a server started on a full disk is NOT_SERVING until a write can land
     _log.debug("memory server on port %d with memory %r", port, memory)
     running = MemoryServer(
-        server, health_servicer, namespaces, calls, store, auth, episode_stores, http, opened
+        server, health_servicer, namespaces, calls, store, config.auth, episode_stores, http, opened
     )
     return running, port

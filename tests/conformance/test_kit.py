@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from himga.cli import main
-from himga.conformance import CHECKS, CheckResult, run_checks
+from himga.conformance import CHECKS, CheckResult, run_checks, run_checks_http
 from himga.conformance.checks import KINDS, OVERSIZED_BYTES
 from himga.conformance.report import render
 from himga.data.conversation import Message, Session
@@ -27,7 +27,8 @@ from himga.memory.method import Method
 from himga.memory.registry import memory_kind, memory_names, register, unregister
 from himga.service.server import create_server
 from himga.storage.postgres import Database
-from tests.server_process import start_listening
+from tests.conftest import HTTP_PORTS
+from tests.server_process import LISTENING, Watched, start_listening
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED = {c.name for c in CHECKS if c.kind == "required"}
@@ -66,19 +67,40 @@ _ROW = re.compile(
 )
 
 
+GRPC_ONLY = {c.name for c in CHECKS if "HTTP" not in c.transports}
+"""The checks that are a promise of the gRPC port only (health)."""
+TRANSPORTS = ["grpc", "http"]
+
+
 def outcome(results: list[CheckResult]) -> tuple[set[str], set[str]]:
-    """The names of the checks that passed and of those that failed."""
+    """The names of the checks that passed and of those that failed (a check of a service, or
+    a transport, the server does not offer is neither)."""
     return {r.check.name for r in results if r.passed}, {
-        r.check.name for r in results if not r.passed
+        r.check.name for r in results if r.offered and not r.passed
     }
+
+
+def checks_over(transport: str, target: str) -> list[CheckResult]:
+    """The kit's results for the server at `target` over its gRPC port, or its HTTP port."""
+    return run_checks(target) if transport == "grpc" else run_checks_http(HTTP_PORTS[target])
 
 
 @contextmanager
 def python_server(memory: str, data_dir: Path, **options: int) -> Iterator[str]:
-    server, port = create_server("127.0.0.1:0", memory=memory, data_dir=data_dir, **options)
+    """The target of a server of `memory`, its HTTP port open too (HTTP_PORTS)."""
+    server, port = create_server(
+        "127.0.0.1:0",
+        memory=memory,
+        data_dir=data_dir,
+        http_address=("127.0.0.1", 0),
+        **options,
+    )
+    target = f"127.0.0.1:{port}"
+    HTTP_PORTS[target] = f"http://127.0.0.1:{server.http_port}"
     try:
-        yield f"127.0.0.1:{port}"
+        yield target
     finally:
+        HTTP_PORTS.pop(target)
         server.stop(None).wait()
 
 
@@ -91,19 +113,22 @@ def test_every_check_has_a_kind_and_a_unique_name() -> None:
     assert API_CAPABILITIES <= CAPABILITIES
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize(
     "memory", [m for m in memory_names() if memory_kind(m).keeps is not Keeps.NOTHING]
 )
 def test_storing_memories_pass_every_check(
-    memory: str, tmp_path: Path, server_of: Callable[[str], str]
+    memory: str, transport: str, tmp_path: Path, server_of: Callable[[str], str]
 ) -> None:
     if memory_kind(memory).keeps is Keeps.DATABASE:  # the session's server over PostgreSQL
         target = server_of(memory)
-        results = run_checks(target)
+        results = checks_over(transport, target)
     else:
         with python_server(memory, tmp_path) as target:
-            results = run_checks(target)
+            results = checks_over(transport, target)
     assert outcome(results)[1] == set(), render(target, results)
+    offered = {c.name for c in CHECKS} - (GRPC_ONLY if transport == "http" else set())
+    assert outcome(results)[0] == offered, render(target, results)
 
 
 @pytest.mark.parametrize(
@@ -236,8 +261,9 @@ class _DeletesNothing(KeywordMemory):
     ],
     ids=lambda v: v.__name__.strip("_") if isinstance(v, type) else None,
 )
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_broken_memory_fails_exactly_its_checks(
-    memory: type[BaseMemory], failing: set[str], tmp_path: Path
+    memory: type[BaseMemory], failing: set[str], transport: str, tmp_path: Path
 ) -> None:
     name = f"test-{memory.__name__.strip('_').lower()}"
     options = Method if issubclass(memory, KeywordMemory) else NoOptions  # the kind's options
@@ -245,7 +271,7 @@ def test_a_broken_memory_fails_exactly_its_checks(
     register(name, Kind(__name__, factory, Keeps.PROCESS, shared=False, options=options))
     try:
         with python_server(name, tmp_path) as target:
-            results = run_checks(target)
+            results = checks_over(transport, target)
     finally:
         unregister(name)
     assert outcome(results)[1] == failing, render(target, results)
@@ -273,16 +299,29 @@ def conformance(target: str, *options: str) -> tuple[int, str]:
     return completed.returncode, completed.stdout + completed.stderr
 
 
-def test_himga_serve_conforms(tmp_path: Path) -> None:
+def test_himga_serve_conforms_over_both_ports(tmp_path: Path) -> None:
     serve = [sys.executable, "-m", "himga", "serve", "--port", "0", "--data-dir", str(tmp_path)]
-    with listening(serve) as target:
-        code, table = conformance(target)
-    assert code == 0, table
-    assert f"{target} conforms to the MemoryService and EpisodeService contract" in table
-    assert {name for name, _, result in _ROW.findall(table) if result == "PASS"} == {
+    server = Watched([*serve, "--http-port", "0"])
+    try:
+        url = re.search(r"on (http://\S+:\d+)/", server.wait_for(r"on http://")).group(1)  # type: ignore[union-attr]
+        target = LISTENING.search(server.wait_for(LISTENING)).group(1)  # type: ignore[union-attr]
+        code, said = conformance(target, "--http", url)
+        assert server.stop() == 0, server.log
+    finally:
+        server.kill()
+    assert code == 0, said
+    grpc_table, http_table = said.split(f"Conformance of {url}")
+    for where, table in ((target, grpc_table), (url, http_table)):
+        assert f"{where} conforms to the MemoryService and EpisodeService contract" in table
+    assert {name for name, _, result in _ROW.findall(grpc_table) if result == "PASS"} == {
         c.name for c in CHECKS
     }
-    assert "could not delete" not in table
+    rows = {name: result for name, _, result in _ROW.findall(http_table)}
+    assert {n for n, result in rows.items() if result == "PASS"} == {
+        c.name for c in CHECKS
+    } - GRPC_ONLY
+    assert {n for n, result in rows.items() if result == "NOT OFFERED"} == GRPC_ONLY
+    assert "could not delete" not in said
     # The kit removed what it wrote: no namespace, no file of one, is left on the server.
     assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()] == []
 

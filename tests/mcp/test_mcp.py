@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from himga import validation
 from himga.data.locomo import load_locomo
-from himga.mcp.server import NOWHERE
+from himga.mcp.handshake import NOWHERE
 from himga.memory.filters import MessageFilter
 from himga.timeutil import parse_utc_datetime
 from tests.episodes.helpers import episode

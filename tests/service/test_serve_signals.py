@@ -1,6 +1,6 @@
 """`himga serve` acts on its signals in the main thread, holding nothing: a signal that comes
 while it is busy with the last one (a burst of SIGHUPs, a SIGTERM right as it starts) neither
-deadlocks it nor is lost (himga.cli.signals)."""
+deadlocks it nor is lost (himga.cli._signals)."""
 
 import os
 import signal
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from himga.cli import main
-from himga.cli.signals import Signals
+from himga.cli._signals import Signals
 from tests.server_process import Watched
 
 SERVE = [sys.executable, "-m", "himga", "serve", "--host", "127.0.0.1", "--port", "0"]
