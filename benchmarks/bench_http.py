@@ -81,7 +81,7 @@ def main() -> int:
         process.wait()
     print(
         f"Retrieve over HTTP JSON vs gRPC, {len(questions)} LoCoMo questions (limit {LIMIT}), "
-        f"one server process, {args.runs} runs"
+        f"one server process, {args.runs} runs; {_load()}"
     )
     for name, ratios in table.items():
         low, mid, high = min(ratios), statistics.median(ratios), max(ratios)
@@ -124,7 +124,7 @@ def _decoding(samples: list[Any], runs: int) -> None:
     where = "in a helper process" if len(data) > apart.HERE_BYTES else "in the server's thread"
     print(
         f"JSON decoding of a valid IngestBatch of {len(items)} LoCoMo turns "
-        f"({len(data) / 1e6:.1f} MB; the server reads it {where}), MB/s, {runs} runs"
+        f"({len(data) / 1e6:.1f} MB; the server reads it {where}), MB/s, {runs} runs; {_load()}"
     )
     speeds: dict[str, list[float]] = {name: [] for name in ways}
     for _ in range(runs):
@@ -220,6 +220,12 @@ def _ask(
     if workers == 1:
         return [call(question) for question in questions]
     return list(pool.map(call, questions))
+
+
+def _load() -> str:
+    """The machine's load (the ratios are taken side by side, but a loaded machine is noisier)."""
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
 
 
 def _free_port() -> int:

@@ -1,7 +1,8 @@
-"""`HttpServer`: the HTTP port, served by hypercorn (HTTP/1.1 and HTTP/2: in cleartext, or over
-TLS with the gRPC port's certificate, negotiated by ALPN) on a thread of its own, from a socket
-bound before it starts (so port 0 gives a known free port); the application answers on a pool
-of `workers` threads (himga.http.threads)."""
+"""`HttpServer`: the HTTP port (HTTP/1.1 and HTTP/2: in cleartext, or over TLS with the gRPC
+port's certificate, negotiated by ALPN) on a thread of its own, from a socket bound before it
+starts (so port 0 gives a known free port); the application answers on a pool of `workers`
+threads (himga.http.threads). In cleartext, HTTP/1.1 is served by himga.http.h1 and HTTP/2 by
+hypercorn, which serves both over TLS."""
 
 import asyncio
 import socket
@@ -15,6 +16,7 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 from himga.http.app import HttpApp
+from himga.http.h1 import Connections
 from himga.http.threads import InThreads
 from himga.service.auth import METHOD_RIGHTS
 
@@ -56,6 +58,7 @@ class HttpServer:
                 config.verify_mode = ssl.CERT_REQUIRED
             config.create_ssl_context()  # an unreadable file fails now, at start-up
         self._config = config
+        self._tls = tls
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="himga-http")
         writes = frozenset(m for m, right in METHOD_RIGHTS.items() if right in ("write", "admin"))
         self._app = InThreads(
@@ -76,17 +79,32 @@ class HttpServer:
         self._stopping = asyncio.Event()
         self._loop.call_soon(self._ready.set)
         stopping = self._stopping
-        self._loop.run_until_complete(
-            serve(self._app, self._config, shutdown_trigger=stopping.wait, mode="asgi")
-        )
+        if self._tls is None:
+            self._loop.run_until_complete(self._serve_cleartext(stopping))
+        else:
+            self._loop.run_until_complete(
+                serve(self._app, self._config, shutdown_trigger=stopping.wait, mode="asgi")
+            )
         self._loop.close()
+
+    async def _serve_cleartext(self, stopping: asyncio.Event) -> None:
+        """HTTP/1.1 by himga.http.h1, HTTP/2 (prior knowledge) handed from it to hypercorn."""
+        connections = Connections(self._app, self._config, self._loop)
+        listening = await self._loop.create_server(
+            connections.protocol, sock=self._socket, backlog=512
+        )
+        try:
+            await stopping.wait()
+        finally:
+            listening.close()
+            await connections.close()
 
     def stop(self) -> None:
         """Stop serving; returns when the port is closed."""
         if self._stopping is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stopping.set)
             self._thread.join()
-            self._socket.detach()  # hypercorn closed the descriptor; never close a reused one
+            self._socket.detach()  # the server closed the descriptor; never close a reused one
         else:
             self._socket.close()
         self._pool.shutdown(wait=True)

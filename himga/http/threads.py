@@ -49,10 +49,22 @@ class InThreads:
         self._app = app
         self._writes = writes
         self._refused = refused  # the core's log policy (himga.service.core.refusals)
-        self._pool = pool
-        self._max_body_bytes = max_body_bytes
+        self.pool = pool
+        self.max_body_bytes = max_body_bytes
         message = f"the request body is over {max_body_bytes} bytes, the most this server takes"
-        self._too_large = json.dumps({"code": "resource_exhausted", "message": message}).encode()
+        too_large = json.dumps({"code": "resource_exhausted", "message": message}).encode()
+        self.too_large_answer: tuple[int, Headers, bytes] = (
+            413,
+            [(b"content-type", b"application/json")],
+            too_large,
+        )
+
+    def too_large(self, scope: HTTPScope | dict[str, Any]) -> None:
+        """Count and log the refusal of a body over `max_body_bytes`."""
+        if self._refused is not None:
+            peer = scope.get("client") or ("", 0)
+            why = f"a body over {self.max_body_bytes} bytes"
+            self._refused("limits", scope["path"], f"http:{peer[0]}:{peer[1]}", why)
 
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
@@ -69,19 +81,16 @@ class InThreads:
             if message["type"] != "http.request":
                 return  # the client went away
             body += message["body"]
-            if len(body) > self._max_body_bytes:
-                if self._refused is not None:
-                    peer = scope.get("client") or ("", 0)
-                    why = f"a body over {self._max_body_bytes} bytes"
-                    self._refused("limits", scope["path"], f"http:{peer[0]}:{peer[1]}", why)
-                await _send(send, 413, [(b"content-type", b"application/json")], self._too_large)
+            if len(body) > self.max_body_bytes:
+                self.too_large(scope)
+                await _send(send, *self.too_large_answer)
                 return
             if not message["more_body"]:
                 break
         loop = asyncio.get_running_loop()
         answered: asyncio.Future[tuple[int, Headers, bytes]] = loop.create_future()
         gone = threading.Event()
-        self._pool.submit(self._answer_for, loop, answered, scope, bytes(body), arrived, gone)
+        self.pool.submit(self._answer_for, loop, answered, scope, bytes(body), arrived, gone)
         if scope["path"] not in self._writes:
             answer = await answered
         else:
@@ -109,13 +118,13 @@ class InThreads:
         try:
             found = environ(scope, body)
             found[ARRIVED], found[GONE] = arrived, gone
-            answer = self._answer(found)
+            answer = self.answer(found)
         except BaseException as error:  # a 500, as hypercorn writes it
             failure = error
         if not loop.is_closed():  # else the server stopped meanwhile: no one to answer
             loop.call_soon_threadsafe(_settle, answered, answer, failure)
 
-    def _answer(self, environ: Environ) -> tuple[int, Headers, bytes]:
+    def answer(self, environ: Environ) -> tuple[int, Headers, bytes]:
         """The status, headers and whole body of the WSGI application's answer."""
         started: list[Any] = []
 

@@ -1,0 +1,238 @@
+"""`Http1`: the HTTP port's cleartext connections, HTTP/1.1 parsed by h11 in an asyncio protocol,
+each request answered whole on a thread of the pool (himga.http.threads) and written back in
+one piece; a connection that opens with HTTP/2's preface (prior knowledge) is handed, bytes and
+all, to hypercorn, which serves HTTP/2 (and TLS, on a port that has it).
+
+hypercorn's own HTTP/1.1 serving costs more than a whole gRPC Retrieve for a request the
+application answers at once (measured with `make bench-http`'s floor): for each request it makes
+a stream object, a task for the application, a task group, ASGI events through queues, and
+writes through asyncio's streams. Here a request is h11's events, one call to the pool, one
+callback back and one write; measured in one process beside hypercorn on LoCoMo Retrieves, it
+nearly doubled HTTP's calls per second.
+"""
+
+import asyncio
+import threading
+import time
+from typing import Any
+from urllib.parse import unquote
+
+import h11
+from hypercorn.asyncio.tcp_server import TCPServer
+from hypercorn.asyncio.worker_context import WorkerContext
+from hypercorn.config import Config
+from hypercorn.utils import wrap_app
+
+from himga.http.handlers import ARRIVED, GONE
+from himga.http.threads import Headers, InThreads, environ
+
+_PREFACE = b"PRI "
+"""How HTTP/2 with prior knowledge opens a connection (no HTTP/1.1 method is PRI)."""
+_HELD_BYTES = 1 << 20
+"""Bytes of the next requests held while one is answered, before reading pauses (reading goes
+on meanwhile otherwise, so that a client hanging up is seen at once)."""
+_BAD_REQUEST = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: 12\r\n"
+    b"connection: close\r\n\r\nbad request\n"
+)
+
+
+class Connections:
+    """The connections of one HTTP port's cleartext listener: HTTP/1.1 ones served here, the
+    HTTP/2 ones handed to hypercorn (its TCPServer, as its own listener would run it)."""
+
+    def __init__(self, app: InThreads, config: Config, loop: asyncio.AbstractEventLoop) -> None:
+        self.app = app
+        self.config = config
+        self.loop = loop
+        self.open: set[Http1] = set()
+        self.handed: set[asyncio.Task[None]] = set()
+        self._asgi = wrap_app(app, config.wsgi_max_body_size, "asgi")
+        self._context = WorkerContext(None)
+
+    def protocol(self) -> "Http1":
+        return Http1(self)
+
+    def hand_over(self, transport: asyncio.Transport, data: bytes) -> None:
+        """Let hypercorn serve the connection `transport` from its first bytes, `data`, on."""
+        reader = asyncio.StreamReader(loop=self.loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=self.loop)
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        reader.feed_data(data)
+        writer = asyncio.StreamWriter(transport, protocol, reader, self.loop)
+        server = TCPServer(self._asgi, self.loop, self.config, self._context, {}, reader, writer)
+        task = self.loop.create_task(server.run())
+        self.handed.add(task)
+        task.add_done_callback(self.handed.discard)
+
+    async def close(self) -> None:
+        """Close every connection (a request in flight is not answered)."""
+        for connection in list(self.open):
+            connection.transport.close()
+        await self._context.terminated.set()
+        if self.handed:
+            _, pending = await asyncio.wait(self.handed, timeout=self.config.graceful_timeout)
+            for task in pending:
+                task.cancel()
+
+
+class Http1(asyncio.Protocol):
+    """One cleartext connection: its HTTP/1.1 requests answered one at a time, in order."""
+
+    def __init__(self, connections: Connections) -> None:
+        self._connections = connections
+        self._loop = connections.loop
+        self._app = connections.app
+        self._h11 = h11.Connection(
+            h11.SERVER, max_incomplete_event_size=connections.config.h11_max_incomplete_size
+        )
+        self._first = True
+        self._request: h11.Request | None = None
+        self._body = bytearray()
+        self._arrived = 0.0
+        self._gone: threading.Event | None = None  # set once the client hangs up
+        self._idle: asyncio.TimerHandle | None = None
+        self.transport: asyncio.Transport
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self._connections.open.add(self)
+        self._wait_idle()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._connections.open.discard(self)
+        if self._idle is not None:
+            self._idle.cancel()
+        if self._gone is not None:
+            self._gone.set()
+
+    def data_received(self, data: bytes) -> None:
+        if self._first:
+            self._first = False
+            if data.startswith(_PREFACE):
+                self._connections.open.discard(self)
+                if self._idle is not None:
+                    self._idle.cancel()
+                self._connections.hand_over(self.transport, data)
+                return
+        if self._gone is None:
+            self._wait_idle()  # bytes came: the keep-alive clock starts again
+        self._h11.receive_data(data)
+        if self._gone is not None and len(self._h11.trailing_data[0]) > _HELD_BYTES:
+            self.transport.pause_reading()  # a pipelining client far ahead: wait for it here
+        self._next()
+
+    def eof_received(self) -> bool | None:
+        self._h11.receive_data(b"")
+        self._next()
+        return None
+
+    def _wait_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        self._idle = self._loop.call_later(
+            self._connections.config.keep_alive_timeout, self.transport.close
+        )
+
+    def _next(self) -> None:
+        """Take the events h11 has read, up to the end of one request (then answer it)."""
+        while self._gone is None and not self.transport.is_closing():
+            try:
+                event = self._h11.next_event()
+            except h11.RemoteProtocolError:
+                self.transport.write(_BAD_REQUEST)
+                self.transport.close()
+                return
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return
+            if isinstance(event, h11.Request):
+                self._request, self._body, self._arrived = event, bytearray(), time.monotonic()
+                if self._h11.they_are_waiting_for_100_continue:
+                    self.transport.write(
+                        self._h11.send(h11.InformationalResponse(status_code=100, headers=[]))
+                    )
+            elif isinstance(event, h11.Data):
+                self._body += event.data
+                if len(self._body) > self._app.max_body_bytes:
+                    self._too_large()
+                    return
+            elif isinstance(event, h11.EndOfMessage):
+                self._answer()
+                return
+            elif isinstance(event, h11.ConnectionClosed):
+                self.transport.close()
+                return
+
+    def _scope(self) -> dict[str, Any]:
+        """The request as ASGI has it (what himga.http.threads.environ reads)."""
+        request = self._request
+        assert request is not None
+        target = request.target.decode("latin-1")
+        path, _, query = target.partition("?")
+        return {
+            "type": "http",
+            "method": request.method.decode("ascii"),
+            "path": unquote(path),
+            "query_string": query.encode("latin-1"),
+            "http_version": request.http_version.decode("ascii"),
+            "headers": list(request.headers),
+            "client": self.transport.get_extra_info("peername"),
+            "server": self.transport.get_extra_info("sockname"),
+            "scheme": "http",
+        }
+
+    def _too_large(self) -> None:
+        scope = self._scope()
+        self._app.too_large(scope)
+        status, headers, body = self._app.too_large_answer
+        self._write(status, [*headers, (b"connection", b"close")], body)
+        self.transport.close()
+
+    def _answer(self) -> None:
+        """Hand the request to the pool; its answer comes back to `_respond`."""
+        if self._idle is not None:
+            self._idle.cancel()
+        scope, body, gone = self._scope(), bytes(self._body), threading.Event()
+        self._gone, self._body = gone, bytearray()
+        self._app.pool.submit(self._on_thread, scope, body, self._arrived, gone)
+
+    def _on_thread(self, scope: dict[str, Any], body: bytes, arrived: float, gone: Any) -> None:
+        answer: tuple[int, Headers, bytes] | None = None
+        try:
+            found = environ(scope, body)  # type: ignore[arg-type]
+            found[ARRIVED], found[GONE] = arrived, gone
+            answer = self._app.answer(found)
+        except Exception:  # a 500, as hypercorn writes it
+            answer = (500, [(b"content-length", b"0")], b"")
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._respond, answer)
+
+    def _respond(self, answer: tuple[int, Headers, bytes]) -> None:
+        self._gone = None
+        if self.transport.is_closing():
+            return
+        status, headers, body = answer
+        self._write(status, headers, body)
+        if self._h11.our_state is h11.MUST_CLOSE:
+            self.transport.close()
+            return
+        try:
+            self._h11.start_next_cycle()
+        except h11.LocalProtocolError:  # the client's side is not done: nothing more to read
+            self.transport.close()
+            return
+        self.transport.resume_reading()
+        self._wait_idle()
+        self._next()  # a request already read behind this one (pipelined)
+
+    def _write(self, status: int, headers: Headers, body: bytes) -> None:
+        if not any(name == b"content-length" for name, _ in headers):
+            headers = [*headers, (b"content-length", str(len(body)).encode())]
+        data = self._h11.send(h11.Response(status_code=status, headers=headers))
+        assert self._request is not None
+        if body and self._request.method != b"HEAD":
+            data += self._h11.send(h11.Data(data=body))
+        data += self._h11.send(h11.EndOfMessage())
+        self.transport.write(data)
