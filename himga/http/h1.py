@@ -12,6 +12,7 @@ nearly doubled HTTP's calls per second.
 """
 
 import asyncio
+import logging
 import threading
 import time
 from typing import Any
@@ -25,6 +26,8 @@ from hypercorn.utils import wrap_app
 
 from himga.http.handlers import ARRIVED, GONE
 from himga.http.threads import Headers, InThreads, environ
+
+_log = logging.getLogger(__name__)
 
 _PREFACE = b"PRI "
 """How HTTP/2 with prior knowledge opens a connection (no HTTP/1.1 method is PRI)."""
@@ -204,7 +207,8 @@ class Http1(asyncio.Protocol):
             found = environ(scope, body)  # type: ignore[arg-type]
             found[ARRIVED], found[GONE] = arrived, gone
             answer = self._app.answer(found)
-        except Exception:  # a 500, as hypercorn writes it
+        except Exception:  # a 500, as hypercorn writes it; what happened goes to the log
+            _log.exception("answering %s %s", scope.get("method"), scope.get("path"))
             answer = (500, [(b"content-length", b"0")], b"")
         if not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._respond, answer)
