@@ -5,7 +5,8 @@ call names none, and the episode store of every namespace.
 
     stores = NamespaceStores(data_dir, memory="sqlite", episodes="sqlite", max_open=256)
     with stores.messages("agent-1") as opened:       # creates the namespace if it has to
-        opened.memory.ingest(message, session)         # (take opened.lock if others share it)
+        with opened.held(read=False):                  # if other threads share it
+            opened.memory.ingest(message, session)
     with stores.episodes("agent-1", create=False) as episodes:
         ...                                             # None: never written; nothing was made
     stores.close()
@@ -31,7 +32,9 @@ Each namespace has two sides, its messages (a memory) and its episodes (an episo
 - It closes every store at `close()`.
 
 Memories need not be thread-safe: each open namespace's messages come with a lock its callers
-take (the server's calls to one namespace run one at a time, to different ones side by side).
+take (`held`): the server's calls to one namespace run one at a time, to different ones side by
+side, except that the reads of a memory that is thread-safe (BaseMemory.thread_safe) run side by
+side too, and beside its writes (the memory orders them itself).
 Episode stores are thread-safe.
 """
 
@@ -86,6 +89,16 @@ class OpenNamespace:
     @property
     def durable(self) -> bool:
         return self.memory.durable
+
+    @contextmanager
+    def held(self, *, read: bool) -> Iterator[BaseMemory]:
+        """The memory, for one call: `read` for one that only reads (a search, a listing),
+        which takes no lock when the memory is thread-safe; any other call takes the lock."""
+        if read and self.memory.thread_safe:
+            yield self.memory
+            return
+        with self.lock:
+            yield self.memory
 
     def close(self) -> None:
         with self.lock:

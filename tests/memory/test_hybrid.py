@@ -169,8 +169,11 @@ class Renamed(Embedder):
 @pytest.fixture
 def other_model(monkeypatch: pytest.MonkeyPatch) -> str:
     """The name of a model other than the default (the default's weights, another id)."""
-    default = hybrid.embedder_of(HybridOptions().embedding_model)
-    monkeypatch.setitem(hybrid._EMBEDDERS, "other-model", Renamed(default, "other-model:0"))
+    loaded = hybrid.embedder_of
+    other = Renamed(loaded(HybridOptions().embedding_model), "other-model:0")
+    monkeypatch.setattr(
+        hybrid, "embedder_of", lambda spec: other if spec == "other-model" else loaded(spec)
+    )
     return "other-model"
 
 

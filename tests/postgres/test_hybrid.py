@@ -99,8 +99,11 @@ def test_every_server_holds_the_vectors_the_others_wrote(database: Database) -> 
 
 @pytest.fixture
 def other_model(monkeypatch: pytest.MonkeyPatch) -> str:
-    default = hybrid.embedder_of(HybridOptions().embedding_model)
-    monkeypatch.setitem(hybrid._EMBEDDERS, "other-model", Renamed(default, "other-model:0"))
+    loaded = hybrid.embedder_of
+    other = Renamed(loaded(HybridOptions().embedding_model), "other-model:0")
+    monkeypatch.setattr(
+        hybrid, "embedder_of", lambda spec: other if spec == "other-model" else loaded(spec)
+    )
     return "other-model"
 
 
