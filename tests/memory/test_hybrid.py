@@ -22,7 +22,7 @@ import pytest
 from himga.cli import main
 from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder
-from himga.errors import IncompatibleStoreError
+from himga.errors import IncompatibleStoreError, InvalidArgument
 from himga.memory import hybrid
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import passage
@@ -298,3 +298,15 @@ def test_serve_refuses_at_start_up_a_model_it_cannot_load(
     caplog.clear()
     assert main([*serve, "--memory", "sqlite", "--embedding-model", "e5-small-v2"]) == 2
     assert "options.embedding_model: not an option of 'sqlite'" in caplog.text
+
+
+def test_the_options_are_the_fusions_and_the_model_each_checked() -> None:
+    options = memory_options("hybrid", {"dense_weight": "0.5", "kind": "ranks"})
+    assert (options.dense_weight, options.kind) == (0.5, "ranks")
+    assert options.embedding_model == HybridOptions().embedding_model
+    with pytest.raises(InvalidArgument, match=r"options\.kind"):
+        memory_options("hybrid", {"kind": "votes"})
+    with pytest.raises(InvalidArgument, match=r"options\.dense_weight"):
+        memory_options("hybrid", {"dense_weight": "-1"})
+    with pytest.raises(InvalidArgument, match=r"options\.embedding_model"):
+        memory_options("hybrid", {"embedding_model": " "})
