@@ -49,7 +49,7 @@ from himga.memory.fusion import Fusion, dense_query, fuse, passage
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD
-from himga.memory.ranking import Turns, is_named
+from himga.memory.ranking import Turns
 from himga.memory.rows import Change, Rows, Version
 from himga.memory.text import query_terms
 from himga.memory.vectors import VectorIndex
@@ -393,7 +393,7 @@ class HybridMemory(IndexedMemory):
             )[0]
 
             def pick(
-                named: builtins.list[str] = named, vector: np.ndarray = vector
+                named: set[str] = named, vector: np.ndarray = vector
             ) -> builtins.list[tuple[int, float]] | None:
                 if self._named_now(asked) != named:
                     return None
@@ -412,7 +412,7 @@ class HybridMemory(IndexedMemory):
                 hits(rows, self._vectors.ranked(wanted, vector, limit, filter, self._fusion)) or []
             )
 
-    def _named(self, asked: set[str]) -> builtins.list[str]:
+    def _named(self, asked: set[str]) -> set[str]:
         """The speakers the query of terms `asked` names, of those the index holds (read in
         first when it is not current)."""
         with self._lock.reading():
@@ -421,8 +421,8 @@ class HybridMemory(IndexedMemory):
         with self._lock.writing(), self._using(write=False):
             return self._named_now(asked)
 
-    def _named_now(self, asked: set[str]) -> builtins.list[str]:
-        return [key for key in self._index.windows.speaker_keys() if is_named(key, asked)]
+    def _named_now(self, asked: set[str]) -> set[str]:
+        return set(self._index.windows.named(asked))
 
 
 MOST_EMBEDDINGS = 2

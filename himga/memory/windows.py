@@ -288,10 +288,14 @@ class Windows:
             if session_of[number] != NO_SESSION:
                 yield number
 
-    def speaker_keys(self) -> list[str]:
-        """The keys of every speaker a turn was ever stored under (himga.memory.ranking's
-        speaker_key), in the order first seen."""
-        return list(self._speaker_numbers)
+    def named(self, asked: Collection[str]) -> list[str]:
+        """The keys of the stored speakers a query with terms `asked` names (is_named)."""
+        return [
+            key
+            for term in asked
+            for key in self._keys_by_term.get(term, ())
+            if is_named(key, asked)
+        ]
 
     def beside(self, number: int) -> tuple[int, int]:
         """The turns just before and just after stored turn `number` in its session (-1 for
