@@ -23,7 +23,7 @@ EMBEDDING_MODEL ?= e5-small-v2
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate bench-mcp \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
-        bench-isolation bench-bad-bodies bench-postgres screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean \
+        bench-isolation bench-bad-bodies bench-postgres bench-hybrid screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean \
         model bench-embeddings
 
 ## help: list the targets with what each does
@@ -92,7 +92,7 @@ serve: $(SERVE_SETUP)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
 bench: bench-validate bench-validate-cli bench-cold-start bench-service bench-async bench-memory bench-episodes bench-api \
-       bench-http bench-postgres bench-mcp
+       bench-http bench-postgres bench-mcp bench-hybrid
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
@@ -145,6 +145,12 @@ bench-isolation: $(SETUP)
 ## bench-memory: the keyword memories beside tantivy, bm25s and bare SQLite, on natural text
 bench-memory: $(SETUP)
 	$(PY) -m benchmarks.bench_memory --locomo $(LOCOMO)
+
+## bench-hybrid: the hybrid kind's ingest, vector search (100k; HIMGA_BENCH_MILLION=1: and 1M),
+## Retrieve and server memory beside the model alone, exact float32, keyword and tantivy
+bench-hybrid: $(SETUP)
+	$(BIN)/himga models fetch e5-small-v2
+	$(PY) -m benchmarks.bench_hybrid --locomo $(LOCOMO)
 
 ## bench-episodes: SearchEpisodes at 100k episodes beside a scan of their JSON; recording rates
 bench-episodes: $(SETUP)
