@@ -5,13 +5,15 @@
    ingested into a hybrid memory on disk through `ingest_many` in batches of BATCH (what
    IngestBatch runs): turns and tokens per second, and ingest / model alone (target >= 0.8).
    Then QUERIES questions embedded one at a time, as a Retrieve embeds its query.
-2. The vector index at 100k vectors (and 1M with --million or HIMGA_BENCH_MILLION=1): vectors
+2. The vector index at 5k and 100k vectors (and 1M with --million or HIMGA_BENCH_MILLION=1): vectors
    drawn from a normal distribution with the mean and covariance of the real e5 vectors of
    step 1 (their cosines with real questions have the real ones' mean and spread; the cost of a
    search does not depend on what they mean; how well an approximate search recalls does, and
    such drawn vectors are less clustered than real ones, so they are the harder case). Each
    real question is searched (k = 10) by every variant in turn: himga's exact float32
-   VectorIndex, the same behind a filter admitting 1% of the keys, and exact scans of float16
+   VectorIndex, the same behind a filter admitting 1% of the keys, numpy's BLAS product over
+   the same matrix (what VectorIndex uses past 32k rows, and below them its own loop, which
+   wakes no threads: see the figures at 5k, a conversation's size), and exact scans of float16
    and int8 copies (usearch's SIMD kernels; int8 then re-ranks its best RERANK in float32);
    with --hnsw also usearch's HNSW graph (its build takes minutes at 100k on two cores).
    Figures: p50 latency, recall@10 against the exact float32 answer, bytes per million
@@ -208,8 +210,14 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
         rows = np.asarray(found.keys, dtype=np.int64)
         return rows[np.argsort(-(vectors[rows] @ q), kind="stable")[:K]]
 
+    def blas(q: np.ndarray) -> np.ndarray:
+        scores = vectors @ q
+        best = np.argpartition(-scores, K - 1)[:K]
+        return best[np.argsort(-scores[best])]
+
     variants: dict[str, Callable[[Any], Any]] = {
         "exact float32 (VectorIndex)": lambda q: index.nearest(q, K)[0],
+        "exact float32, BLAS always (numpy @)": blas,
         "exact float32, 1% allowed": lambda q: index.nearest(q, K, allowed)[0],
         "exact float16 (usearch)": lambda q: (
             search(half, q.astype(np.float16), K, MetricKind.IP, exact=True, threads=1).keys
@@ -248,6 +256,7 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
     per_million = {
         "exact float32 (VectorIndex)": index.nbytes / len(index),
         "exact float32, 1% allowed": index.nbytes / len(index),
+        "exact float32, BLAS always (numpy @)": vectors.nbytes / size + 8,
         "exact float16 (usearch)": half.nbytes / size + 8,
         f"exact int8 + float32 rerank of {RERANK}": small.nbytes / size + dimension * 4 + 8,
     }
@@ -403,7 +412,8 @@ def main() -> None:
     passages, queries = bench_model(embedder, args.locomo, asked)
     drawn = Drawn(passages)
     if "2" in args.steps:
-        for size in (args.size, 1_000_000) if args.million else (args.size,):
+        sizes = [5_000, args.size] + ([1_000_000] if args.million else [])
+        for size in sizes:
             bench_vectors(size, drawn, queries, args.hnsw)
             gc.collect()  # the 1M copies go before the next step
     if "3" in args.steps:
