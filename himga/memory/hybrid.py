@@ -58,8 +58,8 @@ from himga.storage.place import Place
 
 
 def embedder_of(spec: str | Path) -> Embedder:
-    """The embedder of `spec`, loaded once a process (himga.embeddings.shared_embedder): every
-    namespace of a server, memories and episode stores alike, shares it."""
+    """The embedder of `spec`, loaded once a process: every namespace of a server, and its
+    episode stores, share it (himga.embeddings.shared_embedder)."""
     return shared_embedder(str(spec))
 
 
@@ -370,6 +370,8 @@ class HybridMemory(IndexedMemory):
         if limit <= 0 or not query.strip():
             return []
         wanted = query_terms(query)
+        if not wanted:  # only stopwords and punctuation: nothing asked, as by the keyword kinds
+            return []
         asked = set(wanted)
 
         def hits(
