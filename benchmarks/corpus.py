@@ -6,6 +6,10 @@ words of the file's turns, shuffled anew: the vocabulary and word frequencies of
 (stopwords, names, the words questions use), at any size, without repeating one sentence.
 `questions` are the file's own questions, the words users ask with.
 
+`dictionary`: the same conversations' shape with new English in every turn, drawn from the
+bigrams of a real dictionary's sentences (benchmarks/dictionary_text.py says why: no registry
+reached here ships a million distinct English messages); the 1M-message benchmarks use it.
+
 `invented`: the earlier synthetic corpus, a Zipf-like made-up vocabulary whose query words are
 rare; kept as a second, labelled line, since its figures do not carry over to real questions.
 """
@@ -25,18 +29,47 @@ _FUNCTION_TEXT = (
 )
 
 
+def _shape(samples: list[Any]) -> list[tuple[int, int, str, str, int]]:
+    """Each turn of the file as (sample, session index, speaker, date, number of words)."""
+    return [
+        (s, i, message.role, session.date_str, len(message.content.split()))
+        for s, sample in enumerate(samples)
+        for i, session in enumerate(sample.sessions)
+        for message in session.messages
+    ]
+
+
+def dictionary(path: str | Path, count: int) -> list[tuple[Any, Any]]:
+    """`count` (Message, Session) pairs in the LoCoMo file's conversations' shape (its sessions,
+    speakers, dates and turn lengths, repeated as `natural` repeats them), each turn's text new
+    English drawn from GCIDE's bigrams (benchmarks/dictionary_text.py): no text repeats."""
+    from benchmarks.dictionary_text import texts
+    from himga.data import load_dataset
+    from himga.data.conversation import Message, Session
+
+    shape = _shape(load_dataset("locomo", path))
+    turns = [shape[n % len(shape)] for n in range(count)]
+    said = texts([length for *_, length in turns])
+    pairs: list[tuple[Any, Any]] = []
+    sessions: dict[tuple[int, int, int], Any] = {}
+    for n, ((sample, index, speaker, date, _), text) in enumerate(zip(turns, said, strict=True)):
+        copy = n // len(shape)
+        session = sessions.get((copy, sample, index))
+        if session is None:
+            session = sessions[(copy, sample, index)] = Session(
+                session_id=f"copy{copy}-conv{sample}-session{index}", date_str=date
+            )
+        pairs.append((Message(role=speaker, content=text, turn_id=f"T{n}"), session))
+    return pairs
+
+
 def natural(path: str | Path, count: int) -> list[tuple[Any, Any]]:
     """`count` (Message, Session) pairs of the LoCoMo file's turns, words reshuffled."""
     from himga.data import load_dataset
     from himga.data.conversation import Message, Session
 
     samples = load_dataset("locomo", path)
-    shape = [  # (sample, session index, speaker, date, number of words)
-        (s, i, message.role, session.date_str, len(message.content.split()))
-        for s, sample in enumerate(samples)
-        for i, session in enumerate(sample.sessions)
-        for message in session.messages
-    ]
+    shape = _shape(samples)
     words = [
         word
         for sample in samples

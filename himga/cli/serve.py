@@ -9,9 +9,7 @@ import ipaddress
 import logging
 import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import himga
@@ -26,6 +24,7 @@ MAX_OPEN_NAMESPACES = 256
 """The default bound on open namespaces: about 3 file descriptors each for SQLite."""
 
 if TYPE_CHECKING:
+    from himga.cli.signals import Signals
     from himga.service.database_tokens import DatabaseTokens
     from himga.storage.postgres import Database
 
@@ -66,6 +65,15 @@ def add_parser(subparsers: Any) -> None:
         choices=store_names(),
         help=f"where namespaces keep their episodes (default: {DEFAULT_STORE}; "
         f"{DATABASE_STORE} with --database)",
+    )
+    parser.add_argument(
+        "--episodes-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an option of the episode store (repeatable): embedding_model=e5-small-v2 (a "
+        "catalog model, a model directory or openai:MODEL@URL) ranks SearchEpisodes by meaning "
+        "too (himga models fetch NAME first)",
     )
     parser.add_argument(
         "--database",
@@ -173,11 +181,24 @@ def _loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Serve as `args` say until SIGTERM or SIGINT; the exit code."""
+    from himga.cli.signals import Signals
+
+    wanted = [signal.SIGTERM, signal.SIGINT]
+    if args.auth_file is not None:
+        wanted.append(signal.SIGHUP)
+    with Signals(wanted) as signals:
+        return _serve(args, signals)
+
+
+def _serve(args: argparse.Namespace, signals: "Signals") -> int:
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from himga.embeddings import ModelError
+    from himga.kinds import option_pairs
     from himga.service import fairness
     from himga.service.auth import AuthFile
     from himga.service.credentials import ServerTls
@@ -205,15 +226,6 @@ def run(args: argparse.Namespace) -> int:
         )
     tls = ServerTls(args.tls_cert, args.tls_key, args.tls_client_ca) if args.tls_cert else None
     fairness.share_interpreter()
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        _log.info("%s received", signal.Signals(signum).name)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-
     data_dir: Path | None = args.data_dir
     if data_dir is not None:
         make_private_dir(data_dir)
@@ -262,9 +274,11 @@ def run(args: argparse.Namespace) -> int:
                 http_address=(args.host, args.http_port) if args.http_port is not None else None,
                 cors_origins=args.cors_origin,
                 memory_options={memory: options},
+                episode_options=option_pairs(args.episodes_option),
             )
         )
-    except ValueError as error:  # an unreadable TLS file, a memory the place cannot keep
+    except (ValueError, ModelError) as error:  # an unreadable TLS file, a memory the place
+        # cannot keep, a bad option, an embedding model missing or not what its card says
         _log.error("%s", error)
         _close(database)
         return 2
@@ -277,7 +291,6 @@ def run(args: argparse.Namespace) -> int:
         _close(database)
         return 1
     if isinstance(auth, AuthFile):
-        signal.signal(signal.SIGHUP, lambda signum, frame: auth.reload())
         _log.info(
             "auth: %d tokens from %s (SIGHUP reloads it)", len(auth.tokens.grants), args.auth_file
         )
@@ -312,8 +325,10 @@ def run(args: argparse.Namespace) -> int:
         f"database {database.name}" if database else f"data dir {data_dir or 'none'}",
         "TLS" if tls is not None else "plaintext",
     )
-    while not stop.wait(0.5):
-        pass
+    while (received := signals.next()) == signal.SIGHUP:
+        assert isinstance(auth, AuthFile)
+        auth.reload()
+    _log.info("%s received", received.name if received is not None else "a stop")
     stopped = server.stop(GRACE_SECONDS)
     _log.info("stopping: no new calls; calls in flight have %.0f s to finish", GRACE_SECONDS)
     stopped.wait()

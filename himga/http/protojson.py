@@ -3,8 +3,9 @@ always_print_fields_with_no_presence=True)` writes it, in well under half the ti
 
 json_format decides each field's form anew for every value it writes. Here each message type is
 planned once (which fields are always written, which only when set, which are lists or maps, and
-how a value is written), then every message of that type follows its plan. The plan covers the
-kinds the proto uses (strings, booleans, integers, doubles, messages, Timestamps, lists, maps
+how a value is written) as one Python function, then every message of that type follows it
+(keys in the order of the fields, as json_format writes them). The plan covers the kinds the
+proto uses (strings, booleans, integers, doubles, messages, Timestamps, lists, maps
 with string keys); a message type with any other kind (float, bytes, enums, another well-known
 type) is written by json_format itself. tests/http/test_protojson.py holds both to the same
 answers on random messages of every type of the proto, but one: a double marked
@@ -12,7 +13,9 @@ answers on random messages of every type of the proto, but one: a double marked
 number is written as a JSON integer (4, where json_format writes 4.0), as the schemas ask.
 """
 
+import keyword
 import math
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -58,12 +61,19 @@ class _Unplanned(Exception):
 def _writer(descriptor: Any) -> Writer:
     found = _plans.get(descriptor.full_name)
     if found is None:
-        try:
-            found = _plan(descriptor)
-        except _Unplanned:
-            found = _by_json_format
-        _plans[descriptor.full_name] = found
+        with _planning:
+            found = _plans.get(descriptor.full_name)
+            if found is None:
+                try:
+                    found = _plan(descriptor)
+                except _Unplanned:
+                    found = _by_json_format
+                _plans[descriptor.full_name] = found
     return found
+
+
+_planning = threading.RLock()
+"""Held while a plan is made (by one thread at a time; a type within is planned within)."""
 
 
 def _by_json_format(message: Message) -> Any:
@@ -71,44 +81,46 @@ def _by_json_format(message: Message) -> Any:
 
 
 def _plan(descriptor: Descriptor) -> Writer:
+    """The writer of a `descriptor` message: one function, written out once, with a line per
+    field that writes it as its kind needs (a loop over the fields deciding each one's kind
+    for every message cost twice as much)."""
     if descriptor.full_name == _TIMESTAMP:
         return _timestamp
     if descriptor.full_name.startswith("google.protobuf."):
         raise _Unplanned(descriptor.full_name)
-    always: list[tuple[str, str, Writer | None]] = []
-    when_set: list[tuple[str, str, Writer | None]] = []
-    lists: list[tuple[str, str, Writer | None]] = []
-    maps: list[tuple[str, str, Writer | None]] = []
     _plans[descriptor.full_name] = _by_json_format  # a type that holds itself, while planning
-    for field in descriptor.fields:
+    namespace: dict[str, Any] = {}
+    lines = ["def write(message):", "    found = {}"]
+    for number, field in enumerate(descriptor.fields):
+        key, target = repr(field.json_name), f"message.{field.name}"
+        if keyword.iskeyword(field.name):
+            raise _Unplanned(field.full_name)
         entry = field.message_type
         if entry is not None and entry.GetOptions().map_entry:
             if entry.fields_by_name["key"].type != FieldDescriptor.TYPE_STRING:
                 raise _Unplanned(field.full_name)
-            maps.append((field.json_name, field.name, _value(entry.fields_by_name["value"])))
-        elif field.is_repeated:
-            lists.append((field.json_name, field.name, _value(field)))
+            value = namespace[f"value_{number}"] = _value(entry.fields_by_name["value"])
+            if value is None:
+                lines.append(f"    found[{key}] = dict({target})")
+            else:
+                each = f"value_{number}(v)"
+                lines.append(f"    found[{key}] = {{k: {each} for k, v in {target}.items()}}")
+            continue
+        value = namespace[f"value_{number}"] = _value(field)
+        each = "item" if value is None else f"value_{number}(item)"
+        if field.is_repeated:
+            whole = f"list({target})" if value is None else f"[{each} for item in {target}]"
+            lines.append(f"    found[{key}] = {whole}")
         elif field.has_presence:
-            when_set.append((field.json_name, field.name, _value(field)))
+            lines.append(f"    if message.HasField({field.name!r}):")
+            lines.append(f"        item = {target}")
+            lines.append(f"        found[{key}] = {each}")
         else:
-            always.append((field.json_name, field.name, _value(field)))
-
-    def write(message: Any) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        for key, name, value in always:
-            found[key] = getattr(message, name) if value is None else value(getattr(message, name))
-        for key, name, value in when_set:
-            if message.HasField(name):
-                item = getattr(message, name)
-                found[key] = item if value is None else value(item)
-        for key, name, value in lists:
-            items = getattr(message, name)
-            found[key] = list(items) if value is None else [value(item) for item in items]
-        for key, name, value in maps:
-            pairs = getattr(message, name)
-            found[key] = dict(pairs) if value is None else {k: value(v) for k, v in pairs.items()}
-        return found
-
+            lines.append(f"    item = {target}")
+            lines.append(f"    found[{key}] = {each}")
+    lines.append("    return found")
+    exec("\n".join(lines), namespace)
+    write: Writer = namespace["write"]
     return write
 
 

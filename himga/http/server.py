@@ -16,6 +16,7 @@ from hypercorn.config import Config
 
 from himga.http.app import HttpApp
 from himga.http.threads import InThreads
+from himga.service.auth import METHOD_RIGHTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,10 @@ class HttpServer:
             config.create_ssl_context()  # an unreadable file fails now, at start-up
         self._config = config
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="himga-http")
-        self._app = InThreads(app, self._pool, app.max_body_bytes, app.core.refusals.refused)
+        writes = frozenset(m for m, right in METHOD_RIGHTS.items() if right in ("write", "admin"))
+        self._app = InThreads(
+            app, self._pool, app.max_body_bytes, app.core.refusals.refused, writes=writes
+        )
         self._loop = asyncio.new_event_loop()
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()

@@ -14,6 +14,9 @@
    so the statistics stay those of every turn and the limit is filled from the turns it keeps.
    Turn numbers may have holes (deleted turns): the arrays cover every number, `turns` counts
    the stored turns only.
+   Ranking is bound by memory, not arithmetic: at a million turns nearly every turn reached
+   misses the cache, so each loop asks AHEAD entries early for the memory it will touch (at 1M
+   messages this halved the time of a call; `make bench-keyword-1m`).
    The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
    so a call touches only the turns it reaches, however many turns are stored. They cost 32 bytes
    a stored turn (and a quarter more, for growth) for each search running at once, and stay
@@ -28,6 +31,15 @@
 #include <string.h>
 
 #define MAX_NEAR_TURNS 64
+/* How many entries ahead the loops over turns ask for the memory they will touch: at a million
+   turns each turn reached is a cache miss, and the loops would otherwise wait for each in turn.
+   A hint only; it changes no result. */
+#define AHEAD 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch((address), 1, 1)
+#else
+#define PREFETCH(address) ((void)0)
+#endif
 
 /* Dense per-turn arrays for one call; all zero between calls. */
 typedef struct Scratch {
@@ -223,6 +235,14 @@ static void run(Call *c, Scratch *s) {
         const int32_t *posting = c->postings[t];
         Py_ssize_t size = c->posting_sizes[t], n_reached = 0;
         for (Py_ssize_t i = 0; i < size;) {
+            if (i + AHEAD < size) {
+                int32_t soon = posting[i + AHEAD];
+                if ((uint32_t)soon < (uint32_t)c->size) {
+                    PREFETCH(&c->before[soon]);
+                    PREFETCH(&c->after[soon]);
+                    PREFETCH(&freq[soon]);
+                }
+            }
             int32_t turn = posting[i];
             Py_ssize_t count = 1;
             while (i + count < size && posting[i + count] == turn) count++;
@@ -238,6 +258,12 @@ static void run(Call *c, Scratch *s) {
         }
         double idf = log(1.0 + ((double)(c->turns - n_reached) + 0.5) / ((double)n_reached + 0.5));
         for (Py_ssize_t r = 0; r < n_reached; r++) {
+            if (r + AHEAD < n_reached) {
+                int32_t soon = reached[r + AHEAD];
+                PREFETCH(&score[soon]);
+                PREFETCH(&norm[soon]);
+                PREFETCH(&c->window_lengths[soon]);
+            }
             int32_t at = reached[r];
             double frequency = freq[at];
             freq[at] = 0.0;
@@ -256,6 +282,10 @@ static void run(Call *c, Scratch *s) {
     double boost = 1 + c->speaker_boost;
     int filtered = c->n_checks > 0 || c->timed;
     for (Py_ssize_t r = 0; r < n_scored; r++) {
+        if (r + AHEAD < n_scored) {
+            PREFETCH(&score[scored[r + AHEAD]]);
+            PREFETCH(&c->speakers[scored[r + AHEAD]]);
+        }
         int32_t at = scored[r];
         Hit hit = {score[at], at};
         score[at] = 0.0;

@@ -210,6 +210,13 @@ class BaseMemory(ABC):
         raise Unsupported(f"{type(self).__name__} cannot list what it holds")
 
     @property
+    def thread_safe(self) -> bool:
+        """Whether threads may call it at once: a server then lets one namespace's reads
+        (Retrieve, ListMessages) run side by side, and runs its writes one at a time. The
+        default is no: each call of a server then runs alone."""
+        return False
+
+    @property
     def durable(self) -> bool:
         """Whether what it stored outlives `close`: the memory made again for its namespace
         holds it (a server may then close it while idle and open it again when called)."""

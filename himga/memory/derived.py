@@ -8,7 +8,7 @@ them current after its own writes: `placing` numbers a batch's turns (known ids 
 new ones follow on), `place` puts the committed batch in, `drop` takes deleted turns out;
 `replace` puts in the rows another writer replaced (read back from the store). A search ranks
 here and reads nothing from the store but its hits; a listing or delete picks its turns here.
-Not thread-safe: the memory's lock guards it.
+Not thread-safe: the memory's lock guards it (reads may share it: they change nothing here).
 """
 
 import builtins
@@ -21,7 +21,7 @@ from himga.memory.base import Page, StoredMessage
 from himga.memory.facets import Facets
 from himga.memory.filters import MessageFilter
 from himga.memory.method import DEFAULT_METHOD, Method
-from himga.memory.paging import check_page_size, decode, encode
+from himga.memory.paging import encode
 from himga.memory.postings import Postings
 from himga.memory.ranking import Turns
 from himga.memory.times import from_micros, micros
@@ -162,21 +162,6 @@ class DerivedIndex:
         """The stored turns a delete takes: see `deletable`."""
         return deletable(self.windows, self.facets, numbers, chosen)
 
-    def page(
-        self,
-        chosen: MessageFilter | None,
-        page_size: int,
-        page_token: str,
-        stored: Callable[[Sequence[int]], Mapping[int, StoredMessage]],
-    ) -> Page:
-        """A page of a listing: the turns `chosen` selects (all without a filter), in number
-        order, read by number with `stored`."""
-        size = check_page_size(page_size)
-        numbers = self.listed(chosen, decode(page_token), size)
-        found = stored(numbers[:size])
-        messages = [found[number] for number in numbers[:size]]
-        return Page(messages, encode(numbers[size - 1]) if len(numbers) > size else "")
-
     def listed(self, chosen: MessageFilter | None, after: int, size: int) -> builtins.list[int]:
         """Up to `size` + 1 stored turns `chosen` selects (all, if None), numbered after
         `after`, rising (one more than a page, to tell whether another follows)."""
@@ -188,6 +173,18 @@ class DerivedIndex:
                 if len(numbers) > size:
                     break
         return numbers
+
+
+def page_of(
+    numbers: Sequence[int],
+    size: int,
+    stored: Callable[[Sequence[int]], Mapping[int, StoredMessage]],
+) -> Page:
+    """A page of a listing of `size` turns from what `DerivedIndex.listed` found (`numbers`),
+    their messages read by number with `stored`."""
+    found = stored(numbers[:size])
+    messages = [found[number] for number in numbers[:size]]
+    return Page(messages, encode(numbers[size - 1]) if len(numbers) > size else "")
 
 
 def _columns(

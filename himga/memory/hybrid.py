@@ -32,7 +32,6 @@ registry's factory, `open_hybrid`, picks the engine from the place.
 from __future__ import annotations
 
 import builtins
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from himga.data.conversation import Message, Session
-from himga.embeddings import Embedder, open_embedder
+from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
 from himga.memory.derived import DerivedIndex, Placing
@@ -57,18 +56,11 @@ from himga.memory.vectors import VectorIndex
 from himga.memory.windows import Windows
 from himga.storage.place import Place
 
-_EMBEDDERS: dict[str, Embedder] = {}
-_EMBEDDERS_LOCK = threading.Lock()
-
 
 def embedder_of(spec: str | Path) -> Embedder:
-    """The embedder of `spec`, loaded once a process: every namespace of a server shares it."""
-    key = str(spec)
-    with _EMBEDDERS_LOCK:
-        found = _EMBEDDERS.get(key)
-        if found is None:
-            found = _EMBEDDERS[key] = open_embedder(spec)
-        return found
+    """The embedder of `spec`, loaded once a process: every namespace of a server, and its
+    episode stores, share it (himga.embeddings.shared_embedder)."""
+    return shared_embedder(str(spec))
 
 
 def reembed_command(model: str, where: str) -> str:
@@ -274,7 +266,11 @@ class HybridIndex(DerivedIndex):
                 for key, cosine in zip(others, own.tolist(), strict=True)
                 if cosine == cosine  # nan: a turn without a vector
             ]
-        return dense, self.vectors.stats(query)
+        mean, deviation = self.vectors.stats(query)
+        # The index keeps its moments as vectors come and go, so after a delete its statistics
+        # differ in the last bits from those of the same vectors stored afresh; to 9 digits they
+        # are the same, and so are the scores (a delete leaves what storing less would).
+        return dense, (float(f"{mean:.9g}"), float(f"{deviation:.9g}"))
 
 
 GROWTH = 4
@@ -346,10 +342,10 @@ class HybridMemory(IndexedMemory):
         """Embed the stored turns with text but no vector (a store of an earlier himga, or one
         being re-embedded), in one transaction; how many there were. Looked for first by
         reading alone, so a store holding every vector opens without a write."""
-        with self._lock, self._using(write=False) as (rows, _):
+        with self._lock.writing(), self._using(write=False) as (rows, _):
             if not _vector_rows(rows).unembedded()[0]:
                 return 0
-        with self._lock:
+        with self._lock.writing():
             with self._using(write=True) as (rows, seen):
                 numbers, roles, contents = _vector_rows(rows).unembedded()
                 vectors = np.zeros((0, self._embedder.dimension), dtype=np.float32)
@@ -374,16 +370,65 @@ class HybridMemory(IndexedMemory):
         if limit <= 0 or not query.strip():
             return []
         wanted = query_terms(query)
-        with self._lock:  # the speakers it names, left out of the embedded query (fusion)
-            named = self._vectors.windows.named(set(wanted))
-        embedded = self._embedder.embed_queries([dense_query(query, named)])
-        vector = as_vectors(embedded, self._embedder.dimension)[0]
-        with self._lock, self._using(write=False) as (rows, _):
-            best = self._vectors.ranked(wanted, vector, limit, filter, self._fusion)
+        if not wanted:  # only stopwords and punctuation: nothing asked, as by the keyword kinds
+            return []
+        asked = set(wanted)
+
+        def hits(
+            rows: Rows, best: builtins.list[tuple[int, float]] | None
+        ) -> builtins.list[Hit] | None:
+            if best is None:
+                return None
             if not best:
                 return []
             stored = rows.stored([number for number, _ in best])
-        return [hit_of(stored[number], score) for number, score in best]
+            return [hit_of(stored[number], score) for number, score in best]
+
+        # The query is embedded once, without the names of the speakers it names (fusion's
+        # dense_query), outside the lock; should the speakers the index knows have changed
+        # meanwhile (another server's turns, read in now), it is embedded again.
+        for _ in range(MOST_EMBEDDINGS):
+            named = self._named(asked)
+            vector = as_vectors(
+                self._embedder.embed_queries([dense_query(query, named)]),
+                self._embedder.dimension,
+            )[0]
+
+            def pick(
+                named: set[str] = named, vector: np.ndarray = vector
+            ) -> builtins.list[tuple[int, float]] | None:
+                if self._named_now(asked) != named:
+                    return None
+                return self._vectors.ranked(wanted, vector, limit, filter, self._fusion)
+
+            found = self._read(pick, hits)
+            if found is not None:
+                return found
+        with self._lock.writing(), self._using(write=False) as (rows, _):
+            named = self._named_now(asked)
+            vector = as_vectors(
+                self._embedder.embed_queries([dense_query(query, named)]),
+                self._embedder.dimension,
+            )[0]
+            return (
+                hits(rows, self._vectors.ranked(wanted, vector, limit, filter, self._fusion)) or []
+            )
+
+    def _named(self, asked: set[str]) -> set[str]:
+        """The speakers the query of terms `asked` names, of those the index holds (read in
+        first when it is not current)."""
+        with self._lock.reading():
+            if self._version is not None:
+                return self._named_now(asked)
+        with self._lock.writing(), self._using(write=False):
+            return self._named_now(asked)
+
+    def _named_now(self, asked: set[str]) -> set[str]:
+        return set(self._index.windows.named(asked))
+
+
+MOST_EMBEDDINGS = 2
+"""How many times a search embeds its query before it does so holding the lock alone."""
 
 
 def _vector_rows(rows: Rows) -> VectorRows:

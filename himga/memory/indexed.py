@@ -1,14 +1,21 @@
 """IndexedMemory: what every keyword memory shares, written once over a store's rows
 (himga.memory.rows), as himga.episodes.indexed is for episode stores.
 
-The skeleton holds the lock, opens a transaction of the store, reads in what others committed
-since it last looked (`_refresh`), numbers a batch's turns, has the store write them, raise its
-counters and, just before COMMIT, asks himga.storage.commit whether the write is still wanted
-(and writes its receipt); once committed, it places the write in the index it derives
+The skeleton holds the lock (himga.memory.readwrite: searches and listings share it, anything
+that changes the index holds it alone), opens a transaction of the store, reads in what others
+committed since it last looked (`_refresh`), numbers a batch's turns, has the store write them,
+raise its counters and, just before COMMIT, asks himga.storage.commit whether the write is
+still wanted (and writes its receipt); once committed, it places the write in the index it derives
 (himga.memory.derived: postings, windows, facets). A search ranks in that index and reads only
 its hits from the store; a filter costs no query. A write committed but not placed (an error in
 between) leaves the index to be read anew on the next call, as does a failed read-in; any
 other failure only makes the next call look at the counters again.
+
+A read (`_read`) ranks in the index under the shared side of the lock, then opens a read
+transaction and reads its hits there only if the store's counters are still those the index was
+read at: the hits and the rows then come from the same state of the store, whatever others
+committed meanwhile. When they moved (another connection or server wrote), the read is done
+again under the exclusive side, which reads their commits in first.
 
 A store engine subclasses it with `_transaction`, which yields its Rows: SQLite and PostgreSQL
 in their SQL, the in-process memory in dictionaries. Hits, scores and listings are the same
@@ -16,7 +23,6 @@ whatever the engine: the same index ranks them.
 """
 
 import builtins
-import threading
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -25,23 +31,26 @@ from typing import TypeVar
 from himga.data.conversation import Message, Session
 from himga.memory.base import DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, Hit, Page, hit_of
 from himga.memory.context import ContextFromHits
-from himga.memory.derived import DerivedIndex
+from himga.memory.derived import DerivedIndex, page_of
 from himga.memory.filters import MessageFilter, deletion
 from himga.memory.method import DEFAULT_METHOD, Method
+from himga.memory.paging import check_page_size, decode
 from himga.memory.ranking import Turns
+from himga.memory.readwrite import ReadWriteLock
 from himga.memory.rows import Change, Rows, Version
 from himga.memory.text import query_terms
 from himga.storage import commit
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class IndexedMemory(ContextFromHits):
     """A keyword memory over a store's rows, ranked by `method`. Thread-safe: one lock guards
-    the index and the store's use."""
+    the index and the store's use, searches and listings holding it side by side."""
 
     def __init__(self, method: Method = DEFAULT_METHOD) -> None:
-        self._lock = threading.Lock()
+        self._lock = ReadWriteLock()
         self._method = method
         self._index = self._derived()
         self._version: int | None = None
@@ -69,10 +78,14 @@ class IndexedMemory(ContextFromHits):
 
     # --- the skeleton ----------------------------------------------------------------------
 
+    @property
+    def thread_safe(self) -> bool:
+        return True
+
     @contextmanager
     def _using(self, *, write: bool) -> Iterator[tuple[Rows, Version]]:
         """A transaction with what others committed read in first: its rows and the counters
-        it began with. Called under the lock."""
+        it began with. Called under the exclusive side of the lock."""
         try:
             with self._transaction(write=write) as rows:
                 yield rows, self._refresh(rows, write=write)
@@ -154,6 +167,21 @@ class IndexedMemory(ContextFromHits):
             )
         return True
 
+    def _read(self, pick: Callable[[], T], read: Callable[[Rows, T], R]) -> R:
+        """`read(rows, picked)` of what `pick` picked in the index, in a read transaction of
+        the state of the store the index holds: under the shared side of the lock when the
+        index is current, else under the exclusive side, after reading in what others
+        committed."""
+        with self._lock.reading():
+            version = self._version
+            if version is not None:
+                picked = pick()
+                with self._transaction(write=False) as rows:
+                    if rows.counters(lock=False).version == version:
+                        return read(rows, picked)
+        with self._lock.writing(), self._using(write=False) as (rows, _):
+            return read(rows, pick())
+
     def _placed(self, after: Version, change: Callable[[], T]) -> T:
         """After a commit: `change` made to the index, and the counters the commit left."""
         try:
@@ -165,7 +193,8 @@ class IndexedMemory(ContextFromHits):
         return result
 
     def _forget(self) -> None:
-        """Drop the index (it is read anew on the next call). Called under the lock."""
+        """Drop the index (it is read anew on the next call). Called under the exclusive side
+        of the lock."""
         self._index = self._derived()
         self._version = self._generation = None
 
@@ -183,7 +212,7 @@ class IndexedMemory(ContextFromHits):
         turns = self._turns_of(items)
         if not turns:
             return turns.item_ids
-        with self._lock:
+        with self._lock.writing():
             with self._using(write=True) as (rows, seen):
                 placing = self._index.placing(turns, rows.numbers(turns.turn_ids))
                 replaced = placing.replaced_numbers
@@ -201,16 +230,18 @@ class IndexedMemory(ContextFromHits):
         wanted = query_terms(query)
         if limit <= 0 or not wanted:
             return []
-        with self._lock, self._using(write=False) as (rows, _):
-            best = self._index.best(wanted, limit, filter)
+
+        def hits(rows: Rows, best: builtins.list[tuple[int, float]]) -> builtins.list[Hit]:
             if not best:
                 return []
             stored = rows.stored([number for number, _ in best])
-        return [hit_of(stored[number], score) for number, score in best]
+            return [hit_of(stored[number], score) for number, score in best]
+
+        return self._read(lambda: self._index.best(wanted, limit, filter), hits)
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
         wanted, chosen = deletion(ids, filter)
-        with self._lock:
+        with self._lock.writing():
             with self._using(write=True) as (rows, seen):
                 known = sorted(rows.numbers(sorted(wanted)).values()) if wanted else None
                 numbers = self._index.deletable(known, chosen)
@@ -233,11 +264,14 @@ class IndexedMemory(ContextFromHits):
         page_size: int = DEFAULT_PAGE_SIZE,
         page_token: str = "",
     ) -> Page:
-        with self._lock, self._using(write=False) as (rows, _):
-            return self._index.page(filter, page_size, page_token, rows.stored)
+        size = check_page_size(page_size)
+        return self._read(
+            lambda: self._index.listed(filter, decode(page_token), size),
+            lambda rows, numbers: page_of(numbers, size, rows.stored),
+        )
 
     def reset(self) -> None:
-        with self._lock:
+        with self._lock.writing():
             with self._using(write=True) as (rows, seen):
                 rows.reset()
                 after = rows.bump(seen, None, 0)

@@ -6,8 +6,8 @@ over a store of dictionaries: a turn's row by its number, a number by its id. A 
 writes are kept aside and applied when it ends, so a write that fails, or that its caller no
 longer wants when it would commit (himga.storage.commit), changes nothing. The counters never
 move (no one else writes), so a call reads nothing in; the index is read from the rows only
-when a write was stored but could not be placed in it. One lock guards every method, so threads
-may share an instance.
+when a write was stored but could not be placed in it. One lock guards every method (searches
+and listings share it), so threads may share an instance.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ _NO_METADATA: Mapping[str, str] = MappingProxyType({})
 
 
 class _Dictionaries:
-    """The rows of one memory, and the Rows of its transactions (one at a time: the memory's
-    lock)."""
+    """The rows of one memory, and the Rows of its transactions (one writing at a time, or
+    many reading: the memory's lock)."""
 
     def __init__(self) -> None:
         self.rows: dict[int, _Row] = {}  # number -> row, numbers rising
@@ -56,7 +56,10 @@ class _Dictionaries:
         self._pending: builtins.list[Callable[[], None]] = []
 
     @contextmanager
-    def transaction(self) -> Iterator[_Dictionaries]:
+    def transaction(self, *, write: bool) -> Iterator[_Dictionaries]:
+        if not write:  # searches share it side by side: they only read
+            yield self
+            return
         self._pending = []
         yield self
         for change in self._pending:
@@ -187,5 +190,5 @@ class KeywordMemory(IndexedMemory):
 
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Rows]:
-        with self._store.transaction() as rows:
+        with self._store.transaction(write=write) as rows:
             yield rows

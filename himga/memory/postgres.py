@@ -108,7 +108,7 @@ class PostgresKeywordMemory(IndexedMemory):
 
     def close(self) -> None:
         """Forget what is held in process (the database's pool is the server's)."""
-        with self._lock:
+        with self._lock.writing():
             self._forget()
 
     @contextmanager

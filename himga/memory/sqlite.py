@@ -21,10 +21,11 @@ reach FTS5's query syntax: a query's terms are looked up as exact strings.
 
 Durability: WAL journal, `synchronous=FULL`, one transaction per call that writes, so a store or
 delete that has returned is on disk (it survives SIGKILL, and power loss) and a failed one
-leaves nothing behind. The skeleton's lock serialises the connection's use, so threads may share
-it. Just before COMMIT a write asks `himga.storage.commit.before_commit` whether it is still
-wanted (a server's caller may have gone: it then rolls back) and writes the receipt of its
-request id in `himga_receipts`, in the same transaction. A store that has its schema opens by
+leaves nothing behind. Threads may share it: the skeleton's lock lets searches rank side by
+side and each takes the connection in turn to read its hits, writes run one at a time. Just
+before COMMIT a write asks `himga.storage.commit.before_commit` whether it is still wanted (a
+server's caller may have gone: it then rolls back) and writes the receipt of its request id in
+`himga_receipts`, in the same transaction. A store that has its schema opens by
 reading alone, so it can be read on a full disk. The file is created 0600 (himga.storage.files),
 and SQLite gives its -wal and -shm files the same mode.
 
@@ -37,6 +38,7 @@ its own BM25 statistics (a busy neighbour does not shift another's scores), its 
 import builtins
 import json
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -123,6 +125,7 @@ class SQLiteKeywordMemory(IndexedMemory):
             create_private(self.path)
         # WAL, and on a full disk (no room for -shm) the log's index in memory instead.
         self._db = connect(self.path, _BUSY_TIMEOUT_MS / 1000)
+        self._connection = threading.Lock()  # the connection's one transaction at a time
         self._rows = _SQLiteRows(self._db)
         try:
             self._open()
@@ -158,7 +161,7 @@ class SQLiteKeywordMemory(IndexedMemory):
                 db.execute(
                     f"INSERT INTO turns_fts (turns_fts, rank) VALUES ('automerge', {AUTOMERGE})"
                 )
-        with self._lock, self._using(write=False):
+        with self._lock.writing(), self._using(write=False):
             pass  # the index, read in now
 
     @contextmanager
@@ -177,12 +180,15 @@ class SQLiteKeywordMemory(IndexedMemory):
 
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Rows]:
-        try:
-            with self._begin("IMMEDIATE" if write else "DEFERRED"):
-                yield self._rows
-        except BaseException:
-            self._rows.forget()
-            raise
+        # The connection holds one transaction at a time: searches sharing the skeleton's lock
+        # take turns here, only to read their hits.
+        with self._connection:
+            try:
+                with self._begin("IMMEDIATE" if write else "DEFERRED"):
+                    yield self._rows
+            except BaseException:
+                self._rows.forget()
+                raise
 
     @property
     def durable(self) -> bool:
@@ -190,12 +196,12 @@ class SQLiteKeywordMemory(IndexedMemory):
 
     def close(self) -> None:
         """Close the database; the memory is unusable afterwards."""
-        with self._lock:
+        with self._lock.writing(), self._connection:
             self._db.close()
 
     def receipt(self, request_id: str) -> Receipt | None:
         """The receipt of the write made with `request_id` within the receipt window, if any."""
-        with self._lock, self._begin():
+        with self._connection, self._begin():
             return read_receipt(self._db, request_id)
 
 

@@ -47,6 +47,7 @@ class Namespaces(NamespaceStores):
         max_open: int | None = None,
         episodes: str | None = None,
         memory_options: Mapping[str, Any] | None = None,
+        episode_options: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(
             place,
@@ -54,6 +55,7 @@ class Namespaces(NamespaceStores):
             episodes=episodes,
             max_open=max_open,
             memory_options=memory_options,
+            episode_options=episode_options,
         )
 
     def memory_violations(self, memory: str) -> list[FieldViolation]:

@@ -136,7 +136,8 @@ class ServerConfig:
     call (serving them over HTTP is the caller's choice: `Metrics.serve`). With `http_address`
     (host, port), the same services are also served over HTTP (himga.http: Connect and
     gRPC-Web, the OpenAPI document, the memory browser), through the same core, on a pool of
-    `max_workers` threads of its own, with CORS for `cors_origins`."""
+    `max_workers` threads of its own, with CORS for `cors_origins`. `episode_options` are the
+    episode store kind's options (`embedding_model`: SearchEpisodes ranks by meaning too)."""
 
     address: str
     memory: str | None = None
@@ -154,6 +155,7 @@ class ServerConfig:
     memory_options: Mapping[str, Any] = field(default_factory=dict)
     """The options of memory kinds (by name: an instance of each one's options class) that
     are not to have their defaults, e.g. the hybrid memory's embedding model."""
+    episode_options: Mapping[str, object] | None = None
 
     def doors(self) -> DoorConfig:
         """What the doors beside the gRPC port are opened with."""
@@ -189,7 +191,12 @@ def start_server(config: ServerConfig) -> tuple[MemoryServer, int]:
     memory = memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
     episodes = episodes or (DATABASE_STORE if database is not None else DEFAULT_STORE)
     namespaces = Namespaces(
-        memory, place, config.max_open_namespaces, episodes, config.memory_options
+        memory,
+        place,
+        config.max_open_namespaces,
+        episodes,
+        memory_options=config.memory_options,
+        episode_options=config.episode_options,
     )
     episode_stores = EpisodeStores(namespaces)
     credentials = tls.credentials() if tls is not None else None

@@ -5,7 +5,8 @@ call names none, and the episode store of every namespace.
 
     stores = NamespaceStores(data_dir, memory="sqlite", episodes="sqlite", max_open=256)
     with stores.messages("agent-1") as opened:       # creates the namespace if it has to
-        opened.memory.ingest(message, session)         # (take opened.lock if others share it)
+        with opened.held(read=False):                  # if other threads share it
+            opened.memory.ingest(message, session)
     with stores.episodes("agent-1", create=False) as episodes:
         ...                                             # None: never written; nothing was made
     stores.close()
@@ -31,7 +32,9 @@ Each namespace has two sides, its messages (a memory) and its episodes (an episo
 - It closes every store at `close()`.
 
 Memories need not be thread-safe: each open namespace's messages come with a lock its callers
-take (the server's calls to one namespace run one at a time, to different ones side by side).
+take (`held`): the server's calls to one namespace run one at a time, to different ones side by
+side, except that the reads of a memory that is thread-safe (BaseMemory.thread_safe) run side by
+side too, and beside its writes (the memory orders them itself).
 Episode stores are thread-safe.
 """
 
@@ -46,6 +49,7 @@ from typing import Any, TypeVar
 
 from himga.episodes import registry as episode_kinds
 from himga.episodes.base import EpisodeStore
+from himga.episodes.meaning import embedder_of
 from himga.errors import MemoryMismatch
 from himga.memory import registry as memory_kinds
 from himga.memory.base import BaseMemory
@@ -87,6 +91,16 @@ class OpenNamespace:
     def durable(self) -> bool:
         return self.memory.durable
 
+    @contextmanager
+    def held(self, *, read: bool) -> Iterator[BaseMemory]:
+        """The memory, for one call: `read` for one that only reads (a search, a listing),
+        which takes no lock when the memory is thread-safe; any other call takes the lock."""
+        if read and self.memory.thread_safe:
+            yield self.memory
+            return
+        with self.lock:
+            yield self.memory
+
     def close(self) -> None:
         with self.lock:
             self.memory.close()
@@ -110,9 +124,10 @@ class OpenEpisodes:
 class NamespaceStores:
     """Opens namespaces' stores in `place` on demand (see the module's text): messages in the
     memory their first call names (`memory` when it names none), episodes in stores of kind
-    `episodes`; at most `max_open` stores open (None: no bound); `memory_options`: the options
-    of memory kinds (by name) not to be given their defaults. ValueError on an unknown kind or
-    one `place` cannot keep."""
+    `episodes` with `episode_options` (NAME -> value, himga.kinds.parse_options); at most
+    `max_open` stores open (None: no bound); `memory_options`: the options of memory kinds (by
+    name) not to be given their defaults. ValueError on an unknown kind or one `place` cannot
+    keep, InvalidArgument on a bad option."""
 
     def __init__(
         self,
@@ -122,6 +137,7 @@ class NamespaceStores:
         episodes: str | None = None,
         max_open: int | None = None,
         memory_options: Mapping[str, Any] | None = None,
+        episode_options: Mapping[str, object] | None = None,
     ) -> None:
         self.place = place
         self.memory_options = dict(memory_options or {})
@@ -143,6 +159,11 @@ class NamespaceStores:
         problem = episode_kinds.place_problem(self.episodes_kind, place)
         if problem is not None:
             raise ValueError(problem)
+        # Checked, and a model they name loaded, now: a bad one fails at start-up.
+        self.episode_options = episode_kinds.store_options(
+            self.episodes_kind, dict(episode_options or {})
+        )
+        embedder_of(self.episode_options)
         self._open: OrderedDict[tuple[str, str], OpenNamespace | OpenEpisodes] = OrderedDict()
         self._opening = threading.Lock()
 
@@ -204,8 +225,7 @@ class NamespaceStores:
             opened = self._open.get(key)
             if opened is None and (create or self._has_episodes(namespace)):
                 self._make_room()
-                options = episode_kinds.store_kind(self.episodes_kind).default_options()
-                opened = OpenEpisodes(self._make(self._episodes, namespace, options))
+                opened = OpenEpisodes(self._make(self._episodes, namespace, self.episode_options))
                 self._open[key] = opened
             if opened is not None:
                 self._hold(key, opened)

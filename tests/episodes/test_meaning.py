@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from himga.embeddings import DEFAULT_MODEL, shared_embedder
+from himga.embeddings import DEFAULT_MODEL, ModelError, shared_embedder
+from himga.embeddings.endpoint import OpenAIEmbedder
 from himga.episodes.base import EpisodeStore
 from himga.episodes.meaning import EpisodeOptions, passage, query
 from himga.episodes.postgres import PostgresEpisodes
@@ -18,8 +19,10 @@ from himga.episodes.registry import open_store, store_options
 from himga.episodes.sqlite import SQLiteEpisodes
 from himga.errors import InvalidArgument
 from himga.records import TaskContext
+from himga.service import RemoteEpisodes, create_server
 from himga.storage.place import Place
 from himga.storage.postgres import Database
+from tests.embeddings.fake_embeddings import running
 from tests.embeddings.models import default_embedder
 from tests.episodes.helpers import episode
 
@@ -211,3 +214,42 @@ def test_postgresql_keeps_the_vectors_for_every_server_and_deletes_them_with_the
     hits = second.search(TaskContext(goal="night theme switch in preferences"), limit=3).hits
     assert hits[0].episode.id == "ep-0011"
     assert _postgres_vectors(database, namespace)["ep-0011"] == model.model_id
+
+
+def test_a_server_given_the_option_ranks_by_meaning_over_the_wire(tmp_path: Path) -> None:
+    server, port = create_server(
+        "127.0.0.1:0", data_dir=tmp_path, episode_options={"embedding_model": DEFAULT_MODEL}
+    )
+    try:
+        remote = RemoteEpisodes(f"127.0.0.1:{port}", _namespace())
+        remote.record_many(_episodes())
+        assert _found(remote) >= 5
+        remote.close()
+    finally:
+        server.stop(None)
+
+
+def test_a_server_refuses_to_start_with_a_model_it_cannot_open(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    with pytest.raises(ModelError, match=rf"{model / 'card.json'}: missing"):
+        create_server(
+            "127.0.0.1:0", data_dir=tmp_path, episode_options={"embedding_model": str(model)}
+        )
+    with pytest.raises(InvalidArgument, match=r"options\.model: not an option of 'sqlite'"):
+        create_server("127.0.0.1:0", data_dir=tmp_path, episode_options={"model": "x"})
+
+
+def test_an_endpoint_that_fails_stores_nothing_and_the_store_goes_on(tmp_path: Path) -> None:
+    with running() as endpoint:
+        store = SQLiteEpisodes(tmp_path / "e.sqlite3", OpenAIEmbedder("x", base_url=endpoint.url))
+        store.record(episode(1, "Add pagination to the orders API"))
+        endpoint.status = 400
+        with pytest.raises(ModelError, match="HTTP 400"):
+            store.record(episode(2, "Fix the flaky login test"))
+        assert [e.id for e in store.list().episodes] == ["ep-0001"]
+        assert list(_vectors(tmp_path / "e.sqlite3")) == ["ep-0001"]
+        endpoint.status = 200
+        store.record(episode(2, "Fix the flaky login test"))
+        assert sorted(_vectors(tmp_path / "e.sqlite3")) == ["ep-0001", "ep-0002"]
+        store.close()

@@ -111,18 +111,18 @@ def test_grpc_web_carries_the_bounded_details_in_its_trailers(served: Served) ->
 
 
 def test_a_large_body_is_read_apart_with_the_same_answers(served: Served) -> None:
-    # Valid, and over APART_BYTES: read in the helper process, stored as any other batch.
+    # Valid, and over HERE_BYTES: read in the helper process, stored as any other batch.
     words = [f"quill{i}" for i in range(12_000)]
     items = [
-        {"message": {"role": "u", "content": f"{word} pad " * 8}, "session": {"session_id": "s"}}
+        {"message": {"role": "u", "content": f"{word} pad " * 32}, "session": {"session_id": "s"}}
         for word in words
     ]
     body = json.dumps({"namespace": "apart", "items": items}).encode()
-    assert len(body) >= apart.APART_BYTES
+    assert len(body) > apart.HERE_BYTES
     status, _, raw = served.post(MEMORY + "IngestBatch", body)
     assert status == 200 and json.loads(raw)["ingested"] == len(words)
     found = served.stub.Retrieve(pb.RetrieveRequest(namespace="apart", query="quill11999"))
-    assert [hit.content for hit in found.hits][:1] == ["quill11999 pad " * 8]
+    assert [hit.content for hit in found.hits][:1] == ["quill11999 pad " * 32]
     # Invalid, and as large: the same violations as the same fault in a small body.
     items[3]["message"]["role"] = 5
     small = {"namespace": "apart", "items": items[:4]}
@@ -132,3 +132,27 @@ def test_a_large_body_is_read_apart_with_the_same_answers(served: Served) -> Non
     assert error_reason_and_violations(json.loads(raw)) == error_reason_and_violations(
         json.loads(small_raw)
     )
+
+
+def test_a_body_the_plan_reads_here_first_has_the_same_answers(served: Served) -> None:
+    # Between APART_BYTES and HERE_BYTES: valid, read by the plan in the server's thread; with
+    # a fault, or an unknown key, the helper's answer (as for a small body with the same fault).
+    items = [
+        {"message": {"role": "u", "content": f"plume{i} pad " * 8}, "session": {"session_id": "s"}}
+        for i in range(12_000)
+    ]
+    body = json.dumps({"namespace": "here", "items": items}).encode()
+    assert apart.APART_BYTES <= len(body) <= apart.HERE_BYTES
+    status, _, raw = served.post(MEMORY + "IngestBatch", body)
+    assert status == 200 and json.loads(raw)["ingested"] == len(items)
+    for fault in ({"role": 5}, {"colour": "red"}):
+        broken = [dict(item) for item in items]
+        broken[3] = {**items[3], "message": {**items[3]["message"], **fault}}
+        _, _, small_raw = served.post(
+            MEMORY + "IngestBatch", {"namespace": "here", "items": broken[:4]}
+        )
+        status, _, raw = served.post(MEMORY + "IngestBatch", {"namespace": "here", "items": broken})
+        assert status == 400
+        assert error_reason_and_violations(json.loads(raw)) == error_reason_and_violations(
+            json.loads(small_raw)
+        )

@@ -20,6 +20,7 @@ from himga.storage.postgres import Database, migrate_schema
 from himga.storage.postgres_schema import VERSION
 from tests.postgres.servers import Serving, listed, several
 from tests.postgres_cluster import Postgres
+from tests.server_process import Watched
 
 
 @pytest.fixture(scope="module")
@@ -217,19 +218,16 @@ def fresh_database(postgres: Postgres) -> str:
 def test_servers_starting_at_once_migrate_the_schema_once(postgres: Postgres) -> None:
     url = fresh_database(postgres)
     command = [sys.executable, "-m", "himga", "serve", "--port", "0", "--database", url]
-    starts = [subprocess.Popen(command, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    starts = [Watched(command) for _ in range(3)]
     logs = []
-    for process in starts:
-        assert process.stderr is not None
-        log = ""
-        for line in process.stderr:
-            log += line
-            if "listening on" in line:
-                break
-        process.terminate()
-        log += process.stderr.read()
-        assert process.wait(30) == 0, log
-        logs.append(log)
+    try:
+        for started in starts:
+            started.wait_for("listening on")
+            assert started.stop() == 0, started.log  # each stopped right as it serves, too
+            logs.append(started.log)
+    finally:
+        for started in starts:
+            started.kill()
     for version in range(1, VERSION + 1):
         assert sum(f"migrated to version {version}\n" in log for log in logs) == 1, logs
     with Database(url, migrate=False) as database, database.transaction() as connection:

@@ -13,6 +13,7 @@ import pytest
 import himga
 from himga.data.conversation import Message, Session
 from himga.data.errors import DatasetError
+from himga.embeddings import ModelError
 from himga.errors import (
     DatabaseUnavailable,
     HimgaError,
@@ -64,6 +65,8 @@ EXAMPLES: dict[type[Exception], Exception] = {
 # calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
+# A model that cannot be opened stops a server at start-up (the model is loaded then).
+LOCAL_ONLY |= {ModelError}
 # A database that cannot be reached, which travels as a store that cannot write. (A memory's
 # error about one argument is the request error: InvalidRequest is InvalidArgument.)
 SENT_AS: dict[type[Exception], type[Exception]] = {DatabaseUnavailable: StoreUnavailable}

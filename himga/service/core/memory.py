@@ -94,7 +94,7 @@ class MemoryHandlers:
             found.append(FieldViolation("limit", f"must be at most {MAX_LIMIT}"))
         limit = request.limit or DEFAULT_LIMIT
         chosen = _filter(request, found)
-        with self._memory(request, found, create=False) as memory:
+        with self._memory(request, found, create=False, read=True) as memory:
             text, hits = memory.recall(
                 request.query,
                 limit,
@@ -132,7 +132,7 @@ class MemoryHandlers:
         if request.page_size > MAX_PAGE_SIZE:
             found.append(FieldViolation("page_size", f"must be at most {MAX_PAGE_SIZE}"))
         chosen = _filter(request, found)
-        with self._memory(request, found, create=False) as memory:
+        with self._memory(request, found, create=False, read=True) as memory:
             page = memory.list(
                 filter=chosen,
                 page_size=request.page_size or DEFAULT_PAGE_SIZE,
@@ -183,8 +183,10 @@ class MemoryHandlers:
         found: list[FieldViolation] | None = None,
         *,
         create: bool = True,
+        read: bool = False,
     ) -> Iterator[BaseMemory]:
-        """The memory of the request's namespace, held for this call alone, once the request is
+        """The memory of the request's namespace, held for this call alone (`read`: a call that
+        only reads, which shares a thread-safe memory with other reads), once the request is
         known to be well formed: InvalidRequest with `found` (what the handler found wrong) and
         whatever is wrong with the namespace and memory names, before anything is opened.
         Without `create`, a namespace that does not exist is an empty memory, and nothing of it
@@ -203,8 +205,8 @@ class MemoryHandlers:
             if opened is None:
                 yield NullMemory()
                 return
-            with opened.lock:
-                yield opened.memory
+            with opened.held(read=read) as memory:
+                yield memory
 
     def _write(
         self,
