@@ -226,12 +226,14 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
     }
     graph = None
     if hnsw:
-        graph = Index(ndim=vectors.shape[1], metric="ip", dtype="f16", connectivity=16)
+        graph = Index(
+            ndim=vectors.shape[1], metric="ip", dtype="f32", connectivity=16, expansion_add=128
+        )
         start = time.perf_counter()
         graph.add(keys, vectors, threads=2)
-        print(f"(usearch HNSW f16 built in {time.perf_counter() - start:.0f} s)")
+        print(f"(usearch HNSW f32 built in {time.perf_counter() - start:.0f} s)")
         graph.expansion_search = 256
-        variants["HNSW f16 ef=256 (usearch)"] = lambda q: graph.search(q, K, threads=1).keys
+        variants["HNSW f32 ef=256 (usearch)"] = lambda q: graph.search(q, K, threads=1).keys
     if size >= 1_000_000:
         queries = queries[:MILLION_QUERIES]
     truth = [index.nearest(q, K)[0] for q in queries]
@@ -261,7 +263,7 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
         f"exact int8 + float32 rerank of {RERANK}": small.nbytes / size + dimension * 4 + 8,
     }
     if graph is not None:
-        per_million["HNSW f16 ef=256 (usearch)"] = graph.memory_usage / size
+        per_million["HNSW f32 ef=256 (usearch)"] = graph.memory_usage / size
     print(f"## 2. vector search at {size:,} vectors of {dimension} (added in {added:.1f} s)")
     print("variant | p50 ms (min / median / max) | / exact float32 | recall@10 | MB per 1M")
     for name in variants:
