@@ -23,7 +23,7 @@ EMBEDDING_MODEL ?= e5-small-v2
 
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate bench-mcp \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
-        bench-isolation bench-bad-bodies bench-postgres bench-concurrent bench-keyword-1m screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean \
+        bench-isolation bench-bad-bodies bench-postgres bench-concurrent bench-keyword-1m bench-hybrid screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean \
         model bench-embeddings
 
 ## help: list the targets with what each does
@@ -92,7 +92,7 @@ serve: $(SERVE_SETUP)
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
 bench: bench-validate bench-validate-cli bench-cold-start bench-service bench-async bench-memory bench-episodes bench-api \
-       bench-http bench-postgres bench-mcp
+       bench-http bench-postgres bench-mcp bench-hybrid
 
 ## bench-validate: himga's validation fast path beside the jsonschema reference
 bench-validate: $(SETUP)
@@ -153,6 +153,12 @@ bench-concurrent: $(SETUP)
 ## bench-keyword-1m: keyword retrieve p50 beside tantivy's at 1M messages of natural English (SIZE=...)
 bench-keyword-1m: $(SETUP)
 	LOCOMO=$(LOCOMO) $(PY) -m benchmarks.bench_keyword_1m $(if $(SIZE),--size $(SIZE))
+
+## bench-hybrid: the hybrid kind's ingest, vector search (100k; HIMGA_BENCH_MILLION=1: and 1M),
+## Retrieve and server memory beside the model alone, exact float32, keyword and tantivy
+bench-hybrid: $(SETUP)
+	$(BIN)/himga models fetch e5-small-v2
+	$(PY) -m benchmarks.bench_hybrid --locomo $(LOCOMO)
 
 ## bench-episodes: SearchEpisodes at 100k episodes beside a scan of their JSON; recording rates
 bench-episodes: $(SETUP)

@@ -65,6 +65,7 @@ def gcide_deb() -> Path:
                 f"download ({said.strip()}); run `apt-get update` first, or put {name} in "
                 f"{directory}"
             ) from error
+        path.chmod(0o600)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != GCIDE_SHA256:
         raise SystemExit(f"{path}: SHA-256 {digest}, expected {GCIDE_SHA256}; delete it and rerun")

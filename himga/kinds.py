@@ -119,7 +119,8 @@ def parse_options(name: str, kind: Kind, given: Mapping[str, object]) -> Any:
 
 
 def _converted(field: str, wanted: object, value: object) -> object:
-    """`value` as a `wanted` (bool, int, float, str or Path), or InvalidArgument naming `field`."""
+    """`value` as a `wanted` (bool, int, float, str, Path, or one of a Literal's values), or
+    InvalidArgument naming `field`."""
     if wanted is bool:
         if isinstance(value, bool):
             return value
@@ -141,6 +142,13 @@ def _converted(field: str, wanted: object, value: object) -> object:
     if wanted is str:
         if not isinstance(value, str):
             raise InvalidArgument(field, f"must be text, not {value!r}")
+        return value
+    if typing.get_origin(wanted) is typing.Literal:
+        allowed = typing.get_args(wanted)
+        if value not in allowed:
+            raise InvalidArgument(
+                field, f"must be one of {', '.join(map(str, allowed))}, not {value!r}"
+            )
         return value
     if wanted is Path:
         if not isinstance(value, str | Path):

@@ -9,7 +9,7 @@ to `keyword_depth` hits, the index for the `dense_depth` nearest to the embedded
 calls them; so a grid of methods costs one embedding of the conversation, not one each.
 
 `leave_one_out` chooses, for each conversation, the method (GRID: dense weight, neighbour
-weight, keyword scale, and whether the speakers' names are left out of the embedded query) that
+weight, and whether the speakers' names are left out of the embedded query) that
 does best on the others, by the mean of recall@10 and recall@50 (overall, as himga.eval.folds
 does for the keyword method), and measures the held-out conversation with it.
 """
@@ -45,18 +45,15 @@ class Candidate:
         if f.kind == "ranks":
             text = f"reciprocal ranks, dense weight {f.dense_weight}, k {f.rank_constant:g}"
         else:
-            text = (
-                f"dense weight {f.dense_weight}, neighbour weight {f.neighbour_weight}, "
-                f"keyword scale {f.keyword_scale:g}"
-            )
+            text = f"dense weight {f.dense_weight}, neighbour weight {f.neighbour_weight}"
         return text + ("" if self.leave_out_names else ", names kept in the embedded query")
 
 
 DEFAULT = Candidate()
 GRID: tuple[Candidate, ...] = tuple(
-    Candidate(Fusion(dense_weight=weight, neighbour_weight=beside, keyword_scale=scale), names)
-    for names, weight, beside, scale in product(
-        (True, False), (0.1, 0.15, 0.2, 0.25, 0.3, 0.35), (0.0, 0.25, 0.5), (0.0, 10.0)
+    Candidate(Fusion(dense_weight=weight, neighbour_weight=beside), names)
+    for names, weight, beside in product(
+        (True, False), (0.1, 0.15, 0.2, 0.25, 0.3, 0.35), (0.0, 0.25, 0.5)
     )
 )
 

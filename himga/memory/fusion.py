@@ -17,28 +17,26 @@ LoCoMo development conversations this lifts the fused recall@10 by about 0.02 an
 (adversarial) by about 0.09, on each of the three (README, Figures: `make eval-retrieval-loo
 MEMORY=hybrid`).
 
-The method (`Fusion()`), its weights chosen by leave-one-conversation-out on the development
-file (himga.eval.hybrid):
+The method (`Fusion()`):
 
-    score(turn) = keyword / max(best keyword, S)  +  w * z  +  w * n * max(z of its neighbours)
+    score(turn) = keyword / best keyword  +  w * z  +  w * n * max(z of its neighbours)
 
 where `keyword` is the turn's keyword score (0 for a turn the keyword side did not return),
 `best keyword` the first hit's, z = (cosine - mean) / standard deviation is the turn's dense
 score on the scale of every stored turn (so a query whose best cosine is barely above the rest
-adds little, and one that stands out adds a lot), w the dense weight and n the neighbour weight.
-The neighbours are the turns beside it in its session (an answer is often the reply to the turn
-that matches): a neighbour counts only where the dense side returned its cosine. The candidates
-are the turns either side returned.
+adds little, and one that stands out adds a lot), w the dense weight (0.3) and n the neighbour
+weight (0.25). The neighbours are the turns beside it in its session (an answer is often the
+reply to the turn that matches): a neighbour counts only where the dense side returned its
+cosine. The candidates are the turns either side returned.
 
-S, the keyword scale, puts the keyword side on a scale of its own too: a best hit scoring less
-than S (BM25, as himga.memory.ranking computes it) counts as a partial match. Without it the
-best hit of a question that shares only an incidental word ("together", "frequently") with
-the stored turns would count 1, as much as a turn holding every word asked, and bury the turn
-that answers it in other words. On the development file nine in ten questions' best hit score
-above 8.5 (median 14.5); S = 10 leaves their recall as it is (every S from 0 to 15 is within
-0.004 there) and lifts the questions that share no word with their answer
-(tests/meaning/) from 13 of 31 in the top 5 to 22. BM25 grows with the log of the number of
-turns stored, so in a far larger store S weighs less: the method tends to the one without it.
+How they were chosen (README, "Recall of the hybrid kind"; himga.eval.hybrid): by leaving one
+LoCoMo development conversation out, over dense weights 0.1 to 0.35, neighbour weights 0, 0.25
+and 0.5 and the names in or out of the embedded query. Every fold left the names out and took
+n = 0.25; the dev recall is flat in w from 0.15 to 0.35 (within 0.005 at recall@10 and @50;
+0.2 and 0.3 are one question apart). Within that plateau w = 0.3 rather than 0.2 because a
+question that shares no word with its answer needs the meaning side to outweigh an incidental
+keyword match: at 0.3 the hybrid kind finds 20 of 31 such questions' answers in its top 5
+(tests/meaning/), at 0.2 only 10.
 
 `Fusion(kind="ranks")` is the issue's baseline instead, weighted reciprocal rank:
 
@@ -102,15 +100,14 @@ def dense_query(query: str, speakers: Iterable[str]) -> str:
 @dataclass(frozen=True, slots=True)
 class Fusion:
     """The method's parameters (the text above). `keyword_depth` and `dense_depth`: how many
-    hits the caller asks of each side; `dense_weight`: w; `neighbour_weight`: n; `keyword_scale`: S;
+    hits the caller asks of each side; `dense_weight`: w; `neighbour_weight`: n;
     `rank_constant`: k of the baseline; `kind`: "scores" (the method) or "ranks" (the
     baseline). Out-of-range values are InvalidArgument naming the parameter."""
 
     keyword_depth: int = 100
     dense_depth: int = 100
-    dense_weight: float = 0.2
+    dense_weight: float = 0.3
     neighbour_weight: float = 0.25
-    keyword_scale: float = 10.0
     rank_constant: float = 10.0
     kind: Literal["scores", "ranks"] = "scores"
 
@@ -118,7 +115,7 @@ class Fusion:
         for name in ("keyword_depth", "dense_depth"):
             if getattr(self, name) < 1:
                 raise InvalidArgument(name, "must be 1 or more")
-        for name in ("dense_weight", "neighbour_weight", "keyword_scale", "rank_constant"):
+        for name in ("dense_weight", "neighbour_weight", "rank_constant"):
             if not getattr(self, name) >= 0:
                 raise InvalidArgument(name, "must be 0 or more")
         if self.kind == "ranks" and not self.dense_weight <= 1:
@@ -178,7 +175,7 @@ def _scores(
 ) -> np.ndarray:
     scores = np.zeros(candidates.size)
     if keyword_keys.size:
-        best = max(keyword_scores.max(), fusion.keyword_scale)
+        best = keyword_scores.max()
         if best > 0:
             np.add.at(scores, np.searchsorted(candidates, keyword_keys), keyword_scores / best)
     mean, deviation = dense_stats

@@ -266,7 +266,11 @@ class HybridIndex(DerivedIndex):
                 for key, cosine in zip(others, own.tolist(), strict=True)
                 if cosine == cosine  # nan: a turn without a vector
             ]
-        return dense, self.vectors.stats(query)
+        mean, deviation = self.vectors.stats(query)
+        # The index keeps its moments as vectors come and go, so after a delete its statistics
+        # differ in the last bits from those of the same vectors stored afresh; to 9 digits they
+        # are the same, and so are the scores (a delete leaves what storing less would).
+        return dense, (float(f"{mean:.9g}"), float(f"{deviation:.9g}"))
 
 
 GROWTH = 4
@@ -368,18 +372,63 @@ class HybridMemory(IndexedMemory):
         wanted = query_terms(query)
         if not wanted:  # only stopwords and punctuation: nothing asked, as by the keyword kinds
             return []
-        with self._lock.reading():  # the speakers it names, left out of the embedded query
-            named = self._vectors.windows.named(set(wanted))
-        embedded = self._embedder.embed_queries([dense_query(query, named)])
-        vector = as_vectors(embedded, self._embedder.dimension)[0]
+        asked = set(wanted)
 
-        def read(rows: Rows, best: builtins.list[tuple[int, float]]) -> builtins.list[Hit]:
-            stored = rows.stored([number for number, _ in best]) if best else {}
+        def hits(
+            rows: Rows, best: builtins.list[tuple[int, float]] | None
+        ) -> builtins.list[Hit] | None:
+            if best is None:
+                return None
+            if not best:
+                return []
+            stored = rows.stored([number for number, _ in best])
             return [hit_of(stored[number], score) for number, score in best]
 
-        return self._read(
-            lambda: self._vectors.ranked(wanted, vector, limit, filter, self._fusion), read
-        )
+        # The query is embedded once, without the names of the speakers it names (fusion's
+        # dense_query), outside the lock; should the speakers the index knows have changed
+        # meanwhile (another server's turns, read in now), it is embedded again.
+        for _ in range(MOST_EMBEDDINGS):
+            named = self._named(asked)
+            vector = as_vectors(
+                self._embedder.embed_queries([dense_query(query, named)]),
+                self._embedder.dimension,
+            )[0]
+
+            def pick(
+                named: set[str] = named, vector: np.ndarray = vector
+            ) -> builtins.list[tuple[int, float]] | None:
+                if self._named_now(asked) != named:
+                    return None
+                return self._vectors.ranked(wanted, vector, limit, filter, self._fusion)
+
+            found = self._read(pick, hits)
+            if found is not None:
+                return found
+        with self._lock.writing(), self._using(write=False) as (rows, _):
+            named = self._named_now(asked)
+            vector = as_vectors(
+                self._embedder.embed_queries([dense_query(query, named)]),
+                self._embedder.dimension,
+            )[0]
+            return (
+                hits(rows, self._vectors.ranked(wanted, vector, limit, filter, self._fusion)) or []
+            )
+
+    def _named(self, asked: set[str]) -> set[str]:
+        """The speakers the query of terms `asked` names, of those the index holds (read in
+        first when it is not current)."""
+        with self._lock.reading():
+            if self._version is not None:
+                return self._named_now(asked)
+        with self._lock.writing(), self._using(write=False):
+            return self._named_now(asked)
+
+    def _named_now(self, asked: set[str]) -> set[str]:
+        return set(self._index.windows.named(asked))
+
+
+MOST_EMBEDDINGS = 2
+"""How many times a search embeds its query before it does so holding the lock alone."""
 
 
 def _vector_rows(rows: Rows) -> VectorRows:

@@ -4,7 +4,8 @@ Vectors sit in one contiguous float32 matrix (grown by doubling), one row per ke
 row number); a dictionary maps a key to its row, and a removal moves the last row into the
 freed one, so the stored rows are always the first `len(index)`. A search is an exact scan:
 one matrix-vector product over the stored rows, or over the rows a filter admits when those are
-few. Vectors are normalised on the way in, so a dot product is their cosine.
+few (numpy's own loop for a small scan, BLAS for a large one). Vectors are normalised on the
+way in, so a dot product is their cosine.
 
 stats() is exact and costs no scan: the index keeps the sum of its vectors and the sum of their
 outer products (float64), from which the mean and variance of any query's cosine follow.
@@ -22,6 +23,9 @@ Floats = npt.NDArray[np.float32]
 Keys = npt.NDArray[np.int64]
 
 _INITIAL_CAPACITY = 64
+# Up to this many rows a scan is numpy's own single-threaded loop: BLAS would wake its threads
+# for it, and on a busy machine waiting for them costs more than the scan (bench-hybrid).
+_BLAS_ROWS = 32_768
 # A filter admitting at most this share of the stored vectors is searched over its own rows
 # (a gather); a wider one is searched by the full scan, its best rows checked against it.
 _GATHER_SHARE = 1 / 16
@@ -151,7 +155,7 @@ class VectorIndex:
         where = [(i, self._slot[k]) for i, k in enumerate(key_list) if k in self._slot]
         if where:
             positions, slots = zip(*where, strict=True)
-            out[list(positions)] = self._matrix[list(slots)] @ q
+            out[list(positions)] = _scores(self._matrix[list(slots)], q)
         return out
 
     def nearest(
@@ -167,20 +171,20 @@ class VectorIndex:
         if k == 0 or n == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         if allowed is None:
-            return self._best(self._keys[:n], self._matrix[:n] @ q, k)
+            return self._best(self._keys[:n], _scores(self._matrix[:n], q), k)
         admitted = np.asarray(allowed, dtype=np.int64).reshape(-1)
         if len(admitted) > 1 and (admitted[1:] < admitted[:-1]).any():
             admitted = np.sort(admitted)  # the interface asks for sorted keys; cheap to check
         if len(admitted) <= n * _GATHER_SHARE:
             slots = [s for s in map(self._slot.get, admitted.tolist()) if s is not None]
-            return self._best(self._keys[slots], self._matrix[slots] @ q, k)
+            return self._best(self._keys[slots], _scores(self._matrix[slots], q), k)
         return self._best_admitted(q, k, admitted)
 
     def _best_admitted(self, q: Floats, k: int, admitted: Keys) -> tuple[Keys, Floats]:
         """The full scan, then its best rows checked against `admitted` (sorted), widening the
         look until `k` are admitted or every row was looked at."""
         n = len(self._slot)
-        scores = self._matrix[:n] @ q
+        scores = _scores(self._matrix[:n], q)
         keys = self._keys[:n]
         share = max(len(admitted) / n, 1e-9)
         look = min(n, max(4 * k, int(2 * k / share)))
@@ -210,8 +214,17 @@ class VectorIndex:
         if n == 0:
             return 0.0, 0.0
         mean = float(self._sum @ q) / n
-        square = float(q @ self._outer @ q) / n
+        square = float(np.einsum("ij,j->i", self._outer, q) @ q) / n  # no BLAS threads
         return mean, float(np.sqrt(max(square - mean * mean, 0.0)))
+
+
+def _scores(rows: Floats, q: Floats) -> Floats:
+    """The dot product of each of `rows` with `q`."""
+    if len(rows) <= _BLAS_ROWS:
+        small: Floats = np.einsum("ij,j->i", rows, q)
+        return small
+    large: Floats = rows @ q
+    return large
 
 
 def _key_list(keys: Sequence[int] | npt.ArrayLike) -> list[int]:

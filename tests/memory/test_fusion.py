@@ -55,7 +55,7 @@ def test_turns_without_a_vector_count_by_words_alone() -> None:
     assert dict(fused)[1] == pytest.approx(0.7 / 11)
     assert [key for key, _ in fused] == [1, 2]
     fused = fuse([(1, 2.0)], [(1, math.nan), (2, 0.5)], (0.0, 0.1), no_neighbours, Fusion())
-    assert dict(fused) == pytest.approx({1: 2.0 / 10, 2: 0.2 * 5.0})
+    assert dict(fused) == pytest.approx({1: 1.0, 2: 0.3 * 5.0})
 
 
 def test_a_key_given_twice_counts_once() -> None:
@@ -80,7 +80,6 @@ def test_limit_and_ties(method: Fusion) -> None:
         ("dense_depth", 0),
         ("dense_weight", -0.1),
         ("neighbour_weight", -1),
-        ("keyword_scale", -1),
         ("rank_constant", -1),
         ("kind", "words"),
     ],
@@ -93,7 +92,7 @@ def test_out_of_range_parameters_are_refused_by_name(field: str, value: object) 
 
 
 def test_scores_are_keyword_over_the_best_plus_weighted_z_and_the_better_neighbour() -> None:
-    method = Fusion(dense_weight=0.2, neighbour_weight=0.25, keyword_scale=0.0)
+    method = Fusion(dense_weight=0.2, neighbour_weight=0.25)
     keyword = [(10, 4.0), (11, 2.0)]
     dense = [(10, 0.5), (11, 0.3), (12, 0.9), (13, 0.7)]
     beside = {10: [11], 11: [10, 12], 12: [11, 13], 13: [12, 14]}  # 14 has no cosine given
@@ -114,7 +113,7 @@ def test_a_turn_whose_neighbour_matches_by_meaning_rises_above_an_equal_one() ->
     keyword = [(1, 2.0), (2, 2.0)]
     dense = [(1, 0.5), (2, 0.5), (3, 0.9)]
     beside = {1: [], 2: [3], 3: [2]}
-    method = Fusion(keyword_scale=0.0)
+    method = Fusion(dense_weight=0.2)
     alone = fuse(keyword, dense, (0.4, 0.1), no_neighbours, method, limit=3)
     together = fuse(keyword, dense, (0.4, 0.1), lambda key: beside[key], method, limit=3)
     assert [key for key, _ in alone][:2] == [1, 2]
@@ -123,20 +122,7 @@ def test_a_turn_whose_neighbour_matches_by_meaning_rises_above_an_equal_one() ->
 
 def test_no_spread_of_cosines_leaves_the_words_alone() -> None:
     fused = fuse([(1, 3.0), (2, 1.0)], [(2, 0.9)], (0.9, 0.0), no_neighbours, Fusion())
-    assert fused == [(1, pytest.approx(3 / 10)), (2, pytest.approx(1 / 10))]
-
-
-def test_a_weak_best_keyword_hit_counts_as_a_partial_match() -> None:
-    # The best hit matches one incidental word (score 2); turn 3 stands out by meaning (z 4).
-    keyword = [(1, 2.0), (2, 1.5)]
-    dense = [(1, 0.1), (2, 0.1), (3, 0.5)]
-    relative = fuse(keyword, dense, (0.1, 0.1), no_neighbours, Fusion(keyword_scale=0.0))
-    scaled = fuse(keyword, dense, (0.1, 0.1), no_neighbours, Fusion(keyword_scale=10.0))
-    assert [key for key, _ in relative] == [1, 3, 2]
-    assert [key for key, _ in scaled] == [3, 1, 2]
-    # A strong best hit (above the scale) counts fully either way.
-    strong = [(1, 20.0), (2, 15.0)]
-    assert fuse(strong, dense, (0.1, 0.1), no_neighbours, Fusion())[0] == (1, pytest.approx(1.0))
+    assert fused == [(1, 1.0), (2, pytest.approx(1 / 3))]
 
 
 SPEAKERS = [speaker_key("Caroline"), speaker_key("Melanie"), speaker_key("Jon Snow")]

@@ -22,7 +22,7 @@ import pytest
 from himga.cli import main
 from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder
-from himga.errors import IncompatibleStoreError
+from himga.errors import IncompatibleStoreError, InvalidArgument
 from himga.memory import hybrid
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import passage
@@ -169,8 +169,11 @@ class Renamed(Embedder):
 @pytest.fixture
 def other_model(monkeypatch: pytest.MonkeyPatch) -> str:
     """The name of a model other than the default (the default's weights, another id)."""
-    default = hybrid.embedder_of(HybridOptions().embedding_model)
-    monkeypatch.setitem(hybrid._EMBEDDERS, "other-model", Renamed(default, "other-model:0"))
+    loaded = hybrid.embedder_of
+    other = Renamed(loaded(HybridOptions().embedding_model), "other-model:0")
+    monkeypatch.setattr(
+        hybrid, "embedder_of", lambda spec: other if spec == "other-model" else loaded(spec)
+    )
     return "other-model"
 
 
@@ -295,3 +298,15 @@ def test_serve_refuses_at_start_up_a_model_it_cannot_load(
     caplog.clear()
     assert main([*serve, "--memory", "sqlite", "--embedding-model", "e5-small-v2"]) == 2
     assert "options.embedding_model: not an option of 'sqlite'" in caplog.text
+
+
+def test_the_options_are_the_fusions_and_the_model_each_checked() -> None:
+    options = memory_options("hybrid", {"dense_weight": "0.5", "kind": "ranks"})
+    assert (options.dense_weight, options.kind) == (0.5, "ranks")
+    assert options.embedding_model == HybridOptions().embedding_model
+    with pytest.raises(InvalidArgument, match=r"options\.kind"):
+        memory_options("hybrid", {"kind": "votes"})
+    with pytest.raises(InvalidArgument, match=r"options\.dense_weight"):
+        memory_options("hybrid", {"dense_weight": "-1"})
+    with pytest.raises(InvalidArgument, match=r"options\.embedding_model"):
+        memory_options("hybrid", {"embedding_model": " "})

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from himga.memory import vectors as vectors_module
 from himga.memory.vectors import VectorIndex
 
 DIM = 8
@@ -74,6 +75,21 @@ def test_nearest_is_the_brute_force_answer() -> None:
         query = _random(rng, 1)[0]
         for k in (1, 10, 999, 1000, 5000):
             _check_nearest(index, reference, query, k)
+
+
+def test_a_large_index_answers_as_the_reference_too() -> None:
+    """Past _BLAS_ROWS a scan is BLAS's product, below it numpy's own loop: both agree."""
+    rng = np.random.default_rng(8)
+    index, reference = VectorIndex(DIM), Reference()
+    count = vectors_module._BLAS_ROWS + 5000
+    vectors = _random(rng, count)
+    index.add(list(range(count)), vectors)
+    reference.add(list(range(count)), vectors)
+    for _ in range(3):
+        query = _random(rng, 1)[0]
+        _check_nearest(index, reference, query, 10)
+        _check_nearest(index, reference, query, 10, list(range(0, count, 2)))  # a wide filter
+        _check_nearest(index, reference, query, 10, list(range(0, count, 50)))  # a narrow one
 
 
 def test_nearest_ranks_the_query_itself_first() -> None:

@@ -5,6 +5,10 @@ appended, corrected and deleted, by the change log, and then answers as one that
 namespace anew), another model's namespace refused and `himga reembed --database` embedding it
 again, and a namespace without vectors (a keyword one's rows) embedded when it opens."""
 
+import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Sequence
 
@@ -99,8 +103,11 @@ def test_every_server_holds_the_vectors_the_others_wrote(database: Database) -> 
 
 @pytest.fixture
 def other_model(monkeypatch: pytest.MonkeyPatch) -> str:
-    default = hybrid.embedder_of(HybridOptions().embedding_model)
-    monkeypatch.setitem(hybrid._EMBEDDERS, "other-model", Renamed(default, "other-model:0"))
+    loaded = hybrid.embedder_of
+    other = Renamed(loaded(HybridOptions().embedding_model), "other-model:0")
+    monkeypatch.setattr(
+        hybrid, "embedder_of", lambda spec: other if spec == "other-model" else loaded(spec)
+    )
     return "other-model"
 
 
@@ -140,3 +147,63 @@ def test_a_namespace_of_the_keyword_kind_opens_with_every_turn_embedded(
     assert memory.search("what beverage do I prefer?", 3)[0].turn_id == "M1"
     assert HybridPostgresMemory(database, name).embedded_at_open == 0
     memory.close()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+def test_acknowledged_ingests_survive_sigkill_with_their_vectors(
+    database: Database, postgres: object
+) -> None:
+    """A child server ingests batches without end and prints each once acknowledged; killed
+    mid-stream, every acknowledged message is in the database with its vector."""
+    name = namespace()
+    url = postgres.url  # type: ignore[attr-defined]
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, url, name], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    acknowledged = []
+    for line in child.stdout:
+        acknowledged.append(int(line))
+        if len(acknowledged) == 3:
+            os.kill(child.pid, signal.SIGKILL)
+            break
+    child.wait()
+    acknowledged += [int(line) for line in child.stdout.read().split()]
+    assert child.returncode == -signal.SIGKILL
+    with database.transaction() as connection:
+        numbers = {
+            number
+            for (number,) in connection.execute(
+                "SELECT m.number FROM himga_messages m JOIN himga_namespaces n "
+                "ON n.id = m.namespace WHERE n.name = %s",
+                (name,),
+            )
+        }
+    assert set(vectors(database, name)) == numbers and len(numbers) >= 3 * len(acknowledged)
+    memory = HybridPostgresMemory(database, name)
+    assert memory.embedded_at_open == 0
+    for batch in acknowledged:
+        assert f"T{batch}-1" in [hit.turn_id for hit in memory.search(f"beverage {batch}")]
+    memory.close()
+
+
+_WRITER = """
+import sys
+from himga.data import Message, Session
+from himga.memory.hybrid_postgres import HybridPostgresMemory
+from himga.storage.postgres import Database, recorded_memory
+
+database = Database(sys.argv[1], min_size=1, max_size=2)
+recorded_memory(database, sys.argv[2], "hybrid")
+memory = HybridPostgresMemory(database, sys.argv[2])
+session = Session(session_id="s1")
+b = 0
+while True:
+    memory.store([
+        (Message(role="Ada", content=f"batch {b}: the weather", turn_id=f"T{b}-0"), session),
+        (Message(role="Ada", content=f"batch {b}: I drink tea", turn_id=f"T{b}-1"), session),
+        (Message(role="Ada", content=f"batch {b}: my dog", turn_id=f"T{b}-2"), session),
+    ])
+    print(b, flush=True)
+    b += 1
+"""

@@ -1,0 +1,428 @@
+"""bench-hybrid: what the `hybrid` memory costs beside what it is made of, in one run.
+
+1. The model (e5-small-v2 from the model cache): TURNS natural LoCoMo turns embedded as the
+   hybrid memory embeds them (`fusion.passage`), by the model alone, beside the same turns
+   ingested into a hybrid memory on disk through `ingest_many` in batches of BATCH (what
+   IngestBatch runs): turns and tokens per second, and ingest / model alone (target >= 0.8).
+   Then QUERIES questions embedded one at a time, as a Retrieve embeds its query.
+2. The vector index at 5k and 100k vectors (and 1M with --million or HIMGA_BENCH_MILLION=1): vectors
+   drawn from a normal distribution with the mean and covariance of the real e5 vectors of
+   step 1 (their cosines with real questions have the real ones' mean and spread; the cost of a
+   search does not depend on what they mean; how well an approximate search recalls does, and
+   such drawn vectors are less clustered than real ones, so they are the harder case). Each
+   real question is searched (k = 10) by every variant in turn: himga's exact float32
+   VectorIndex, the same behind a filter admitting 1% of the keys, numpy's BLAS product over
+   the same matrix (what VectorIndex uses past 32k rows, and below them its own loop, which
+   wakes no threads: see the figures at 5k, a conversation's size), and exact scans of float16
+   and int8 copies (usearch's SIMD kernels; int8 then re-ranks its best RERANK in float32);
+   with --hnsw also usearch's HNSW graph (its build takes minutes at 100k on two cores).
+   Figures: p50 latency, recall@10 against the exact float32 answer, bytes per million
+   vectors, and each variant's p50 / the exact p50 within the run.
+3. Retrieve at 100k natural-text messages (benchmarks/corpus.py): the hybrid memory (SQLite),
+   the keyword memory (SQLite) and tantivy over the same texts, and the query's embedding
+   alone. The hybrid memory's passages get drawn vectors as in 2 (embedding 100k turns would
+   take hours here); its queries are embedded by the real model. Target: hybrid p50 <= keyword
+   p50 + tantivy p50 + embedding p50.
+4. Resident memory (VmRSS) of `himga serve --memory hybrid` with its model loaded, beside
+   `himga serve --memory sqlite`, both just started.
+
+Each latency is the fastest of REPEATS tries in a row, the engines taking turns question by
+question after WARM_UP questions; p50 is over the questions. Everything is repeated RUNS
+times; figures are min / median / max over the runs and every ratio is taken within a run.
+
+    make bench-hybrid    # or: python -m benchmarks.bench_hybrid --locomo FILE [--million]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.corpus import natural, questions
+
+DEFAULT_LOCOMO = "../shared/data/locomo/locomo-dev.json"
+TURNS = 400
+BATCH = 100
+QUERIES = 100
+WARM_UP = 10
+REPEATS = 3
+RUNS = 3
+K = 10
+RERANK = 100
+RETRIEVE_SIZE = 100_000
+MILLION_QUERIES = 30  # at 1M: fewer questions and one run (a float32 scan reads 1.5 GB)
+SEED = 20261202
+
+
+def _spread(stats: list[float]) -> str:
+    return f"{min(stats):.3g} / {statistics.median(stats):.3g} / {max(stats):.3g}"
+
+
+def _p50(times: list[float]) -> float:
+    return statistics.median(times) * 1e3
+
+
+def _fastest(call: Callable[[], Any]) -> tuple[float, Any]:
+    best, answer = float("inf"), None
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        answer = call()
+        best = min(best, time.perf_counter() - start)
+    return best, answer
+
+
+def _in_turns(engines: dict[str, Callable[[Any], Any]], asked: Sequence[Any]) -> dict[str, Any]:
+    """Every engine answers every question, taking turns (the order rotating), after WARM_UP;
+    per engine: the fastest latency of each question and the answers."""
+    names = list(engines)
+    for question in asked[:WARM_UP]:
+        for name in names:
+            engines[name](question)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    answers: dict[str, list[Any]] = {name: [] for name in names}
+    for i, question in enumerate(asked):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            took, answer = _fastest(lambda name=name, q=question: engines[name](q))
+            times[name].append(took)
+            answers[name].append(answer)
+    return {"times": times, "answers": answers}
+
+
+# --- 1. the model -------------------------------------------------------------------------
+
+
+def _turn_pairs(locomo: str, count: int) -> list[tuple[Any, Any]]:
+    """`count` of the file's own turns (not reshuffled: real sentences), evenly spread."""
+    from himga.data import load_dataset
+
+    pairs = [
+        (message, session)
+        for sample in load_dataset("locomo", locomo)
+        for session in sample.sessions
+        for message in session.messages
+        if message.content.strip()
+    ]
+    if len(pairs) <= count:
+        return pairs
+    return [pairs[i * len(pairs) // count] for i in range(count)]
+
+
+def bench_model(embedder: Any, locomo: str, asked: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Step 1; returns the turns' vectors and the questions' vectors."""
+    from himga.memory.fusion import passage
+    from himga.memory.hybrid_options import HybridOptions
+    from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+
+    pairs = _turn_pairs(locomo, TURNS)
+    texts = [passage(m.role, m.content) for m, _ in pairs]
+    tokens = sum(len(embedder.token_ids(embedder.passage_prefix + t)) for t in texts)
+    alone_rates, ingest_rates, ratios = [], [], []
+    vectors = np.zeros((0, embedder.dimension), dtype=np.float32)
+    for run in range(RUNS):
+        with tempfile.TemporaryDirectory() as scratch:
+            memory = HybridSQLiteMemory(Path(scratch) / "memory.sqlite3", HybridOptions())
+            took: dict[str, float] = {}
+            # the order alternates between runs: neither always meets the machine first
+            for step in ("alone", "ingest") if run % 2 == 0 else ("ingest", "alone"):
+                start = time.perf_counter()
+                if step == "alone":
+                    vectors = embedder.embed_passages(texts)
+                else:
+                    for at in range(0, len(pairs), BATCH):
+                        memory.ingest_many(pairs[at : at + BATCH])
+                took[step] = time.perf_counter() - start
+            memory.close()
+        alone_rates.append(len(texts) / took["alone"])
+        ingest_rates.append(len(texts) / took["ingest"])
+        ratios.append(took["alone"] / took["ingest"])
+    print(f"## 1. the model on {len(texts)} LoCoMo turns ({tokens} tokens), min / median / max")
+    print(f"model alone:        {_spread(alone_rates)} turns/s")
+    median_alone = statistics.median(alone_rates)
+    print(f"                    {_spread([r * tokens / len(texts) for r in alone_rates])} tokens/s")
+    print(f"hybrid ingest_many: {_spread(ingest_rates)} turns/s (batches of {BATCH})")
+    print(f"ingest / model alone: {_spread(ratios)}  (target >= 0.8)")
+    query_times: list[float] = []
+    query_vectors = []
+    for question in asked:
+        took, found = _fastest(lambda question=question: embedder.embed_queries([question]))
+        query_times.append(took)
+        query_vectors.append(found[0])
+    print(f"one query embedded: p50 {_p50(query_times):.2f} ms over {len(asked)} questions")
+    print(f"(model alone at median {median_alone:.1f} turns/s)\n")
+    return np.asarray(vectors, dtype=np.float32), np.asarray(query_vectors, dtype=np.float32)
+
+
+# --- 2. the vector index ------------------------------------------------------------------
+
+
+class Drawn:
+    """Unit vectors drawn from the normal distribution of real ones' mean and covariance."""
+
+    def __init__(self, real: np.ndarray) -> None:
+        self._mean = real.mean(axis=0).astype(np.float64)
+        covariance = np.cov(real.T.astype(np.float64))
+        # fewer samples than dimensions squared: a little of the diagonal keeps it positive
+        covariance = 0.95 * covariance + 0.05 * np.diag(np.diag(covariance))
+        self._factor = np.linalg.cholesky(covariance + 1e-9 * np.eye(len(covariance)))
+        self._rng = np.random.default_rng(SEED)
+
+    def draw(self, count: int) -> np.ndarray:
+        out = np.empty((count, len(self._mean)), dtype=np.float32)
+        for at in range(0, count, 50_000):
+            n = min(50_000, count - at)
+            rows = self._mean + self._rng.standard_normal((n, len(self._mean))) @ self._factor.T
+            out[at : at + n] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return out
+
+
+def _int8(vectors: np.ndarray) -> np.ndarray:
+    return np.clip(np.round(vectors * 127), -127, 127).astype(np.int8)
+
+
+def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> None:
+    from usearch.index import Index, MetricKind, search
+
+    from himga.memory.vectors import VectorIndex
+
+    vectors = drawn.draw(size)
+    keys = np.arange(size, dtype=np.int64)
+    index = VectorIndex(vectors.shape[1])
+    start = time.perf_counter()
+    index.add(keys, vectors)
+    added = time.perf_counter() - start
+    half, small = vectors.astype(np.float16), _int8(vectors)
+    allowed = np.arange(size // 2, size // 2 + size // 100, dtype=np.int64)  # 1%: a conversation
+
+    def int8_reranked(q: np.ndarray) -> np.ndarray:
+        found = search(small, _int8(q), RERANK, MetricKind.IP, exact=True, threads=1)
+        rows = np.asarray(found.keys, dtype=np.int64)
+        return rows[np.argsort(-(vectors[rows] @ q), kind="stable")[:K]]
+
+    def blas(q: np.ndarray) -> np.ndarray:
+        scores = vectors @ q
+        best = np.argpartition(-scores, K - 1)[:K]
+        return best[np.argsort(-scores[best])]
+
+    variants: dict[str, Callable[[Any], Any]] = {
+        "exact float32 (VectorIndex)": lambda q: index.nearest(q, K)[0],
+        "exact float32, BLAS always (numpy @)": blas,
+        "exact float32, 1% allowed": lambda q: index.nearest(q, K, allowed)[0],
+        "exact float16 (usearch)": lambda q: (
+            search(half, q.astype(np.float16), K, MetricKind.IP, exact=True, threads=1).keys
+        ),
+        f"exact int8 + float32 rerank of {RERANK}": int8_reranked,
+    }
+    graph = None
+    if hnsw:
+        graph = Index(
+            ndim=vectors.shape[1], metric="ip", dtype="f32", connectivity=16, expansion_add=128
+        )
+        start = time.perf_counter()
+        graph.add(keys, vectors, threads=2)
+        print(f"(usearch HNSW f32 built in {time.perf_counter() - start:.0f} s)")
+        graph.expansion_search = 256
+        variants["HNSW f32 ef=256 (usearch)"] = lambda q: graph.search(q, K, threads=1).keys
+    if size >= 1_000_000:
+        queries = queries[:MILLION_QUERIES]
+    truth = [index.nearest(q, K)[0] for q in queries]
+    truth_allowed = [allowed[np.argsort(-(vectors[allowed] @ q))[:K]] for q in queries]
+    p50s: dict[str, list[float]] = {name: [] for name in variants}
+    ratios: dict[str, list[float]] = {name: [] for name in variants}
+    recalls: dict[str, float] = {}
+    runs = RUNS if size < 1_000_000 else 1
+    for _ in range(runs):
+        measured = _in_turns(variants, list(queries))
+        for name in variants:
+            p50s[name].append(_p50(measured["times"][name]))
+            ratios[name].append(p50s[name][-1] / p50s["exact float32 (VectorIndex)"][-1])
+            answers = measured["answers"][name]
+            expected = truth_allowed if name.endswith("allowed") else truth
+            hits = [
+                len(set(np.asarray(a).tolist()) & set(t.tolist())) / K
+                for a, t in zip(answers, expected, strict=True)
+            ]
+            recalls[name] = float(np.mean(hits))
+    dimension = vectors.shape[1]
+    per_million = {
+        "exact float32 (VectorIndex)": index.nbytes / len(index),
+        "exact float32, 1% allowed": index.nbytes / len(index),
+        "exact float32, BLAS always (numpy @)": vectors.nbytes / size + 8,
+        "exact float16 (usearch)": half.nbytes / size + 8,
+        f"exact int8 + float32 rerank of {RERANK}": small.nbytes / size + dimension * 4 + 8,
+    }
+    if graph is not None:
+        per_million["HNSW f32 ef=256 (usearch)"] = graph.memory_usage / size
+    print(f"## 2. vector search at {size:,} vectors of {dimension} (added in {added:.1f} s)")
+    print("variant | p50 ms (min / median / max) | / exact float32 | recall@10 | MB per 1M")
+    for name in variants:
+        print(
+            f"{name} | {_spread(p50s[name])} | {_spread(ratios[name])} | {recalls[name]:.4f} | "
+            f"{per_million[name] * 1e6 / 2**20:.0f}"
+        )
+    print(
+        f"(VectorIndex: {index.nbytes / 2**20:.0f} MB at capacity for {len(index):,}; "
+        f"float32 rows alone: {dimension * 4 + 8} bytes a vector)\n"
+    )
+
+
+# --- 3. Retrieve --------------------------------------------------------------------------
+
+
+def bench_retrieve(locomo: str, embedder: Any, drawn: Drawn, asked: list[str]) -> None:
+    from benchmarks.baselines import Tantivy
+    from himga.embeddings import Embedder
+    from himga.memory.hybrid_options import HybridOptions
+    from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+    from himga.memory.sqlite import SQLiteKeywordMemory
+
+    class DrawnPassages(Embedder):
+        """The real model for queries; drawn vectors for passages (see the module's text)."""
+
+        def __init__(self) -> None:
+            self.model_id = embedder.model_id
+            self.dimension = embedder.dimension
+            self.max_tokens = embedder.max_tokens
+
+        def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+            return drawn.draw(len(texts))
+
+        def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+            found: np.ndarray = embedder.embed_queries(texts)
+            return found
+
+        def _embed(self, texts: list[str]) -> np.ndarray:
+            raise AssertionError("not used")
+
+    class BenchHybrid(HybridSQLiteMemory):
+        def _set_model(self, options: HybridOptions) -> None:
+            self._fusion = options
+            self._embedder = DrawnPassages()
+
+    pairs = natural(locomo, RETRIEVE_SIZE)
+    with tempfile.TemporaryDirectory() as scratch:
+        hybrid = BenchHybrid(Path(scratch) / "hybrid.sqlite3", HybridOptions())
+        keyword = SQLiteKeywordMemory(Path(scratch) / "keyword.sqlite3")
+        tantivy = Tantivy()
+        for at in range(0, len(pairs), 1000):
+            hybrid.ingest_many(pairs[at : at + 1000])
+            keyword.ingest_many(pairs[at : at + 1000])
+        tantivy.ingest_many(pairs)
+        engines: dict[str, Callable[[Any], Any]] = {
+            "hybrid retrieve": hybrid.retrieve,
+            "keyword retrieve": keyword.retrieve,
+            "tantivy": tantivy.retrieve,
+            "query embedding": lambda q: embedder.embed_queries([q]),
+        }
+        p50s: dict[str, list[float]] = {name: [] for name in engines}
+        budget_ratio = []
+        for _ in range(RUNS):
+            times = _in_turns(engines, asked)["times"]
+            for name in engines:
+                p50s[name].append(_p50(times[name]))
+            budget = sum(p50s[name][-1] for name in engines if name != "hybrid retrieve")
+            budget_ratio.append(p50s["hybrid retrieve"][-1] / budget)
+        hybrid.close()
+        keyword.close()
+    print(f"## 3. Retrieve at {len(pairs):,} natural-text messages, {len(asked)} questions")
+    for name in engines:
+        print(f"{name:18s} p50 {_spread(p50s[name])} ms")
+    print(
+        f"hybrid / (keyword + tantivy + query embedding): {_spread(budget_ratio)}  (target <= 1)\n"
+    )
+
+
+# --- 4. a server's resident memory --------------------------------------------------------
+
+
+def _rss_of_server(memory: str, scratch: Path) -> float:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "himga", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--memory", memory, "--data-dir", str(scratch / memory)]
+    log = (scratch / f"{memory}.log").open("wb")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                log.flush()
+                said = (scratch / f"{memory}.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"himga serve --memory {memory} exited: {said}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        time.sleep(1.0)  # past the first connection: what it holds at rest
+        for line in Path(f"/proc/{server.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS (Linux only)")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def bench_server_memory() -> None:
+    hybrid, sqlite = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for _ in range(RUNS):
+            hybrid.append(_rss_of_server("hybrid", Path(scratch)))
+            sqlite.append(_rss_of_server("sqlite", Path(scratch)))
+    print("## 4. resident memory of a just-started server (VmRSS, MB)")
+    print(f"--memory hybrid (model loaded): {_spread(hybrid)}")
+    print(f"--memory sqlite:                {_spread(sqlite)}")
+    print(f"difference: {_spread([h - s for h, s in zip(hybrid, sqlite, strict=True)])}\n")
+
+
+def main() -> None:
+    global TURNS, RETRIEVE_SIZE
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--locomo", default=os.environ.get("LOCOMO", DEFAULT_LOCOMO))
+    parser.add_argument(
+        "--million",
+        action="store_true",
+        default=bool(os.environ.get("HIMGA_BENCH_MILLION")),
+        help="also search 1M vectors",
+    )
+    parser.add_argument("--hnsw", action="store_true", help="also build usearch's HNSW graph")
+    parser.add_argument("--steps", default="1234", help="which steps to run (default: all)")
+    parser.add_argument("--size", type=int, default=RETRIEVE_SIZE, help="vectors and messages")
+    parser.add_argument("--turns", type=int, default=TURNS, help="turns the model embeds")
+    parser.add_argument("--queries", type=int, default=QUERIES, help="questions asked")
+    args = parser.parse_args()
+    TURNS, RETRIEVE_SIZE = args.turns, args.size
+    from himga.embeddings import DEFAULT_MODEL, open_embedder
+
+    embedder = open_embedder(DEFAULT_MODEL)
+    asked = questions(args.locomo, args.queries)
+    print(f"bench-hybrid: {DEFAULT_MODEL} ({embedder.model_id}), {os.cpu_count()} cores\n")
+    passages, queries = bench_model(embedder, args.locomo, asked)
+    drawn = Drawn(passages)
+    if "2" in args.steps:
+        sizes = [5_000, args.size] + ([1_000_000] if args.million else [])
+        for size in sizes:
+            bench_vectors(size, drawn, queries, args.hnsw)
+            gc.collect()  # the 1M copies go before the next step
+    if "3" in args.steps:
+        bench_retrieve(args.locomo, embedder, drawn, asked)
+    if "4" in args.steps:
+        bench_server_memory()
+
+
+if __name__ == "__main__":
+    main()
