@@ -2,7 +2,7 @@
 content word with the turn that answers them (tests/meaning/questions.py). The hybrid kind, over
 the real default model, finds most of their answers in its top 5; the keyword kind finds none.
 
-Measured (`pytest tests/meaning -s` prints it): the hybrid kind 22 of 31 in the top 5 (8, 8
+Measured (`pytest tests/meaning -s` prints it): the hybrid kind 20 of 31 in the top 5 (6, 8
 and 6 a conversation), the keyword kind 0. The whole of each conversation is stored, so every answer
 competes with 369 to 663 other turns.
 
