@@ -14,7 +14,7 @@ the words. e5 weighs a name heavily, so a question that names a person, embedded
 ranks high every turn that names or addresses them, whatever it is about. `dense_query`
 therefore removes the names of the speakers the query names before it is embedded; on the
 LoCoMo development conversations this lifts the fused recall@10 by about 0.02 and category 5
-(adversarial) by about 0.09, on each of the three (README, Figures: `make eval-retrieval-loo
+(adversarial) by about 0.08, on each of the three (README, Figures: `make eval-retrieval-loo
 MEMORY=hybrid`).
 
 The method (`Fusion()`):
