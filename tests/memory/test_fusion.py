@@ -55,7 +55,7 @@ def test_turns_without_a_vector_count_by_words_alone() -> None:
     assert dict(fused)[1] == pytest.approx(0.7 / 11)
     assert [key for key, _ in fused] == [1, 2]
     fused = fuse([(1, 2.0)], [(1, math.nan), (2, 0.5)], (0.0, 0.1), no_neighbours, Fusion())
-    assert dict(fused) == pytest.approx({1: 1.0, 2: 0.3 * 5.0})
+    assert dict(fused) == pytest.approx({1: 1.0, 2: 0.2 * 5.0})
 
 
 def test_a_key_given_twice_counts_once() -> None:
