@@ -8,50 +8,17 @@ import base64
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 from google.protobuf import any_pb2, json_format, message_factory
-from google.rpc import status_pb2
 from himga_proto.memory.v1 import memory_pb2
 
+from himga.conformance.connect import ConnectCallError
 from himga.http.handlers import CODES
 
 _BY_CONNECT = {code.value: status for status, code in CODES.items()}
-
-
-class ConnectCallError(grpc.RpcError, grpc.Call):  # type: ignore[misc]
-    """A failed Connect call, read as a failed gRPC call."""
-
-    def __init__(self, code: grpc.StatusCode, message: str, details: Sequence[Any]) -> None:
-        self._code, self._message = code, message
-        status = status_pb2.Status(code=code.value[0], message=message, details=list(details))
-        self._trailing = (("grpc-status-details-bin", status.SerializeToString()),)
-
-    def code(self) -> grpc.StatusCode:
-        return self._code
-
-    def details(self) -> str:
-        return self._message
-
-    def trailing_metadata(self) -> Any:
-        return self._trailing
-
-    def initial_metadata(self) -> Any:
-        return ()
-
-    def is_active(self) -> bool:
-        return False
-
-    def time_remaining(self) -> float | None:
-        return None
-
-    def cancel(self) -> bool:
-        return False
-
-    def add_callback(self, callback: Any) -> bool:
-        return False
 
 
 class ConnectStub:
