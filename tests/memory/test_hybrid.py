@@ -21,9 +21,7 @@ import pytest
 
 from himga.cli import main
 from himga.data.conversation import Message, Session
-from himga.embeddings import Embedder
 from himga.errors import IncompatibleStoreError, InvalidArgument
-from himga.memory import hybrid
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import passage
 from himga.memory.hybrid_options import HybridOptions
@@ -31,6 +29,7 @@ from himga.memory.hybrid_sqlite import HybridSQLiteMemory, namespace_path
 from himga.memory.registry import memory_options, open_memory
 from himga.memory.sqlite import SQLiteKeywordMemory
 from himga.storage import layout
+from tests.other_model import use_other_model
 
 SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
 OTHER = Session(session_id="s2", date_str="2:10 pm on 9 May, 2023")
@@ -152,29 +151,10 @@ def test_a_filter_is_applied_to_the_turns_found_by_meaning(memory: HybridSQLiteM
     assert filtered[0].score == next(hit.score for hit in everything if hit.turn_id == "M9")
 
 
-class Renamed(Embedder):
-    """The default model under another id: a store it wrote holds 'another model's' vectors."""
-
-    def __init__(self, inner: Embedder, model_id: str) -> None:
-        self._inner = inner
-        self.model_id = model_id
-        self.dimension = inner.dimension
-        self.max_tokens = inner.max_tokens
-        self.query_prefix, self.passage_prefix = inner.query_prefix, inner.passage_prefix
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        return self._inner._embed(texts)
-
-
 @pytest.fixture
 def other_model(monkeypatch: pytest.MonkeyPatch) -> str:
     """The name of a model other than the default (the default's weights, another id)."""
-    loaded = hybrid.embedder_of
-    other = Renamed(loaded(HybridOptions().embedding_model), "other-model:0")
-    monkeypatch.setattr(
-        hybrid, "embedder_of", lambda spec: other if spec == "other-model" else loaded(spec)
-    )
-    return "other-model"
+    return use_other_model(monkeypatch)
 
 
 def test_a_store_of_another_model_is_refused_naming_the_command_that_embeds_it_again(

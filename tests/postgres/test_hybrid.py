@@ -18,13 +18,12 @@ import pytest
 from himga.cli import main
 from himga.data import Message, Session
 from himga.errors import IncompatibleStoreError
-from himga.memory import hybrid
 from himga.memory.fusion import passage
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.hybrid_postgres import HybridPostgresMemory
 from himga.memory.registry import open_memory
 from himga.storage.postgres import Database, recorded_memory
-from tests.memory.test_hybrid import Renamed
+from tests.other_model import use_other_model
 
 SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
 SAID = [
@@ -103,12 +102,7 @@ def test_every_server_holds_the_vectors_the_others_wrote(database: Database) -> 
 
 @pytest.fixture
 def other_model(monkeypatch: pytest.MonkeyPatch) -> str:
-    loaded = hybrid.embedder_of
-    other = Renamed(loaded(HybridOptions().embedding_model), "other-model:0")
-    monkeypatch.setattr(
-        hybrid, "embedder_of", lambda spec: other if spec == "other-model" else loaded(spec)
-    )
-    return "other-model"
+    return use_other_model(monkeypatch)
 
 
 def test_another_models_namespace_is_refused_and_reembed_embeds_it_again(
