@@ -7,6 +7,7 @@ to answer."""
 import json
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import mcp_types.version
@@ -28,13 +29,29 @@ def initialize(protocol: str, request_id: int | str = 1, **params: Any) -> dict[
 
 
 def answers(*messages: dict[str, Any]) -> list[dict[str, Any]]:
-    """What `himga mcp` writes on stdout to `messages`, one a line, stdin then closed."""
-    lines = "".join(json.dumps(message) + "\n" for message in messages)
-    done = subprocess.run(
-        MCP, input=lines, capture_output=True, text=True, timeout=HANG_SECONDS, check=True
+    """What `himga mcp` writes on stdout to `messages`, one a line: stdin is closed once every
+    request (a message with an id) is answered, as a client ends a session, not before (a
+    server may drop what is still in flight when its input ends)."""
+    process = subprocess.Popen(
+        MCP, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    assert "otherwise than himga did" not in done.stderr, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
+    assert process.stdin is not None and process.stdout is not None
+    guard = threading.Timer(HANG_SECONDS, process.kill)
+    guard.start()
+    try:
+        process.stdin.write("".join(json.dumps(message) + "\n" for message in messages))
+        process.stdin.flush()
+        wanted = sum("id" in message for message in messages)
+        found = [json.loads(line) for _, line in zip(range(wanted), process.stdout, strict=False)]
+        process.stdin.close()
+        assert process.stderr is not None
+        stderr = process.stderr.read()  # to its end: the process has ended
+        process.wait()
+    finally:
+        guard.cancel()
+    assert process.returncode == 0, stderr
+    assert "otherwise than himga did" not in stderr, stderr
+    return found
 
 
 PING = {"jsonrpc": "2.0", "id": "first", "method": "ping"}

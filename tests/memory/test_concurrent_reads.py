@@ -46,6 +46,11 @@ def rounds_seen(contents: list[str]) -> set[str]:
     return {content.split()[1] for content in contents}
 
 
+SHARED = [name for name in INDEXED if memory_kind(name).keeps is not Keeps.PROCESS]
+"""The engines whose store a second connection can share (the in-process one keeps its rows
+in the memory alone)."""
+
+
 @pytest.fixture(params=INDEXED)
 def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -64,8 +69,7 @@ def memories(
     try:
         reader = writer
         if apart:
-            if memory_kind(engine).keeps is Keeps.PROCESS or not writer.durable:
-                pytest.skip(f"{engine} keeps its rows in this memory alone")
+            assert engine in SHARED and writer.durable, f"{engine} keeps its rows alone"
             reader = open_memory(engine, namespace, place)
             assert isinstance(reader, IndexedMemory)
             made.append(reader)
@@ -143,6 +147,7 @@ def test_readers_beside_its_own_writes_see_whole_commits(
         assert last == {f"round{ROUNDS - 1}"}
 
 
+@pytest.mark.parametrize("engine", SHARED)
 def test_readers_beside_another_connections_writes_see_whole_commits(
     engine: str, place_of: Callable[[str], Place]
 ) -> None:
