@@ -29,6 +29,7 @@ from himga.eval.retrieval import OVERALL, RetrievalReport
 from himga.memory.fusion import DEFAULT_FUSION, Fusion, dense_query, fuse, passage
 from himga.memory.keyword import KeywordMemory
 from himga.memory.ranking import speaker_key
+from himga.memory.text import query_terms
 from himga.memory.vectors import VectorIndex
 
 
@@ -46,6 +47,8 @@ class Candidate:
             text = f"reciprocal ranks, dense weight {f.dense_weight}, k {f.rank_constant:g}"
         else:
             text = f"dense weight {f.dense_weight}, neighbour weight {f.neighbour_weight}"
+            if f.coverage:
+                text += f", coverage {f.coverage}"
         return text + ("" if self.leave_out_names else ", names kept in the embedded query")
 
 
@@ -70,6 +73,9 @@ class Conversation:
     questions: list[tuple[list[tuple[int, float]], np.ndarray, np.ndarray]]
     """per question with evidence: keyword hits (key, score), the vector of the question
     without the named speakers, and of the question as asked"""
+    full_matches: list[float]
+    """per question with evidence: what a turn holding each of its terms once would score
+    (himga.memory.derived.full_match)"""
 
 
 def prepare(sample: Sample, embedder: Embedder, depth: int) -> Conversation:
@@ -99,8 +105,9 @@ def prepare(sample: Sample, embedder: Embedder, depth: int) -> Conversation:
     ]
     stripped = embedder.embed_queries([dense_query(qa.question, speakers) for qa in asked])
     whole = embedder.embed_queries([qa.question for qa in asked])
+    full = [keyword.full_match(query_terms(qa.question)) for qa in asked]
     return Conversation(
-        sample, turn_ids, vectors, beside, list(zip(hits, stripped, whole, strict=True))
+        sample, turn_ids, vectors, beside, list(zip(hits, stripped, whole, strict=True)), full
     )
 
 
@@ -119,7 +126,8 @@ def ranked(
     dense = list(zip(near_keys.tolist(), near_cosines.tolist(), strict=True))
     dense += zip(own_keys, vectors.similarities(query, own_keys).tolist(), strict=True)
     beside = conversation.beside
-    fused = fuse(keyword, dense, vectors.stats(query), beside.__getitem__, fusion, limit)
+    full = conversation.full_matches[question]
+    fused = fuse(keyword, dense, vectors.stats(query), beside.__getitem__, fusion, limit, full)
     return [conversation.turn_ids[key] for key, _ in fused]
 
 
