@@ -9,7 +9,7 @@ to `keyword_depth` hits, the index for the `dense_depth` nearest to the embedded
 calls them; so a grid of methods costs one embedding of the conversation, not one each.
 
 `leave_one_out` chooses, for each conversation, the method (GRID: dense weight, neighbour
-weight, and whether the speakers' names are left out of the embedded query) that
+weight, whether the speakers' names are left out of the embedded query, and the coverage) that
 does best on the others, by the mean of recall@10 and recall@50 (overall, as himga.eval.folds
 does for the keyword method), and measures the held-out conversation with it.
 """
@@ -58,6 +58,9 @@ GRID: tuple[Candidate, ...] = tuple(
     for names, weight, beside in product(
         (True, False), (0.1, 0.15, 0.2, 0.25, 0.3, 0.35), (0.0, 0.25, 0.5)
     )
+) + tuple(
+    Candidate(Fusion(dense_weight=weight, neighbour_weight=0.25, coverage=coverage))
+    for weight, coverage in product((0.15, 0.2, 0.25, 0.3), (0.0, 0.25))
 )
 
 

