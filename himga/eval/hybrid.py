@@ -9,7 +9,7 @@ to `keyword_depth` hits, the index for the `dense_depth` nearest to the embedded
 calls them; so a grid of methods costs one embedding of the conversation, not one each.
 
 `leave_one_out` chooses, for each conversation, the method (GRID: dense weight, neighbour
-weight, and whether the speakers' names are left out of the embedded query) that
+weight, whether the speakers' names are left out of the embedded query, and the coverage) that
 does best on the others, by the mean of recall@10 and recall@50 (overall, as himga.eval.folds
 does for the keyword method), and measures the held-out conversation with it.
 """
@@ -29,6 +29,7 @@ from himga.eval.retrieval import OVERALL, RetrievalReport
 from himga.memory.fusion import DEFAULT_FUSION, Fusion, dense_query, fuse, passage
 from himga.memory.keyword import KeywordMemory
 from himga.memory.ranking import speaker_key
+from himga.memory.text import query_terms
 from himga.memory.vectors import VectorIndex
 
 
@@ -46,6 +47,8 @@ class Candidate:
             text = f"reciprocal ranks, dense weight {f.dense_weight}, k {f.rank_constant:g}"
         else:
             text = f"dense weight {f.dense_weight}, neighbour weight {f.neighbour_weight}"
+            if f.coverage:
+                text += f", coverage {f.coverage}"
         return text + ("" if self.leave_out_names else ", names kept in the embedded query")
 
 
@@ -55,6 +58,9 @@ GRID: tuple[Candidate, ...] = tuple(
     for names, weight, beside in product(
         (True, False), (0.1, 0.15, 0.2, 0.25, 0.3, 0.35), (0.0, 0.25, 0.5)
     )
+) + tuple(
+    Candidate(Fusion(dense_weight=weight, neighbour_weight=0.25, coverage=coverage))
+    for weight, coverage in product((0.15, 0.2, 0.25, 0.3), (0.0, 0.25))
 )
 
 
@@ -70,6 +76,9 @@ class Conversation:
     questions: list[tuple[list[tuple[int, float]], np.ndarray, np.ndarray]]
     """per question with evidence: keyword hits (key, score), the vector of the question
     without the named speakers, and of the question as asked"""
+    full_matches: list[float]
+    """per question with evidence: what a turn holding each of its terms once would score
+    (himga.memory.derived.full_match)"""
 
 
 def prepare(sample: Sample, embedder: Embedder, depth: int) -> Conversation:
@@ -99,8 +108,9 @@ def prepare(sample: Sample, embedder: Embedder, depth: int) -> Conversation:
     ]
     stripped = embedder.embed_queries([dense_query(qa.question, speakers) for qa in asked])
     whole = embedder.embed_queries([qa.question for qa in asked])
+    full = [keyword.full_match(query_terms(qa.question)) for qa in asked]
     return Conversation(
-        sample, turn_ids, vectors, beside, list(zip(hits, stripped, whole, strict=True))
+        sample, turn_ids, vectors, beside, list(zip(hits, stripped, whole, strict=True)), full
     )
 
 
@@ -119,7 +129,8 @@ def ranked(
     dense = list(zip(near_keys.tolist(), near_cosines.tolist(), strict=True))
     dense += zip(own_keys, vectors.similarities(query, own_keys).tolist(), strict=True)
     beside = conversation.beside
-    fused = fuse(keyword, dense, vectors.stats(query), beside.__getitem__, fusion, limit)
+    full = conversation.full_matches[question]
+    fused = fuse(keyword, dense, vectors.stats(query), beside.__getitem__, fusion, limit, full)
     return [conversation.turn_ids[key] for key, _ in fused]
 
 

@@ -23,7 +23,7 @@ from himga.memory.filters import MessageFilter
 from himga.memory.method import DEFAULT_METHOD, Method
 from himga.memory.paging import encode
 from himga.memory.postings import Postings
-from himga.memory.ranking import Turns
+from himga.memory.ranking import Turns, idf
 from himga.memory.times import from_micros, micros
 from himga.memory.windows import Windows
 
@@ -156,6 +156,11 @@ class DerivedIndex:
         allowed = self.facets.selection(chosen, self.windows) if chosen else None
         return self.windows.best(self.postings.of(wanted), set(wanted), limit, allowed)
 
+    def full_match(self, wanted: Sequence[str]) -> float:
+        """What a turn holding each of the terms `wanted` once would score (himga.memory.fusion,
+        the keyword scale): see `full_match`."""
+        return full_match(self.postings, self.windows.count, wanted)
+
     def deletable(
         self, numbers: Sequence[int] | None, chosen: MessageFilter | None
     ) -> builtins.list[int]:
@@ -173,6 +178,17 @@ class DerivedIndex:
                 if len(numbers) > size:
                     break
         return numbers
+
+
+def full_match(postings: Postings, turns: int, wanted: Sequence[str]) -> float:
+    """The keyword score of a turn of average window length holding each term of `wanted`
+    once: with f = 1 and dl = avgdl a term's BM25 part is its idf, so this is the sum of their
+    idf (himga.memory.ranking.idf) over the `turns` stored. A term's document frequency is
+    taken as its number of occurrences in the turns' own text (the postings' length, capped
+    at `turns`): the ranking counts the windows holding it instead, which are more, so this
+    idf is a little higher; it is deterministic and costs nothing per stored turn. A term no
+    turn holds counts with n = 0."""
+    return sum(idf(turns, min(postings.occurrences(term), turns)) for term in wanted)
 
 
 def page_of(

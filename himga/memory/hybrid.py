@@ -234,14 +234,15 @@ class HybridIndex(DerivedIndex):
         allowed = self.facets.selector(chosen, self.windows) if chosen else None
         beside = _neighbours(self.windows)
         stored = len(self.windows)
+        full = self.full_match(wanted)
         for _ in range(MOST_DEEPER + 1):
             keyword = self.best(wanted, keyword_depth, None) if wanted else []
             dense, stats = self._dense(query, dense_depth, keyword)
             if not keyword and not dense:
                 return []
             if allowed is None:
-                return fuse(keyword, dense, stats, beside, fusion, limit)
-            fused = fuse(keyword, dense, stats, beside, fusion, len(keyword) + len(dense))
+                return fuse(keyword, dense, stats, beside, fusion, limit, full)
+            fused = fuse(keyword, dense, stats, beside, fusion, len(keyword) + len(dense), full)
             kept = [pair for pair in fused if allowed(pair[0])]
             if len(kept) >= limit or min(keyword_depth, dense_depth) >= stored:
                 break

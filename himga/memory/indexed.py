@@ -24,7 +24,7 @@ whatever the engine: the same index ranks them.
 
 import builtins
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TypeVar
 
@@ -166,6 +166,15 @@ class IndexedMemory(ContextFromHits):
                 found.terms,
             )
         return True
+
+    def full_match(self, wanted: Sequence[str]) -> float:
+        """What a turn holding each of the terms `wanted` once would score here
+        (himga.memory.derived.full_match), the index read in first when it is not current."""
+        with self._lock.reading():
+            if self._version is not None:
+                return self._index.full_match(wanted)
+        with self._lock.writing(), self._using(write=False):
+            return self._index.full_match(wanted)
 
     def _read(self, pick: Callable[[], T], read: Callable[[Rows, T], R]) -> R:
         """`read(rows, picked)` of what `pick` picked in the index, in a read transaction of

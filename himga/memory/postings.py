@@ -88,6 +88,11 @@ class Postings:
         as their decimals apart by spaces (as SQLite's group_concat gives them)."""
         self._lists.setdefault(term, array("i")).frombytes(_ranking.numbers(numbers))
 
+    def occurrences(self, term: str) -> int:
+        """How many times `term` is held, counting each turn once per occurrence (0 if none)."""
+        found = self._lists.get(term)
+        return 0 if found is None else len(found)
+
     def of(self, terms: Iterable[str]) -> list[array[int]]:
         """The postings of each of `terms` that some turn holds, in the order given."""
         lists = self._lists

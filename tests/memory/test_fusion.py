@@ -5,9 +5,11 @@ import math
 
 import pytest
 
+from himga.data.conversation import Message, Session
 from himga.errors import InvalidArgument
 from himga.memory.fusion import BASELINE, Fusion, dense_query, fuse, passage
-from himga.memory.ranking import speaker_key
+from himga.memory.keyword import KeywordMemory
+from himga.memory.ranking import idf, speaker_key
 
 
 def no_neighbours(key: int) -> list[int]:
@@ -81,6 +83,7 @@ def test_limit_and_ties(method: Fusion) -> None:
         ("dense_weight", -0.1),
         ("neighbour_weight", -1),
         ("rank_constant", -1),
+        ("coverage", -0.5),
         ("kind", "words"),
     ],
 )
@@ -106,6 +109,29 @@ def test_scores_are_keyword_over_the_best_plus_weighted_z_and_the_better_neighbo
             13: 0.2 * z[13] + 0.05 * z[12],
         }
     )
+
+
+def test_with_coverage_a_best_hit_below_the_full_match_is_a_partial_one() -> None:
+    keyword = [(10, 4.0), (11, 2.0)]
+    dense = [(10, 0.3), (11, 0.3)]  # no spread: words alone
+    scale = dict(fuse(keyword, dense, (0.3, 0.0), no_neighbours, Fusion(coverage=0.5), 10, 16.0))
+    assert scale == pytest.approx({10: 4.0 / 8.0, 11: 2.0 / 8.0})
+    # a best hit above c times the full match is still the scale, as without coverage
+    above = dict(fuse(keyword, dense, (0.3, 0.0), no_neighbours, Fusion(coverage=0.2), 10, 16.0))
+    assert above == pytest.approx({10: 1.0, 11: 0.5})
+    no_coverage = Fusion(coverage=0.0)
+    assert dict(fuse(keyword, dense, (0.3, 0.0), no_neighbours, no_coverage, 10, 16.0)) == above
+
+
+def test_the_full_match_is_the_idf_of_each_term_by_its_occurrences() -> None:
+    memory = KeywordMemory()
+    memory.ingest_many(
+        (Message(role="a", content=text, turn_id=f"t{i}"), Session(session_id="s"))
+        for i, text in enumerate(["green tea", "tea and tea", "coffee"])
+    )
+    # "tea" is said 3 times in 3 turns; "juice" by none
+    assert memory.full_match(["tea", "juic"]) == pytest.approx(idf(3, 3) + idf(3, 0))
+    assert memory.full_match(["coffe"]) == pytest.approx(idf(3, 1))
 
 
 def test_a_turn_whose_neighbour_matches_by_meaning_rises_above_an_equal_one() -> None:
