@@ -1,7 +1,6 @@
 """What only the SQLite episode store promises: its episodes outlive it, an acknowledged record
 survives SIGKILL, other connections' writes are seen, and another format is refused."""
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -15,6 +14,7 @@ from himga.errors import IncompatibleStoreError
 from himga.records import TaskContext
 from tests.episodes.helpers import episode
 from tests.episodes.test_contract import corpus
+from tests.killed import acknowledged_until_killed
 
 
 def test_episodes_and_their_ranking_outlive_the_store(tmp_path: Path) -> None:
@@ -75,15 +75,7 @@ def test_acknowledged_records_survive_sigkill(tmp_path: Path, batch: int) -> Non
         cwd=Path(__file__).resolve().parents[2],
     )
     assert child.stdout is not None
-    acknowledged: list[int] = []
-    for line in child.stdout:
-        acknowledged.append(int(line))
-        if len(acknowledged) == 15:
-            os.kill(child.pid, signal.SIGKILL)
-            break
-    child.wait()
-    acknowledged += [int(line) for line in child.stdout.read().split()]
-    assert child.returncode == -signal.SIGKILL
+    acknowledged = acknowledged_until_killed(child, 15)
     with SQLiteEpisodes(path) as store:
         stored = len(store.list(page_size=1000).episodes)
         assert stored % batch == 0 and stored >= len(acknowledged) * batch

@@ -7,7 +7,6 @@ a store without them opens, and there after SIGKILL).
 The memory contract suite (tests/memory/test_contract.py) and `himga conformance`
 (tests/conformance/test_kit.py) run over it as over every registry memory."""
 
-import os
 import shutil
 import signal
 import sqlite3
@@ -29,6 +28,7 @@ from himga.memory.hybrid_sqlite import HybridSQLiteMemory, namespace_path
 from himga.memory.registry import memory_options, open_memory
 from himga.memory.sqlite import SQLiteKeywordMemory
 from himga.storage import layout
+from tests.killed import acknowledged_until_killed
 from tests.other_model import use_other_model
 
 SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
@@ -228,15 +228,7 @@ def test_acknowledged_ingests_survive_sigkill_with_their_vectors(path: Path) -> 
         [sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True
     )
     assert child.stdout is not None
-    acknowledged = []
-    for line in child.stdout:
-        acknowledged.append(int(line))
-        if len(acknowledged) == 4:
-            os.kill(child.pid, signal.SIGKILL)
-            break
-    child.wait()
-    acknowledged += [int(line) for line in child.stdout.read().split()]
-    assert child.returncode == -signal.SIGKILL
+    acknowledged = acknowledged_until_killed(child, 4)
     with sqlite3.connect(path) as db:
         messages = {key for (key,) in db.execute("SELECT id FROM messages")}
     vectors = vector_rows(path)

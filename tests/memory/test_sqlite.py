@@ -1,6 +1,5 @@
 """SQLiteKeywordMemory's store: durable, all or nothing, one database per namespace."""
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +16,7 @@ from himga.memory.ranking import METHOD
 from himga.memory.registry import open_memory
 from himga.memory.sqlite import DATABASE_NAME, namespace_path
 from himga.memory.sqlite_schema import FORMAT
+from tests.killed import acknowledged_until_killed
 
 SESSION = Session(session_id="s1", date_str="3 March, 2023")
 
@@ -227,15 +227,7 @@ def test_acknowledged_ingests_survive_sigkill(tmp_path: Path, batch: int) -> Non
         text=True,
     )
     assert child.stdout is not None
-    acknowledged: list[int] = []
-    for line in child.stdout:
-        acknowledged.append(int(line))
-        if len(acknowledged) == 15:
-            os.kill(child.pid, signal.SIGKILL)
-            break
-    child.wait()
-    acknowledged += [int(line) for line in child.stdout.read().split()]
-    assert child.returncode == -signal.SIGKILL
+    acknowledged = acknowledged_until_killed(child, 15)
     stored = _stored(path)
     assert stored % batch == 0 and stored >= len(acknowledged) * batch
     with SQLiteKeywordMemory(path) as memory:

@@ -4,7 +4,6 @@ kept; a migration cut short by SIGKILL leaves the old store as it was; a store o
 is refused (tests/memory/test_sqlite.py)."""
 
 import json
-import os
 import shutil
 import signal
 import sqlite3
@@ -19,6 +18,7 @@ import pytest
 from himga.memory import SQLiteKeywordMemory
 from himga.memory.filters import MessageFilter
 from himga.memory.sqlite_schema import FORMAT
+from tests.killed import acknowledged_until_killed
 
 STORES = Path(__file__).resolve().parents[1] / "fixtures" / "stores"
 OLD = STORES / "before-format-version.sqlite3"
@@ -144,15 +144,7 @@ def test_acknowledged_deletes_survive_sigkill(tmp_path: Path) -> None:
     )
     assert child.stdout is not None
     assert child.stdout.readline() == "stored\n"
-    acknowledged: list[int] = []
-    for line in child.stdout:
-        acknowledged.append(int(line))
-        if len(acknowledged) == 15:
-            os.kill(child.pid, signal.SIGKILL)
-            break
-    child.wait()
-    acknowledged += [int(line) for line in child.stdout.read().split()]
-    assert child.returncode == -signal.SIGKILL
+    acknowledged = acknowledged_until_killed(child, 15)
     with SQLiteKeywordMemory(path) as memory:
         left = [m.id for m in memory.list(page_size=1000).messages]
         gone = total - len(left)

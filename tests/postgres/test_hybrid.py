@@ -5,7 +5,6 @@ appended, corrected and deleted, by the change log, and then answers as one that
 namespace anew), another model's namespace refused and `himga reembed --database` embedding it
 again, and a namespace without vectors (a keyword one's rows) embedded when it opens."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from himga.memory.hybrid_options import HybridOptions
 from himga.memory.hybrid_postgres import HybridPostgresMemory
 from himga.memory.registry import open_memory
 from himga.storage.postgres import Database, recorded_memory
+from tests.killed import acknowledged_until_killed
 from tests.other_model import use_other_model
 
 SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
@@ -155,15 +155,7 @@ def test_acknowledged_ingests_survive_sigkill_with_their_vectors(
         [sys.executable, "-c", _WRITER, url, name], stdout=subprocess.PIPE, text=True
     )
     assert child.stdout is not None
-    acknowledged = []
-    for line in child.stdout:
-        acknowledged.append(int(line))
-        if len(acknowledged) == 3:
-            os.kill(child.pid, signal.SIGKILL)
-            break
-    child.wait()
-    acknowledged += [int(line) for line in child.stdout.read().split()]
-    assert child.returncode == -signal.SIGKILL
+    acknowledged = acknowledged_until_killed(child, 3)
     with database.transaction() as connection:
         numbers = {
             number
