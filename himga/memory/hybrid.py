@@ -267,11 +267,8 @@ class HybridIndex(DerivedIndex):
                 for key, cosine in zip(others, own.tolist(), strict=True)
                 if cosine == cosine  # nan: a turn without a vector
             ]
-        mean, deviation = self.vectors.stats(query)
-        # The index keeps its moments as vectors come and go, so after a delete its statistics
-        # differ in the last bits from those of the same vectors stored afresh; to 9 digits they
-        # are the same, and so are the scores (a delete leaves what storing less would).
-        return dense, (float(f"{mean:.9g}"), float(f"{deviation:.9g}"))
+        # exact moments: a delete leaves the statistics, so the scores, storing less would
+        return dense, self.vectors.stats(query)
 
 
 GROWTH = 4

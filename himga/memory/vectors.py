@@ -8,7 +8,8 @@ few (numpy's own loop for a small scan, BLAS for a large one). Vectors are norma
 way in, so a dot product is their cosine.
 
 stats() is exact and costs no scan: the index keeps the sum of its vectors and the sum of their
-outer products (float64), from which the mean and variance of any query's cosine follow.
+outer products (in fixed point, as integers, so that a delete takes away exactly what its
+vector added), from which the mean and variance of any query's cosine follow.
 
 Not safe for a write beside any other call: the memory's lock orders writes; searches, stats
 and lookups change nothing, so any number may run together.
@@ -41,8 +42,11 @@ class VectorIndex:
         self._matrix: Floats = np.empty((_INITIAL_CAPACITY, dimension), dtype=np.float32)
         self._keys: Keys = np.empty(_INITIAL_CAPACITY, dtype=np.int64)
         self._slot: dict[int, int] = {}
-        self._sum = np.zeros(dimension, dtype=np.float64)
-        self._outer = np.zeros((dimension, dimension), dtype=np.float64)
+        # The moments of the stored vectors in fixed point (_moments): integers, so a vector
+        # removed takes away exactly what it added, and the statistics of a set of vectors are
+        # the same however it came to be (stored afresh, or what was left by deletes).
+        self._sum = np.zeros(dimension, dtype=np.int64)
+        self._outer = np.zeros((dimension, dimension), dtype=np.int64)
 
     @property
     def dimension(self) -> int:
@@ -85,9 +89,9 @@ class VectorIndex:
         self._keys[n : n + len(key_list)] = key_list
         for offset, key in enumerate(key_list):
             self._slot[key] = n + offset
-        wide = rows.astype(np.float64)
-        self._sum += wide.sum(axis=0)
-        self._outer += wide.T @ wide
+        added, outer = _moments(rows)
+        self._sum += added
+        self._outer += outer
 
     def remove(self, keys: Sequence[int]) -> None:
         """Drop the vectors of `keys`; a key without one is ignored."""
@@ -97,9 +101,9 @@ class VectorIndex:
         if not keys:
             return
         slots = [self._slot[k] for k in keys]
-        wide = self._matrix[slots].astype(np.float64)
-        self._sum -= wide.sum(axis=0)
-        self._outer -= wide.T @ wide
+        taken, outer = _moments(self._matrix[slots])
+        self._sum -= taken
+        self._outer -= outer
         for key in keys:
             slot = self._slot.pop(key)
             last = len(self._slot)  # the row that moves into the freed one
@@ -108,9 +112,6 @@ class VectorIndex:
                 self._matrix[slot] = self._matrix[last]
                 self._keys[slot] = moved
                 self._slot[moved] = slot
-        if not self._slot:  # no drift left behind by the float64 sums
-            self._sum[:] = 0.0
-            self._outer[:] = 0.0
 
     def _reserve(self, count: int) -> None:
         capacity = len(self._keys)
@@ -213,9 +214,30 @@ class VectorIndex:
         n = len(self._slot)
         if n == 0:
             return 0.0, 0.0
-        mean = float(self._sum @ q) / n
-        square = float(np.einsum("ij,j->i", self._outer, q) @ q) / n  # no BLAS threads
+        mean = float(self._sum.astype(np.float64) @ q) / (_FIXED * n)
+        outer = self._outer.astype(np.float64)
+        square = float(np.einsum("ij,j->i", outer, q) @ q) / (
+            _FIXED * _FIXED * n
+        )  # no BLAS threads
         return mean, float(np.sqrt(max(square - mean * mean, 0.0)))
+
+
+_FIXED = 1 << 20
+"""The moments' fixed point: a unit vector's components to 2**-21 (stats to well under 1e-6). A
+product of two is below 2**40, so float64 sums it exactly over a chunk of up to _CHUNK rows,
+and int64 over up to 2**23 vectors (8M; a namespace's vectors at float32 would be 12 GB)."""
+_CHUNK = 1 << 12
+
+
+def _moments(rows: Floats) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The sum and the sum of outer products of `rows`, in fixed point, exactly."""
+    fixed = np.rint(rows.astype(np.float64) * _FIXED)
+    total = fixed.sum(axis=0).astype(np.int64)
+    outer = np.zeros((rows.shape[1], rows.shape[1]), dtype=np.int64)
+    for start in range(0, len(fixed), _CHUNK):
+        chunk = fixed[start : start + _CHUNK]
+        outer += (chunk.T @ chunk).astype(np.int64)  # exact: integers below 2**53
+    return total, outer
 
 
 def _scores(rows: Floats, q: Floats) -> Floats:
