@@ -34,6 +34,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -266,10 +267,11 @@ class HybridIndex(DerivedIndex):
         if not len(self.vectors):
             return _NO_KEYS, _NO_COSINES, (0.0, 0.0)
         keys, cosines = self.vectors.nearest(query, depth, None)
-        others = keyword_keys[~np.isin(keyword_keys, keys)]
-        if others.size:
+        near = set(keys.tolist())
+        others = [key for key in keyword_keys.tolist() if key not in near]
+        if others:
             own = self.vectors.similarities(query, others)
-            keys = np.concatenate((keys, others))
+            keys = np.concatenate((keys, np.asarray(others, dtype=np.int64)))
             cosines = np.concatenate((cosines, own))
         # exact moments: a delete leaves the statistics, so the scores, storing less would
         return keys, cosines.astype(np.float64), self.vectors.stats(query)
@@ -290,8 +292,10 @@ def _neighbours(windows: Windows) -> Around:
 
     def around(candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         inside, before, after = windows.besides(candidates.tolist())
-        owners = np.asarray(inside + inside, dtype=np.intp)
-        beside = np.asarray(before + after, dtype=np.int64)
+        count = len(inside)
+        held = np.arange(count) if count == candidates.size else np.asarray(inside, dtype=np.intp)
+        owners = np.concatenate((held, held))
+        beside = np.fromiter(chain(before, after), dtype=np.int64, count=2 * count)
         known = beside >= 0
         return owners[known], beside[known]
 
