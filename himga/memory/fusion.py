@@ -103,8 +103,11 @@ def dense_query(query: str, speakers: Iterable[str]) -> str:
     keyword index holds them); a speaker is named as the keyword method says (every term of
     their name is among the query's). A word goes when its term is one of a named speaker's, a
     possessive "'s" with it. A query that would be left with no word is kept whole."""
+    keys = list(speakers)
+    if not keys:  # the common case: no speaker named, nothing to read the query for
+        return query
     asked = set(query_terms(query))
-    named = {term for key in speakers if is_named(key, asked) for term in key.split(" ")}
+    named = {term for key in keys if is_named(key, asked) for term in key.split(" ")}
     if not named:
         return query
     kept: list[str] = []
@@ -152,6 +155,11 @@ BASELINE = Fusion(dense_weight=0.3, rank_constant=10.0, kind="ranks")
 """The issue's simple fusion, kept to be measured beside the method."""
 
 
+Around = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""The neighbours of all the fused candidates at once: given the candidates' keys (sorted), a
+candidate's index for each neighbour and that neighbour's key (any order)."""
+
+
 def fuse(
     keyword: Sequence[tuple[int, float]],
     dense: Sequence[tuple[int, float]],
@@ -170,10 +178,32 @@ def fuse(
     stored vector; `neighbours(key)`: the keys of the turns beside `key` in its session, as the
     request's filters admit them; `full_match`: what a turn holding each of the query's terms
     once would score by words in this store (himga.memory.derived.full_match)."""
+    keyword_keys, keyword_scores = pairs(keyword)
+    dense_keys, cosines = pairs(dense)
+    return fuse_arrays(
+        keyword_keys, keyword_scores, dense_keys, cosines, dense_stats, _each(neighbours),
+        fusion, limit, full_match,
+    )  # fmt: skip
+
+
+def fuse_arrays(
+    keyword_keys: np.ndarray,
+    keyword_scores: np.ndarray,
+    dense_keys: np.ndarray,
+    cosines: np.ndarray,
+    dense_stats: tuple[float, float],
+    around: Around,
+    fusion: Fusion = DEFAULT_FUSION,
+    limit: int = 10,
+    full_match: float = 0.0,
+) -> list[tuple[int, float]]:
+    """`fuse` of both sides given as arrays (int64 keys, float64 scores and cosines, as
+    `pairs` makes them), the neighbours of every candidate looked up at once by `around`: what
+    the hybrid memory calls, with no list of pairs made on the way."""
     if limit <= 0:
         return []
-    keyword_keys, keyword_scores = _keyword(keyword)
-    dense_keys, cosines = _dense(dense)
+    keyword_keys, keyword_scores = _keyword(keyword_keys, keyword_scores)
+    dense_keys, cosines = _dense(dense_keys, cosines)
     candidates = np.union1d(keyword_keys, dense_keys)
     if candidates.size == 0:
         return []
@@ -182,7 +212,7 @@ def fuse(
     else:
         scores = _scores(
             candidates, keyword_keys, keyword_scores, dense_keys, cosines, dense_stats,
-            neighbours, fusion, full_match,
+            around, fusion, full_match,
         )  # fmt: skip
     best = np.lexsort((candidates, -scores))[:limit]
     return [(int(candidates[i]), float(scores[i])) for i in best]
@@ -195,7 +225,7 @@ def _scores(
     dense_keys: np.ndarray,
     cosines: np.ndarray,
     dense_stats: tuple[float, float],
-    neighbours: Callable[[int], Sequence[int]],
+    around: Around,
     fusion: Fusion,
     full_match: float,
 ) -> np.ndarray:
@@ -213,20 +243,14 @@ def _scores(
     found = candidates[np.minimum(at, candidates.size - 1)] == dense_keys
     scores[at[found]] += weight * z[found]
     if fusion.neighbour_weight > 0:
-        # Each candidate's neighbours (a Python call per candidate: at most the depths), then
-        # their z looked up in the dense side's keys at once.
-        owners: list[int] = []
-        beside: list[int] = []
-        for index, key in enumerate(candidates.tolist()):
-            for other in neighbours(key):
-                owners.append(index)
-                beside.append(other)
-        if beside:
-            others = np.asarray(beside, dtype=np.int64)
+        # Every candidate's neighbours, then their z looked up in the dense side's keys at once
+        # (a maximum, so the order of the pairs does not matter).
+        owners, others = around(candidates)
+        if others.size:
             place = np.searchsorted(dense_keys, others)
             known = dense_keys[np.minimum(place, dense_keys.size - 1)] == others
             best_beside = np.full(candidates.size, -np.inf)
-            np.maximum.at(best_beside, np.asarray(owners)[known], z[place[known]])
+            np.maximum.at(best_beside, owners[known], z[place[known]])
             has = np.isfinite(best_beside)
             scores[has] += weight * fusion.neighbour_weight * best_beside[has]
     return scores
@@ -254,20 +278,38 @@ def _reciprocal_ranks(
     return scores
 
 
-def _keyword(keyword: Sequence[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+def pairs(found: Sequence[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """(key, score) pairs as `fuse_arrays` takes them: int64 keys and float64 scores."""
+    keys = np.fromiter((key for key, _ in found), dtype=np.int64, count=len(found))
+    scores = np.fromiter((score for _, score in found), dtype=np.float64, count=len(found))
+    return keys, scores
+
+
+def _each(neighbours: Callable[[int], Sequence[int]]) -> Around:
+    """`neighbours` of one key at a time as an Around."""
+
+    def around(candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        owners: list[int] = []
+        beside: list[int] = []
+        for index, key in enumerate(candidates.tolist()):
+            for other in neighbours(key):
+                owners.append(index)
+                beside.append(other)
+        return np.asarray(owners, dtype=np.intp), np.asarray(beside, dtype=np.int64)
+
+    return around
+
+
+def _keyword(keys: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The keyword side's keys, each once (its first place), best first, and their scores."""
-    keys = np.fromiter((key for key, _ in keyword), dtype=np.int64, count=len(keyword))
-    scores = np.fromiter((score for _, score in keyword), dtype=np.float64, count=len(keyword))
     _, first = np.unique(keys, return_index=True)
     first.sort()
     return keys[first], scores[first]
 
 
-def _dense(dense: Sequence[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+def _dense(keys: np.ndarray, cosines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The dense side's keys, each once (its first cosine), sorted, and their cosines, nan
     left out."""
-    keys = np.fromiter((key for key, _ in dense), dtype=np.int64, count=len(dense))
-    cosines = np.fromiter((cosine for _, cosine in dense), dtype=np.float64, count=len(dense))
     keep = ~np.isnan(cosines)
     keys, cosines = keys[keep], cosines[keep]
     keys, first = np.unique(keys, return_index=True)

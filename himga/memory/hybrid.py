@@ -32,8 +32,9 @@ registry's factory, `open_hybrid`, picks the engine from the place.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -45,7 +46,7 @@ from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
-from himga.memory.fusion import Fusion, dense_query, fuse, passage
+from himga.memory.fusion import Around, Fusion, dense_query, fuse_arrays, pairs, passage
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD
@@ -232,17 +233,25 @@ class HybridIndex(DerivedIndex):
         keyword_depth = max(limit, fusion.keyword_depth)
         dense_depth = max(limit, fusion.dense_depth)
         allowed = self.facets.selector(chosen, self.windows) if chosen else None
-        beside = _neighbours(self.windows)
+        around = _neighbours(self.windows)
         stored = len(self.windows)
         full = self.full_match(wanted)
         for _ in range(MOST_DEEPER + 1):
-            keyword = self.best(wanted, keyword_depth, None) if wanted else []
-            dense, stats = self._dense(query, dense_depth, keyword)
-            if not keyword and not dense:
+            keyword_keys, keyword_scores = pairs(
+                self.best(wanted, keyword_depth, None) if wanted else []
+            )
+            dense_keys, cosines, stats = self._dense(query, dense_depth, keyword_keys)
+            if not keyword_keys.size and not dense_keys.size:
                 return []
             if allowed is None:
-                return fuse(keyword, dense, stats, beside, fusion, limit, full)
-            fused = fuse(keyword, dense, stats, beside, fusion, len(keyword) + len(dense), full)
+                return fuse_arrays(
+                    keyword_keys, keyword_scores, dense_keys, cosines, stats, around, fusion,
+                    limit, full,
+                )  # fmt: skip
+            fused = fuse_arrays(
+                keyword_keys, keyword_scores, dense_keys, cosines, stats, around, fusion,
+                keyword_keys.size + dense_keys.size, full,
+            )  # fmt: skip
             kept = [pair for pair in fused if allowed(pair[0])]
             if len(kept) >= limit or min(keyword_depth, dense_depth) >= stored:
                 break
@@ -250,25 +259,26 @@ class HybridIndex(DerivedIndex):
         return kept[:limit]
 
     def _dense(
-        self, query: np.ndarray, depth: int, keyword: Sequence[tuple[int, float]]
-    ) -> tuple[builtins.list[tuple[int, float]], tuple[float, float]]:
-        """The dense side: the `depth` nearest turns and the keyword hits' own cosines, with
+        self, query: np.ndarray, depth: int, keyword_keys: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
+        """The dense side: the keys and cosines (float64) of the `depth` nearest turns and of
+        the keyword hits' own (nan for a hit without a vector, which fusion leaves out), with
         the query's cosine statistics."""
         if not len(self.vectors):
-            return [], (0.0, 0.0)
+            return _NO_KEYS, _NO_COSINES, (0.0, 0.0)
         keys, cosines = self.vectors.nearest(query, depth, None)
-        dense = builtins.list(zip(keys.tolist(), cosines.tolist(), strict=True))
-        near = {key for key, _ in dense}
-        others = [key for key, _ in keyword if key not in near]
+        near = set(keys.tolist())
+        others = [key for key in keyword_keys.tolist() if key not in near]
         if others:
             own = self.vectors.similarities(query, others)
-            dense += [
-                (key, cosine)
-                for key, cosine in zip(others, own.tolist(), strict=True)
-                if cosine == cosine  # nan: a turn without a vector
-            ]
+            keys = np.concatenate((keys, np.asarray(others, dtype=np.int64)))
+            cosines = np.concatenate((cosines, own))
         # exact moments: a delete leaves the statistics, so the scores, storing less would
-        return dense, self.vectors.stats(query)
+        return keys, cosines.astype(np.float64), self.vectors.stats(query)
+
+
+_NO_KEYS = np.zeros(0, dtype=np.int64)
+_NO_COSINES = np.zeros(0, dtype=np.float64)
 
 
 GROWTH = 4
@@ -277,15 +287,19 @@ MOST_DEEPER = 4
 """How many times they look deeper at most (depths up to GROWTH ** MOST_DEEPER times)."""
 
 
-def _neighbours(windows: Windows) -> Callable[[int], builtins.list[int]]:
-    """The turns just before and after a turn in its session."""
+def _neighbours(windows: Windows) -> Around:
+    """The turns just before and after each candidate in its session (Around)."""
 
-    def beside(key: int) -> builtins.list[int]:
-        if not windows.holds(key):
-            return []
-        return [n for n in windows.beside(key) if n >= 0]
+    def around(candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        inside, before, after = windows.besides(candidates.tolist())
+        count = len(inside)
+        held = np.arange(count) if count == candidates.size else np.asarray(inside, dtype=np.intp)
+        owners = np.concatenate((held, held))
+        beside = np.fromiter(chain(before, after), dtype=np.int64, count=2 * count)
+        known = beside >= 0
+        return owners[known], beside[known]
 
-    return beside
+    return around
 
 
 # --- the memory --------------------------------------------------------------------------

@@ -9,7 +9,8 @@ way in, so a dot product is their cosine.
 
 stats() is exact and costs no scan: the index keeps the sum of its vectors and the sum of their
 outer products (in fixed point, as integers, so that a delete takes away exactly what its
-vector added), from which the mean and variance of any query's cosine follow.
+vector added), from which the mean and variance of any query's cosine follow; their float64
+conversion is made once after each change, not by every query.
 
 Not safe for a write beside any other call: the memory's lock orders writes; searches, stats
 and lookups change nothing, so any number may run together.
@@ -47,6 +48,9 @@ class VectorIndex:
         # the same however it came to be (stored afresh, or what was left by deletes).
         self._sum = np.zeros(dimension, dtype=np.int64)
         self._outer = np.zeros((dimension, dimension), dtype=np.int64)
+        # The same moments as float64, made from the integers by the first stats() after a
+        # change (None until then): every query would otherwise convert the matrix anew.
+        self._floats: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
 
     @property
     def dimension(self) -> int:
@@ -92,6 +96,7 @@ class VectorIndex:
         added, outer = _moments(rows)
         self._sum += added
         self._outer += outer
+        self._floats = None
 
     def remove(self, keys: Sequence[int]) -> None:
         """Drop the vectors of `keys`; a key without one is ignored."""
@@ -104,6 +109,7 @@ class VectorIndex:
         taken, outer = _moments(self._matrix[slots])
         self._sum -= taken
         self._outer -= outer
+        self._floats = None
         for key in keys:
             slot = self._slot.pop(key)
             last = len(self._slot)  # the row that moves into the freed one
@@ -147,16 +153,17 @@ class VectorIndex:
 
     # --- reads -----------------------------------------------------------------------------
 
-    def similarities(self, query: npt.ArrayLike, keys: Sequence[int]) -> Floats:
+    def similarities(self, query: npt.ArrayLike, keys: Sequence[int] | Keys) -> Floats:
         """The cosine of `query` with each key's vector, in the keys' order; NaN for a key
         without a vector."""
         q = self._query(query)
         key_list = _key_list(keys)
         out = np.full(len(key_list), np.nan, dtype=np.float32)
-        where = [(i, self._slot[k]) for i, k in enumerate(key_list) if k in self._slot]
-        if where:
-            positions, slots = zip(*where, strict=True)
-            out[list(positions)] = _scores(self._matrix[list(slots)], q)
+        slot = self._slot.get
+        slots = np.fromiter((slot(k, -1) for k in key_list), dtype=np.intp, count=len(key_list))
+        held = np.flatnonzero(slots >= 0)
+        if held.size:
+            out[held] = _scores(self._matrix[slots[held]], q)
         return out
 
     def nearest(
@@ -214,8 +221,11 @@ class VectorIndex:
         n = len(self._slot)
         if n == 0:
             return 0.0, 0.0
-        mean = float(self._sum.astype(np.float64) @ q) / (_FIXED * n)
-        outer = self._outer.astype(np.float64)
+        floats = self._floats
+        if floats is None:  # searches may share the index: each makes the same arrays
+            floats = self._floats = (self._sum.astype(np.float64), self._outer.astype(np.float64))
+        total, outer = floats
+        mean = float(total @ q) / (_FIXED * n)
         square = float(np.einsum("ij,j->i", outer, q) @ q) / (
             _FIXED * _FIXED * n
         )  # no BLAS threads
