@@ -41,13 +41,19 @@
 #define PREFETCH(address) ((void)0)
 #endif
 
-/* Dense per-turn arrays for one call; all zero between calls. */
+/* What a call holds of one turn, side by side: the pass over a term's postings writes `freq`
+   and the pass over the turns it reached reads all three, so they share a cache line. */
+typedef struct {
+    double freq;         /* the current term's weighted count in the turn's window */
+    double score;        /* the turn's score so far */
+    double norm;         /* a scored turn's length norm: K1 * (1 - B + B * dl / avgdl) */
+} Cell;
+
+/* Dense per-turn arrays for one call; freq and score zero between calls. */
 typedef struct Scratch {
     struct Scratch *next;
     Py_ssize_t size;
-    double *freq;        /* the current term's weighted count in each turn's window */
-    double *score;       /* each turn's score so far */
-    double *norm;        /* each scored turn's length norm: K1 * (1 - B + B * dl / avgdl) */
+    Cell *cells;         /* one a turn number */
     int32_t *reached;    /* the turns whose window holds the current term */
     int32_t *scored;     /* the turns with a score */
 } Scratch;
@@ -56,9 +62,7 @@ static Scratch *free_scratch = NULL; /* guarded by the GIL */
 
 static void scratch_free(Scratch *s) {
     if (s == NULL) return;
-    free(s->freq);
-    free(s->score);
-    free(s->norm);
+    free(s->cells);
     free(s->reached);
     free(s->scored);
     free(s);
@@ -79,12 +83,10 @@ static Scratch *scratch_take(Py_ssize_t size) {
     s = calloc(1, sizeof(Scratch));
     if (s == NULL) return NULL;
     s->size = room;
-    s->freq = calloc((size_t)room, sizeof(double));
-    s->score = calloc((size_t)room, sizeof(double));
-    s->norm = malloc((size_t)room * sizeof(double));
+    s->cells = calloc((size_t)room, sizeof(Cell));
     s->reached = malloc((size_t)room * sizeof(int32_t));
     s->scored = malloc((size_t)room * sizeof(int32_t));
-    if (!s->freq || !s->score || !s->norm || !s->reached || !s->scored) {
+    if (!s->cells || !s->reached || !s->scored) {
         scratch_free(s);
         return NULL;
     }
@@ -191,7 +193,7 @@ static inline int kept_by_filter(const Call *c, int32_t turn) {
 
 /* Add `count` occurrences of a term in `turn` to the windows holding it (the turn itself at
    own_weight, its neighbours at near_weight), in session order; list the turns first reached. */
-static inline int spread(const Call *c, double *freq, int32_t *reached, Py_ssize_t *n_reached,
+static inline int spread(const Call *c, Cell *cells, int32_t *reached, Py_ssize_t *n_reached,
                          int32_t turn, Py_ssize_t count) {
     int32_t back[MAX_NEAR_TURNS], other = turn;
     int held = 0;
@@ -205,19 +207,19 @@ static inline int spread(const Call *c, double *freq, int32_t *reached, Py_ssize
     if (near != 0.0) {
         for (int i = held - 1; i >= 0; i--) {
             int32_t at = back[i];
-            if (freq[at] == 0.0) reached[(*n_reached)++] = at;
-            freq[at] = freq[at] + near;
+            if (cells[at].freq == 0.0) reached[(*n_reached)++] = at;
+            cells[at].freq = cells[at].freq + near;
         }
     }
-    if (freq[turn] == 0.0) reached[(*n_reached)++] = turn;
-    freq[turn] = freq[turn] + own;
+    if (cells[turn].freq == 0.0) reached[(*n_reached)++] = turn;
+    cells[turn].freq = cells[turn].freq + own;
     other = turn;
     for (int ahead = 0; ahead < c->near_turns; ahead++) {
         other = c->after[other];
         if (bad_link(other, c->size)) return -1;
         if (other < 0 || near == 0.0) break;
-        if (freq[other] == 0.0) reached[(*n_reached)++] = other;
-        freq[other] = freq[other] + near;
+        if (cells[other].freq == 0.0) reached[(*n_reached)++] = other;
+        cells[other].freq = cells[other].freq + near;
     }
     return 0;
 }
@@ -225,7 +227,7 @@ static inline int spread(const Call *c, double *freq, int32_t *reached, Py_ssize
 /* The ranking proper; runs without the GIL. On a broken index it sets c->error and leaves the
    scratch dirty (the caller drops it). */
 static void run(Call *c, Scratch *s) {
-    double *freq = s->freq, *score = s->score, *norm = s->norm;
+    Cell *cells = s->cells;
     int32_t *reached = s->reached, *scored = s->scored;
     Py_ssize_t n_scored = 0;
     double average = c->total_length > 0 ? (double)c->total_length / (double)c->turns : 1.0;
@@ -240,7 +242,7 @@ static void run(Call *c, Scratch *s) {
                 if ((uint32_t)soon < (uint32_t)c->size) {
                     PREFETCH(&c->before[soon]);
                     PREFETCH(&c->after[soon]);
-                    PREFETCH(&freq[soon]);
+                    PREFETCH(&cells[soon]);
                 }
             }
             int32_t turn = posting[i];
@@ -251,7 +253,7 @@ static void run(Call *c, Scratch *s) {
                 c->error = "a posting names a turn that is not stored";
                 return;
             }
-            if (spread(c, freq, reached, &n_reached, turn, count) < 0) {
+            if (spread(c, cells, reached, &n_reached, turn, count) < 0) {
                 c->error = "a window link names a turn that is not stored";
                 return;
             }
@@ -260,21 +262,22 @@ static void run(Call *c, Scratch *s) {
         for (Py_ssize_t r = 0; r < n_reached; r++) {
             if (r + AHEAD < n_reached) {
                 int32_t soon = reached[r + AHEAD];
-                PREFETCH(&score[soon]);
-                PREFETCH(&norm[soon]);
+                PREFETCH(&cells[soon]);
                 PREFETCH(&c->window_lengths[soon]);
             }
             int32_t at = reached[r];
-            double frequency = freq[at];
-            freq[at] = 0.0;
-            double held = score[at], length_norm;
+            Cell *cell = &cells[at];
+            double frequency = cell->freq;
+            cell->freq = 0.0;
+            double held = cell->score, length_norm;
             if (held == 0.0) {  /* first reached by this query: its norm, computed once */
                 scored[n_scored++] = at;
-                length_norm = norm[at] = k1 * (1 - b + b * (double)c->window_lengths[at] / average);
+                length_norm = cell->norm =
+                    k1 * (1 - b + b * (double)c->window_lengths[at] / average);
             } else {
-                length_norm = norm[at];
+                length_norm = cell->norm;
             }
-            score[at] = held + idf * frequency * (k1 + 1) / (frequency + length_norm);
+            cell->score = held + idf * frequency * (k1 + 1) / (frequency + length_norm);
         }
     }
 
@@ -283,12 +286,12 @@ static void run(Call *c, Scratch *s) {
     int filtered = c->n_checks > 0 || c->timed;
     for (Py_ssize_t r = 0; r < n_scored; r++) {
         if (r + AHEAD < n_scored) {
-            PREFETCH(&score[scored[r + AHEAD]]);
+            PREFETCH(&cells[scored[r + AHEAD]]);
             PREFETCH(&c->speakers[scored[r + AHEAD]]);
         }
         int32_t at = scored[r];
-        Hit hit = {score[at], at};
-        score[at] = 0.0;
+        Hit hit = {cells[at].score, at};
+        cells[at].score = 0.0;
         /* Filtered out after scoring: the statistics stay those of every turn stored. */
         if (filtered && !kept_by_filter(c, at)) continue;
         /* A full heap whose worst beats even the boosted score: no need to look further. */

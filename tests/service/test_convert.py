@@ -3,8 +3,9 @@ Message and Session vector; Hit carries the same fields in Python and in the pro
 
 import json
 from dataclasses import fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -86,6 +87,54 @@ def test_hit_has_the_proto_fields() -> None:
 
 
 MOMENT = datetime(2023, 5, 8, 13, 56, 0, 250_000, tzinfo=UTC)
+
+
+def test_a_hit_carries_every_field_it_has() -> None:
+    # One value that is not the default for each field of Hit: a field added to Hit and left
+    # out of hit_to_proto (which names them one by one) fails here.
+    values: dict[str, Any] = {
+        "turn_id": "D1:3",
+        "session_id": "s2",
+        "role": "Ada",
+        "content": "we met at the lake",
+        "date_str": "8 May, 2023",
+        "score": 2.25,
+        "time": MOMENT,
+        "metadata": MappingProxyType({"user": "u1", "topic": "lake"}),
+    }
+    assert set(values) == {f.name for f in fields(Hit)}
+    hit = Hit(**values)
+    proto = convert.hit_to_proto(hit)
+    assert convert.hits_from_proto([proto]) == [hit]
+    for name in values:
+        assert proto.HasField(name) if name == "time" else getattr(proto, name), name
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        MOMENT,
+        datetime(2023, 5, 8, 13, 56, 0, 250_000),  # naive: read as UTC
+        datetime(2023, 5, 8, 19, 26, 0, 1, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        datetime(2023, 5, 8, 5, 56, tzinfo=timezone(timedelta(hours=-8))),
+        datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),  # before 1970, a fraction
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+    ],
+)
+def test_a_hit_time_is_the_timestamp_protobuf_makes_of_it(moment: datetime) -> None:
+    expected = Timestamp()
+    expected.FromDatetime(moment)
+    assert convert.hit_to_proto(Hit("m", "s", "Ada", "hi", "", 1.0, moment)).time == expected
+
+
+def test_a_hit_time_outside_a_timestamp_is_refused_as_protobuf_refuses_it() -> None:
+    moment = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))  # 0000-12-31 in UTC
+    with pytest.raises(ArithmeticError) as protobufs:
+        Timestamp().FromDatetime(moment)
+    with pytest.raises(ArithmeticError) as ours:
+        convert.hit_to_proto(Hit("m", "s", "Ada", "hi", "", 1.0, moment))
+    assert (type(ours.value), str(ours.value)) == (type(protobufs.value), str(protobufs.value))
 
 
 def test_a_filter_has_the_proto_fields_and_round_trips() -> None:
