@@ -64,6 +64,10 @@ RERANK = 100
 RETRIEVE_SIZE = 100_000
 MILLION_QUERIES = 30  # at 1M: fewer questions and one run (a float32 scan reads 1.5 GB)
 SEED = 20261202
+GRAPH_CONNECTIVITY = (16, 32)
+GRAPH_EXPANSION = (64, 128, 256, 512)
+GRAPH_EXPANSION_ADD = 128
+GRAPH_THREADS = 2
 
 
 def _spread(stats: list[float]) -> str:
@@ -103,8 +107,9 @@ def _in_turns(engines: dict[str, Callable[[Any], Any]], asked: Sequence[Any]) ->
 # --- 1. the model -------------------------------------------------------------------------
 
 
-def _turn_pairs(locomo: str, count: int) -> list[tuple[Any, Any]]:
-    """`count` of the file's own turns (not reshuffled: real sentences), evenly spread."""
+def _turn_pairs(locomo: str, count: int | None = None) -> list[tuple[Any, Any]]:
+    """`count` of the file's own turns (not reshuffled: real sentences), evenly spread (None:
+    all of them)."""
     from himga.data import load_dataset
 
     pairs = [
@@ -114,7 +119,7 @@ def _turn_pairs(locomo: str, count: int) -> list[tuple[Any, Any]]:
         for message in session.messages
         if message.content.strip()
     ]
-    if len(pairs) <= count:
+    if count is None or len(pairs) <= count:
         return pairs
     return [pairs[i * len(pairs) // count] for i in range(count)]
 
@@ -191,8 +196,110 @@ def _int8(vectors: np.ndarray) -> np.ndarray:
     return np.clip(np.round(vectors * 127), -127, 127).astype(np.int8)
 
 
-def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> None:
-    from usearch.index import Index, MetricKind, search
+def _graphs(
+    vectors: np.ndarray, connectivities: Sequence[int]
+) -> dict[str, tuple[Callable[[Any], Any], float, int]]:
+    """usearch HNSW graphs (float32) over `vectors`, one per connectivity, each searched at
+    every GRAPH_EXPANSION: per variant its search (the graph's K candidates re-scored exactly
+    from the float32 rows, so recall is of what the index would return), the graph's build
+    seconds and its bytes."""
+    from usearch.index import Index
+
+    keys = np.arange(len(vectors), dtype=np.uint64)
+    found: dict[str, tuple[Callable[[Any], Any], float, int]] = {}
+    for connectivity in connectivities:
+        graph = Index(
+            ndim=vectors.shape[1],
+            metric="ip",
+            dtype="f32",
+            connectivity=connectivity,
+            expansion_add=GRAPH_EXPANSION_ADD,
+        )
+        start = time.perf_counter()
+        graph.add(keys, vectors, threads=GRAPH_THREADS)
+        built = time.perf_counter() - start
+
+        for expansion in GRAPH_EXPANSION:
+
+            def search(q: np.ndarray, graph: Any = graph, expansion: int = expansion) -> Any:
+                graph.expansion_search = expansion
+                rows = np.asarray(graph.search(q, K, threads=1).keys, dtype=np.int64)
+                return rows[np.argsort(-(vectors[rows] @ q), kind="stable")[:K]]
+
+            name = f"HNSW f32 M={connectivity} ef={expansion} (usearch)"
+            found[name] = (search, built, graph.memory_usage)
+    return found
+
+
+def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.ndarray) -> None:
+    """Step 2 on REAL vectors: the graph beside the exact search, over the 100k real e5 vectors
+    of GCIDE sentences (benchmarks/real_vectors.py), then over the same with every turn of the
+    LoCoMo file added (a conversation inside a big store). Timed on the step's QUERIES
+    questions; recall@10 over `everyone` (every question of the file)."""
+    from benchmarks.real_vectors import real_vectors
+    from himga.memory.fusion import passage
+    from himga.memory.vectors import VectorIndex
+
+    real = real_vectors(embedder)
+    turns = np.asarray(
+        embedder.embed_passages([passage(m.role, m.content) for m, _ in _turn_pairs(locomo)]),
+        dtype=np.float32,
+    )
+    sets = {
+        f"{len(real):,} real": real,
+        f"{len(real):,} real + {len(turns):,} LoCoMo turns": np.concatenate([real, turns]),
+    }
+    for label, vectors in sets.items():
+        index = VectorIndex(vectors.shape[1])
+        index.add(np.arange(len(vectors)), vectors)
+        variants: dict[str, Callable[[Any], Any]] = {
+            "exact float32 (VectorIndex)": lambda q, index=index: index.nearest(q, K)[0]
+        }
+        built = _graphs(vectors, GRAPH_CONNECTIVITY)
+        variants |= {name: search for name, (search, _, _) in built.items()}
+        truth = [set(index.nearest(q, K)[0].tolist()) for q in everyone]
+        recalls = {
+            name: float(
+                np.mean(
+                    [
+                        len(set(np.asarray(search(q)).tolist()) & t) / K
+                        for q, t in zip(everyone, truth, strict=True)
+                    ]
+                )
+            )
+            for name, search in variants.items()
+        }
+        p50s: dict[str, list[float]] = {name: [] for name in variants}
+        ratios: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(RUNS):
+            times = _in_turns(variants, list(queries))["times"]
+            for name in variants:
+                p50s[name].append(_p50(times[name]))
+                ratios[name].append(p50s[name][-1] / p50s["exact float32 (VectorIndex)"][-1])
+        print(
+            f"## 2b. graph search at {label} e5 vectors (k = {K}, expansion_add "
+            f"{GRAPH_EXPANSION_ADD}, built on {GRAPH_THREADS} threads)"
+        )
+        print(
+            f"variant | p50 ms (min / median / max) | / exact float32 | recall@10 "
+            f"({len(everyone)} questions) | MB per 1M | build s"
+        )
+        for name in variants:
+            _, seconds, nbytes = built.get(name, (None, 0.0, index.nbytes))
+            print(
+                f"{name} | {_spread(p50s[name])} | {_spread(ratios[name])} | "
+                f"{recalls[name]:.4f} | {nbytes / len(vectors) * 1e6 / 2**20:.0f} | {seconds:.0f}"
+            )
+        print(
+            "(a graph's MB are usearch's own, its float32 copy included; the rows its "
+            "candidates are re-scored from are the VectorIndex's, on top)\n"
+        )
+        del built, variants, index
+        gc.collect()
+
+
+def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
+    from usearch.index import MetricKind, search
 
     from himga.memory.vectors import VectorIndex
 
@@ -215,6 +322,7 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
         best = np.argpartition(-scores, K - 1)[:K]
         return best[np.argsort(-scores[best])]
 
+    per_vector_bytes: dict[str, float] = {}
     variants: dict[str, Callable[[Any], Any]] = {
         "exact float32 (VectorIndex)": lambda q: index.nearest(q, K)[0],
         "exact float32, BLAS always (numpy @)": blas,
@@ -224,16 +332,14 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
         ),
         f"exact int8 + float32 rerank of {RERANK}": int8_reranked,
     }
-    graph = None
-    if hnsw:
-        graph = Index(
-            ndim=vectors.shape[1], metric="ip", dtype="f32", connectivity=16, expansion_add=128
-        )
-        start = time.perf_counter()
-        graph.add(keys, vectors, threads=2)
-        print(f"(usearch HNSW f32 built in {time.perf_counter() - start:.0f} s)")
-        graph.expansion_search = 256
-        variants["HNSW f32 ef=256 (usearch)"] = lambda q: graph.search(q, K, threads=1).keys
+    builds: dict[str, float] = {}
+    if size >= 1_000_000:
+        # the graph at 1M on drawn vectors (what 1M costs; its recall is the drawn vectors')
+        built = _graphs(vectors, (GRAPH_CONNECTIVITY[0],))
+        for name, (search, seconds, nbytes) in built.items():
+            variants[name] = search
+            builds[name] = seconds
+            per_vector_bytes[name] = nbytes / size
     if size >= 1_000_000:
         queries = queries[:MILLION_QUERIES]
     truth = [index.nearest(q, K)[0] for q in queries]
@@ -255,15 +361,13 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
             ]
             recalls[name] = float(np.mean(hits))
     dimension = vectors.shape[1]
-    per_million = {
+    per_million = per_vector_bytes | {
         "exact float32 (VectorIndex)": index.nbytes / len(index),
         "exact float32, 1% allowed": index.nbytes / len(index),
         "exact float32, BLAS always (numpy @)": vectors.nbytes / size + 8,
         "exact float16 (usearch)": half.nbytes / size + 8,
         f"exact int8 + float32 rerank of {RERANK}": small.nbytes / size + dimension * 4 + 8,
     }
-    if graph is not None:
-        per_million["HNSW f32 ef=256 (usearch)"] = graph.memory_usage / size
     print(f"## 2. vector search at {size:,} vectors of {dimension} (added in {added:.1f} s)")
     print("variant | p50 ms (min / median / max) | / exact float32 | recall@10 | MB per 1M")
     for name in variants:
@@ -271,6 +375,8 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
             f"{name} | {_spread(p50s[name])} | {_spread(ratios[name])} | {recalls[name]:.4f} | "
             f"{per_million[name] * 1e6 / 2**20:.0f}"
         )
+    for name, seconds in builds.items():
+        print(f"({name}: built in {seconds:.0f} s on {GRAPH_THREADS} threads)")
     print(
         f"(VectorIndex: {index.nbytes / 2**20:.0f} MB at capacity for {len(index):,}; "
         f"float32 rows alone: {dimension * 4 + 8} bytes a vector)\n"
@@ -280,15 +386,32 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
 # --- 3. Retrieve --------------------------------------------------------------------------
 
 
-def bench_retrieve(locomo: str, embedder: Any, drawn: Drawn, asked: list[str]) -> None:
+class Passages:
+    """The vectors step 3 gives the hybrid memory's passages, in the order they are stored: the
+    100k real e5 vectors of GCIDE sentences (benchmarks/real_vectors.py) first, then drawn
+    ones (as in 2) for any past them."""
+
+    def __init__(self, real: np.ndarray, drawn: Drawn) -> None:
+        self._real, self._drawn, self._used = real, drawn, 0
+
+    def take(self, count: int) -> np.ndarray:
+        rows = self._real[self._used : self._used + count]
+        self._used += len(rows)
+        if len(rows) < count:
+            rows = np.concatenate([rows, self._drawn.draw(count - len(rows))])
+        return rows
+
+
+def bench_retrieve(locomo: str, embedder: Any, passages: Passages, asked: list[str]) -> None:
     from benchmarks.baselines import Tantivy
     from himga.embeddings import Embedder
     from himga.memory.hybrid_options import HybridOptions
     from himga.memory.hybrid_sqlite import HybridSQLiteMemory
     from himga.memory.sqlite import SQLiteKeywordMemory
 
-    class DrawnPassages(Embedder):
-        """The real model for queries; drawn vectors for passages (see the module's text)."""
+    class GivenPassages(Embedder):
+        """The real model for queries; the passages' vectors from `passages` (embedding the
+        100k natural-text messages themselves would take hours here: see the module's text)."""
 
         def __init__(self) -> None:
             self.model_id = embedder.model_id
@@ -296,7 +419,7 @@ def bench_retrieve(locomo: str, embedder: Any, drawn: Drawn, asked: list[str]) -
             self.max_tokens = embedder.max_tokens
 
         def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-            return drawn.draw(len(texts))
+            return passages.take(len(texts))
 
         def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
             found: np.ndarray = embedder.embed_queries(texts)
@@ -308,7 +431,7 @@ def bench_retrieve(locomo: str, embedder: Any, drawn: Drawn, asked: list[str]) -
     class BenchHybrid(HybridSQLiteMemory):
         def _set_model(self, options: HybridOptions) -> None:
             self._fusion = options
-            self._embedder = DrawnPassages()
+            self._embedder = GivenPassages()
 
     pairs = natural(locomo, RETRIEVE_SIZE)
     with tempfile.TemporaryDirectory() as scratch:
@@ -399,7 +522,6 @@ def main() -> None:
         default=bool(os.environ.get("HIMGA_BENCH_MILLION")),
         help="also search 1M vectors",
     )
-    parser.add_argument("--hnsw", action="store_true", help="also build usearch's HNSW graph")
     parser.add_argument("--steps", default="1234", help="which steps to run (default: all)")
     parser.add_argument("--size", type=int, default=RETRIEVE_SIZE, help="vectors and messages")
     parser.add_argument("--turns", type=int, default=TURNS, help="turns the model embeds")
@@ -411,15 +533,20 @@ def main() -> None:
     embedder = open_embedder(DEFAULT_MODEL)
     asked = questions(args.locomo, args.queries)
     print(f"bench-hybrid: {DEFAULT_MODEL} ({embedder.model_id}), {os.cpu_count()} cores\n")
-    passages, queries = bench_model(embedder, args.locomo, asked)
-    drawn = Drawn(passages)
+    turns, queries = bench_model(embedder, args.locomo, asked)
+    drawn = Drawn(turns)
     if "2" in args.steps:
         sizes = [5_000, args.size] + ([1_000_000] if args.million else [])
         for size in sizes:
-            bench_vectors(size, drawn, queries, args.hnsw)
+            bench_vectors(size, drawn, queries)
             gc.collect()  # the 1M copies go before the next step
+        everyone = embedder.embed_queries(questions(args.locomo, 1_000_000))
+        bench_graph(embedder, args.locomo, queries, np.asarray(everyone, dtype=np.float32))
     if "3" in args.steps:
-        bench_retrieve(args.locomo, embedder, drawn, asked)
+        from benchmarks.real_vectors import real_vectors
+
+        passages = Passages(real_vectors(embedder), drawn)
+        bench_retrieve(args.locomo, embedder, passages, asked)
     if "4" in args.steps:
         bench_server_memory()
 

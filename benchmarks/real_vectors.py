@@ -6,9 +6,9 @@ vectors drawn from a Gaussian fit of real ones are less clustered than real ones
 settings are chosen on real vectors. The sentences are COUNT distinct ones of GCIDE's ~490k,
 chosen by a seeded shuffle (the same every run) among those of at least MIN_WORDS plain words
 (not a headword's bare list of forms) and at most MAX_WORDS words (a message's size: GCIDE's
-longest quotations would take the model's whole window); about 226k qualify. Embedding them takes ~10 min
-on two quiet cores, once: the matrix is cached in HIMGA_BENCH_CACHE under the model id and a
-hash of the texts, in chunks, so an interrupted run resumes where it stopped.
+longest quotations would take the model's whole window); about 226k qualify. Embedding them
+takes ~10 min on two quiet cores, once: the matrix is cached in HIMGA_BENCH_CACHE under the
+model id and a hash of the texts, in chunks, so an interrupted run resumes where it stopped.
 
     python -m benchmarks.real_vectors    # embeds (or loads) the 100k and says where they are
 """
