@@ -65,7 +65,8 @@ RETRIEVE_SIZE = 100_000
 MILLION_QUERIES = 30  # at 1M: fewer questions and one run (a float32 scan reads 1.5 GB)
 SEED = 20261202
 GRAPH_CONNECTIVITY = (16, 32)
-GRAPH_EXPANSION = (64, 128, 256, 512)
+GRAPH_EXPANSION = (64, 128, 256, 512, 1024)
+GRAPH_FETCH = {"f32": K, "i8": 64}  # candidates the graph gives, re-scored in float32
 GRAPH_EXPANSION_ADD = 128
 GRAPH_THREADS = 2
 
@@ -199,19 +200,19 @@ def _int8(vectors: np.ndarray) -> np.ndarray:
 def _graphs(
     vectors: np.ndarray, connectivities: Sequence[int]
 ) -> dict[str, tuple[Callable[[Any], Any], float, int]]:
-    """usearch HNSW graphs (float32) over `vectors`, one per connectivity, each searched at
-    every GRAPH_EXPANSION: per variant its search (the graph's K candidates re-scored exactly
-    from the float32 rows, so recall is of what the index would return), the graph's build
-    seconds and its bytes."""
+    """usearch HNSW graphs over `vectors`, one per connectivity and storage (float32, int8),
+    each searched at every GRAPH_EXPANSION: per variant its search (the graph's GRAPH_FETCH
+    candidates re-scored exactly from the float32 rows, so recall is of what the index would
+    return), the graph's build seconds and its bytes."""
     from usearch.index import Index
 
     keys = np.arange(len(vectors), dtype=np.uint64)
     found: dict[str, tuple[Callable[[Any], Any], float, int]] = {}
-    for connectivity in connectivities:
+    for connectivity, dtype in [(c, d) for c in connectivities for d in GRAPH_FETCH]:
         graph = Index(
             ndim=vectors.shape[1],
             metric="ip",
-            dtype="f32",
+            dtype=dtype,
             connectivity=connectivity,
             expansion_add=GRAPH_EXPANSION_ADD,
         )
@@ -221,12 +222,18 @@ def _graphs(
 
         for expansion in GRAPH_EXPANSION:
 
-            def search(q: np.ndarray, graph: Any = graph, expansion: int = expansion) -> Any:
+            def search(
+                q: np.ndarray,
+                graph: Any = graph,
+                expansion: int = expansion,
+                fetch: int = GRAPH_FETCH[dtype],
+            ) -> Any:
                 graph.expansion_search = expansion
-                rows = np.asarray(graph.search(q, K, threads=1).keys, dtype=np.int64)
+                found = graph.search(q, fetch, threads=1).keys
+                rows = np.asarray(found, dtype=np.int64)
                 return rows[np.argsort(-(vectors[rows] @ q), kind="stable")[:K]]
 
-            name = f"HNSW f32 M={connectivity} ef={expansion} (usearch)"
+            name = f"HNSW {dtype} M={connectivity} ef={expansion} fetch {GRAPH_FETCH[dtype]}"
             found[name] = (search, built, graph.memory_usage)
     return found
 
