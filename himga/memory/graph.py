@@ -42,12 +42,13 @@ class GraphOptions:
     LoCoMo development question, p50 beside the exact scan in the same run) on 100k real
     e5-small-v2 vectors of English sentences: with the LoCoMo turns added (a conversation
     inside a big store), this int8 graph at connectivity 32, expansion 512, fetch 64 recalls
-    0.994 in about a sixth of the exact scan's time (connectivity 16: 0.990); on the 100k
-    sentences alone, which the questions are not about, it recalls only 0.96 (0.98 at
-    expansion 1024, in half the exact time), and the one setting measured there at 0.99 or
-    more (float32, connectivity 32, expansion_add 512, expansion 512: 0.9905) takes 0.75x the
-    exact time and minutes to build. So the graph is off by default (`threshold` 0): a store
-    turns it on by option where its questions are about what it holds.
+    0.995 in 0.06x the exact scan's time (connectivity 16: 0.986); on the 100k sentences
+    alone, which the questions are not about, it recalls only 0.96 (0.98 at expansion 1024,
+    in 0.19x the exact time), and the one setting measured there at 0.99 or more (float32,
+    connectivity 32, expansion_add 512, expansion 512: 0.9905, measured once outside the
+    bench) takes 0.75x the exact time and minutes to build. So the graph is off by default
+    (`threshold` 0): a store turns it on by option where its questions are about what it
+    holds.
 
     Building it is what opening a store of `threshold` vectors or more costs on top: 12 s at
     100k with these settings on two cores in one run, 69 s in another on a busier machine
