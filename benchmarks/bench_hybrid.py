@@ -351,8 +351,8 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
     if size >= 1_000_000:
         # the graph at 1M on drawn vectors (what 1M costs; its recall is the drawn vectors')
         built = _graphs(vectors, (GRAPH_CONNECTIVITY[0],))
-        for name, (search, seconds, nbytes) in built.items():
-            variants[name] = search
+        for name, (graph_search, seconds, nbytes) in built.items():
+            variants[name] = graph_search
             builds[name] = seconds
             per_vector_bytes[name] = nbytes / size
     if size >= 1_000_000:
