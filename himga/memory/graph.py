@@ -5,7 +5,7 @@ which keys make the top k is approximate.
 
 The graph stores its own int8 copy of each vector (about a quarter of the float32 row; usearch
 scales a unit vector's components by 127). Its `fetch` candidates, re-scored in float32,
-recall what a float32 graph's would at the same expansion, for a third of its search time
+recall about what a float32 graph's would at the same expansion, in a third of its search time
 (bench-hybrid, step 2b).
 
 A removed key is removed from the graph too (usearch marks it removed; a search never returns
