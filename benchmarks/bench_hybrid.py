@@ -8,21 +8,28 @@
 2. The vector index at 5k and 100k vectors (and 1M with --million or HIMGA_BENCH_MILLION=1): vectors
    drawn from a normal distribution with the mean and covariance of the real e5 vectors of
    step 1 (their cosines with real questions have the real ones' mean and spread; the cost of a
-   search does not depend on what they mean; how well an approximate search recalls does, and
-   such drawn vectors are less clustered than real ones, so they are the harder case). Each
-   real question is searched (k = 10) by every variant in turn: himga's exact float32
-   VectorIndex, the same behind a filter admitting 1% of the keys, numpy's BLAS product over
-   the same matrix (what VectorIndex uses past 32k rows, and below them its own loop, which
-   wakes no threads: see the figures at 5k, a conversation's size), and exact scans of float16
-   and int8 copies (usearch's SIMD kernels; int8 then re-ranks its best RERANK in float32);
-   with --hnsw also usearch's HNSW graph (its build takes minutes at 100k on two cores).
+   search does not depend on what they mean). Each real question is searched (k = 10) by every
+   variant in turn: himga's exact float32 VectorIndex, the same behind a filter admitting 1% of
+   the keys, numpy's BLAS product over the same matrix (what VectorIndex uses past 32k rows,
+   and below them its own loop, which wakes no threads: see the figures at 5k, a
+   conversation's size), and exact scans of float16 and int8 copies (usearch's SIMD kernels;
+   int8 then re-ranks its best RERANK in float32); at 1M also usearch's HNSW graphs as in 2b.
    Figures: p50 latency, recall@10 against the exact float32 answer, bytes per million
    vectors, and each variant's p50 / the exact p50 within the run.
+2b. The graph on REAL vectors: how well an approximate search recalls depends on how the
+   vectors cluster (drawn ones are less clustered than real ones), so usearch's HNSW graphs
+   (connectivity 16 and 32, stored as float32 or as int8, expansion_search 64 to 1024, their
+   candidates re-scored exactly in float32) are measured beside the exact search on the 100k
+   real e5 vectors of GCIDE sentences (benchmarks/real_vectors.py: embedded once, ~10 min,
+   then cached), and on the same with every LoCoMo turn of the file added (a conversation
+   inside a big store). Recall@10 over every question of the file; p50 over QUERIES; MB per
+   1M; build seconds. himga.memory.graph takes its settings from here.
 3. Retrieve at 100k natural-text messages (benchmarks/corpus.py): the hybrid memory (SQLite),
-   the keyword memory (SQLite) and tantivy over the same texts, and the query's embedding
-   alone. The hybrid memory's passages get drawn vectors as in 2 (embedding 100k turns would
-   take hours here); its queries are embedded by the real model. Target: hybrid p50 <= keyword
-   p50 + tantivy p50 + embedding p50.
+   the same with its graph on (HybridOptions graph_threshold at half the store), the keyword
+   memory (SQLite) and tantivy over the same texts, and the query's embedding alone. The
+   hybrid memories' passages get the 100k real vectors of 2b (embedding the 100k messages
+   themselves would take hours here; past 100k, drawn ones); queries are embedded by the real
+   model. Target: hybrid p50 <= keyword p50 + tantivy p50 + embedding p50.
 4. Resident memory (VmRSS) of `himga serve --memory hybrid` with its model loaded, beside
    `himga serve --memory sqlite`, both just started.
 
@@ -64,6 +71,11 @@ RERANK = 100
 RETRIEVE_SIZE = 100_000
 MILLION_QUERIES = 30  # at 1M: fewer questions and one run (a float32 scan reads 1.5 GB)
 SEED = 20261202
+GRAPH_CONNECTIVITY = (16, 32)
+GRAPH_EXPANSION = (64, 128, 256, 512, 1024)
+GRAPH_FETCH = {"f32": K, "i8": 64}  # candidates the graph gives, re-scored in float32
+GRAPH_EXPANSION_ADD = 128
+GRAPH_THREADS = 2
 
 
 def _spread(stats: list[float]) -> str:
@@ -103,8 +115,9 @@ def _in_turns(engines: dict[str, Callable[[Any], Any]], asked: Sequence[Any]) ->
 # --- 1. the model -------------------------------------------------------------------------
 
 
-def _turn_pairs(locomo: str, count: int) -> list[tuple[Any, Any]]:
-    """`count` of the file's own turns (not reshuffled: real sentences), evenly spread."""
+def _turn_pairs(locomo: str, count: int | None = None) -> list[tuple[Any, Any]]:
+    """`count` of the file's own turns (not reshuffled: real sentences), evenly spread (None:
+    all of them)."""
     from himga.data import load_dataset
 
     pairs = [
@@ -114,7 +127,7 @@ def _turn_pairs(locomo: str, count: int) -> list[tuple[Any, Any]]:
         for message in session.messages
         if message.content.strip()
     ]
-    if len(pairs) <= count:
+    if count is None or len(pairs) <= count:
         return pairs
     return [pairs[i * len(pairs) // count] for i in range(count)]
 
@@ -191,8 +204,117 @@ def _int8(vectors: np.ndarray) -> np.ndarray:
     return np.clip(np.round(vectors * 127), -127, 127).astype(np.int8)
 
 
-def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> None:
-    from usearch.index import Index, MetricKind, search
+def _graphs(
+    vectors: np.ndarray, connectivities: Sequence[int]
+) -> dict[str, tuple[Callable[[Any], Any], float, int]]:
+    """usearch HNSW graphs over `vectors`, one per connectivity and storage (float32, int8),
+    each searched at every GRAPH_EXPANSION: per variant its search (the graph's GRAPH_FETCH
+    candidates re-scored exactly from the float32 rows, so recall is of what the index would
+    return), the graph's build seconds and its bytes."""
+    from usearch.index import Index
+
+    keys = np.arange(len(vectors), dtype=np.uint64)
+    found: dict[str, tuple[Callable[[Any], Any], float, int]] = {}
+    for connectivity, dtype in [(c, d) for c in connectivities for d in GRAPH_FETCH]:
+        graph = Index(
+            ndim=vectors.shape[1],
+            metric="ip",
+            dtype=dtype,
+            connectivity=connectivity,
+            expansion_add=GRAPH_EXPANSION_ADD,
+        )
+        start = time.perf_counter()
+        graph.add(keys, vectors, threads=GRAPH_THREADS)
+        built = time.perf_counter() - start
+
+        for expansion in GRAPH_EXPANSION:
+
+            def search(
+                q: np.ndarray,
+                graph: Any = graph,
+                expansion: int = expansion,
+                fetch: int = GRAPH_FETCH[dtype],
+            ) -> Any:
+                graph.expansion_search = expansion
+                found = graph.search(q, fetch, threads=1).keys
+                rows = np.asarray(found, dtype=np.int64)
+                return rows[np.argsort(-(vectors[rows] @ q), kind="stable")[:K]]
+
+            name = f"HNSW {dtype} M={connectivity} ef={expansion} fetch {GRAPH_FETCH[dtype]}"
+            found[name] = (search, built, graph.memory_usage)
+    return found
+
+
+def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.ndarray) -> None:
+    """Step 2 on REAL vectors: the graph beside the exact search, over the 100k real e5 vectors
+    of GCIDE sentences (benchmarks/real_vectors.py), then over the same with every turn of the
+    LoCoMo file added (a conversation inside a big store). Timed on the step's QUERIES
+    questions; recall@10 over `everyone` (every question of the file)."""
+    from benchmarks.real_vectors import real_vectors
+    from himga.memory.fusion import passage
+    from himga.memory.vectors import VectorIndex
+
+    real = real_vectors(embedder)
+    turns = np.asarray(
+        embedder.embed_passages([passage(m.role, m.content) for m, _ in _turn_pairs(locomo)]),
+        dtype=np.float32,
+    )
+    sets = {
+        f"{len(real):,} real": real,
+        f"{len(real):,} real + {len(turns):,} LoCoMo turns": np.concatenate([real, turns]),
+    }
+    for label, vectors in sets.items():
+        index = VectorIndex(vectors.shape[1])
+        index.add(np.arange(len(vectors)), vectors)
+        variants: dict[str, Callable[[Any], Any]] = {
+            "exact float32 (VectorIndex)": lambda q, index=index: index.nearest(q, K)[0]
+        }
+        built = _graphs(vectors, GRAPH_CONNECTIVITY)
+        variants |= {name: search for name, (search, _, _) in built.items()}
+        truth = [set(index.nearest(q, K)[0].tolist()) for q in everyone]
+        recalls = {
+            name: float(
+                np.mean(
+                    [
+                        len(set(np.asarray(search(q)).tolist()) & t) / K
+                        for q, t in zip(everyone, truth, strict=True)
+                    ]
+                )
+            )
+            for name, search in variants.items()
+        }
+        p50s: dict[str, list[float]] = {name: [] for name in variants}
+        ratios: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(RUNS):
+            times = _in_turns(variants, list(queries))["times"]
+            for name in variants:
+                p50s[name].append(_p50(times[name]))
+                ratios[name].append(p50s[name][-1] / p50s["exact float32 (VectorIndex)"][-1])
+        print(
+            f"## 2b. graph search at {label} e5 vectors (k = {K}, expansion_add "
+            f"{GRAPH_EXPANSION_ADD}, built on {GRAPH_THREADS} threads)"
+        )
+        print(
+            f"variant | p50 ms (min / median / max) | / exact float32 | recall@10 "
+            f"({len(everyone)} questions) | MB per 1M | build s"
+        )
+        for name in variants:
+            _, seconds, nbytes = built.get(name, (None, 0.0, index.nbytes))
+            print(
+                f"{name} | {_spread(p50s[name])} | {_spread(ratios[name])} | "
+                f"{recalls[name]:.4f} | {nbytes / len(vectors) * 1e6 / 2**20:.0f} | {seconds:.0f}"
+            )
+        print(
+            "(a graph's MB are usearch's own, its own copy of the vectors (float32 or int8) "
+            "included; the float32 rows its candidates are re-scored from are the "
+            "VectorIndex's, on top)\n"
+        )
+        del built, variants, index
+        gc.collect()
+
+
+def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
+    from usearch.index import MetricKind, search
 
     from himga.memory.vectors import VectorIndex
 
@@ -215,6 +337,7 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
         best = np.argpartition(-scores, K - 1)[:K]
         return best[np.argsort(-scores[best])]
 
+    per_vector_bytes: dict[str, float] = {}
     variants: dict[str, Callable[[Any], Any]] = {
         "exact float32 (VectorIndex)": lambda q: index.nearest(q, K)[0],
         "exact float32, BLAS always (numpy @)": blas,
@@ -224,16 +347,14 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
         ),
         f"exact int8 + float32 rerank of {RERANK}": int8_reranked,
     }
-    graph = None
-    if hnsw:
-        graph = Index(
-            ndim=vectors.shape[1], metric="ip", dtype="f32", connectivity=16, expansion_add=128
-        )
-        start = time.perf_counter()
-        graph.add(keys, vectors, threads=2)
-        print(f"(usearch HNSW f32 built in {time.perf_counter() - start:.0f} s)")
-        graph.expansion_search = 256
-        variants["HNSW f32 ef=256 (usearch)"] = lambda q: graph.search(q, K, threads=1).keys
+    builds: dict[str, float] = {}
+    if size >= 1_000_000:
+        # the graph at 1M on drawn vectors (what 1M costs; its recall is the drawn vectors')
+        built = _graphs(vectors, (GRAPH_CONNECTIVITY[0],))
+        for name, (graph_search, seconds, nbytes) in built.items():
+            variants[name] = graph_search
+            builds[name] = seconds
+            per_vector_bytes[name] = nbytes / size
     if size >= 1_000_000:
         queries = queries[:MILLION_QUERIES]
     truth = [index.nearest(q, K)[0] for q in queries]
@@ -255,15 +376,13 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
             ]
             recalls[name] = float(np.mean(hits))
     dimension = vectors.shape[1]
-    per_million = {
+    per_million = per_vector_bytes | {
         "exact float32 (VectorIndex)": index.nbytes / len(index),
         "exact float32, 1% allowed": index.nbytes / len(index),
         "exact float32, BLAS always (numpy @)": vectors.nbytes / size + 8,
         "exact float16 (usearch)": half.nbytes / size + 8,
         f"exact int8 + float32 rerank of {RERANK}": small.nbytes / size + dimension * 4 + 8,
     }
-    if graph is not None:
-        per_million["HNSW f32 ef=256 (usearch)"] = graph.memory_usage / size
     print(f"## 2. vector search at {size:,} vectors of {dimension} (added in {added:.1f} s)")
     print("variant | p50 ms (min / median / max) | / exact float32 | recall@10 | MB per 1M")
     for name in variants:
@@ -271,6 +390,8 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
             f"{name} | {_spread(p50s[name])} | {_spread(ratios[name])} | {recalls[name]:.4f} | "
             f"{per_million[name] * 1e6 / 2**20:.0f}"
         )
+    for name, seconds in builds.items():
+        print(f"({name}: built in {seconds:.0f} s on {GRAPH_THREADS} threads)")
     print(
         f"(VectorIndex: {index.nbytes / 2**20:.0f} MB at capacity for {len(index):,}; "
         f"float32 rows alone: {dimension * 4 + 8} bytes a vector)\n"
@@ -280,23 +401,43 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray, hnsw: bool) -> N
 # --- 3. Retrieve --------------------------------------------------------------------------
 
 
-def bench_retrieve(locomo: str, embedder: Any, drawn: Drawn, asked: list[str]) -> None:
+class Passages:
+    """The vectors step 3 gives the hybrid memory's passages, in the order they are stored: the
+    100k real e5 vectors of GCIDE sentences (benchmarks/real_vectors.py) first, then drawn
+    ones (as in 2) for any past them."""
+
+    def __init__(self, real: np.ndarray, drawn: Drawn) -> None:
+        self._real, self._drawn, self._used = real, drawn, 0
+
+    def take(self, count: int) -> np.ndarray:
+        rows = self._real[self._used : self._used + count]
+        self._used += len(rows)
+        if len(rows) < count:
+            rows = np.concatenate([rows, self._drawn.draw(count - len(rows))])
+        return rows
+
+
+def bench_retrieve(
+    locomo: str, embedder: Any, real: np.ndarray, drawn: Drawn, asked: list[str]
+) -> None:
     from benchmarks.baselines import Tantivy
     from himga.embeddings import Embedder
     from himga.memory.hybrid_options import HybridOptions
     from himga.memory.hybrid_sqlite import HybridSQLiteMemory
     from himga.memory.sqlite import SQLiteKeywordMemory
 
-    class DrawnPassages(Embedder):
-        """The real model for queries; drawn vectors for passages (see the module's text)."""
+    class GivenPassages(Embedder):
+        """The real model for queries; the passages' vectors from `passages` (embedding the
+        100k natural-text messages themselves would take hours here: see the module's text)."""
 
         def __init__(self) -> None:
+            self.passages = Passages(real, drawn)
             self.model_id = embedder.model_id
             self.dimension = embedder.dimension
             self.max_tokens = embedder.max_tokens
 
         def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-            return drawn.draw(len(texts))
+            return self.passages.take(len(texts))
 
         def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
             found: np.ndarray = embedder.embed_queries(texts)
@@ -308,39 +449,46 @@ def bench_retrieve(locomo: str, embedder: Any, drawn: Drawn, asked: list[str]) -
     class BenchHybrid(HybridSQLiteMemory):
         def _set_model(self, options: HybridOptions) -> None:
             self._fusion = options
-            self._embedder = DrawnPassages()
+            self._embedder = GivenPassages()
 
     pairs = natural(locomo, RETRIEVE_SIZE)
     with tempfile.TemporaryDirectory() as scratch:
         hybrid = BenchHybrid(Path(scratch) / "hybrid.sqlite3", HybridOptions())
+        # the graph's options as measured in 2b (himga.memory.graph), on from half the store
+        graphed = BenchHybrid(
+            Path(scratch) / "graphed.sqlite3", HybridOptions(graph_threshold=len(pairs) // 2)
+        )
         keyword = SQLiteKeywordMemory(Path(scratch) / "keyword.sqlite3")
         tantivy = Tantivy()
         for at in range(0, len(pairs), 1000):
             hybrid.ingest_many(pairs[at : at + 1000])
+            graphed.ingest_many(pairs[at : at + 1000])
             keyword.ingest_many(pairs[at : at + 1000])
         tantivy.ingest_many(pairs)
         engines: dict[str, Callable[[Any], Any]] = {
             "hybrid retrieve": hybrid.retrieve,
+            "hybrid, graph": graphed.retrieve,
             "keyword retrieve": keyword.retrieve,
             "tantivy": tantivy.retrieve,
             "query embedding": lambda q: embedder.embed_queries([q]),
         }
         p50s: dict[str, list[float]] = {name: [] for name in engines}
-        budget_ratio = []
+        budget_ratio, graph_ratio = [], []
         for _ in range(RUNS):
             times = _in_turns(engines, asked)["times"]
             for name in engines:
                 p50s[name].append(_p50(times[name]))
-            budget = sum(p50s[name][-1] for name in engines if name != "hybrid retrieve")
+            budget = sum(p50s[name][-1] for name in engines if not name.startswith("hybrid"))
             budget_ratio.append(p50s["hybrid retrieve"][-1] / budget)
+            graph_ratio.append(p50s["hybrid, graph"][-1] / budget)
         hybrid.close()
+        graphed.close()
         keyword.close()
     print(f"## 3. Retrieve at {len(pairs):,} natural-text messages, {len(asked)} questions")
     for name in engines:
         print(f"{name:18s} p50 {_spread(p50s[name])} ms")
-    print(
-        f"hybrid / (keyword + tantivy + query embedding): {_spread(budget_ratio)}  (target <= 1)\n"
-    )
+    print(f"hybrid / (keyword + tantivy + query embedding): {_spread(budget_ratio)}  (target <= 1)")
+    print(f"hybrid, graph / the same:                      {_spread(graph_ratio)}\n")
 
 
 # --- 4. a server's resident memory --------------------------------------------------------
@@ -399,7 +547,6 @@ def main() -> None:
         default=bool(os.environ.get("HIMGA_BENCH_MILLION")),
         help="also search 1M vectors",
     )
-    parser.add_argument("--hnsw", action="store_true", help="also build usearch's HNSW graph")
     parser.add_argument("--steps", default="1234", help="which steps to run (default: all)")
     parser.add_argument("--size", type=int, default=RETRIEVE_SIZE, help="vectors and messages")
     parser.add_argument("--turns", type=int, default=TURNS, help="turns the model embeds")
@@ -411,15 +558,19 @@ def main() -> None:
     embedder = open_embedder(DEFAULT_MODEL)
     asked = questions(args.locomo, args.queries)
     print(f"bench-hybrid: {DEFAULT_MODEL} ({embedder.model_id}), {os.cpu_count()} cores\n")
-    passages, queries = bench_model(embedder, args.locomo, asked)
-    drawn = Drawn(passages)
+    turns, queries = bench_model(embedder, args.locomo, asked)
+    drawn = Drawn(turns)
     if "2" in args.steps:
         sizes = [5_000, args.size] + ([1_000_000] if args.million else [])
         for size in sizes:
-            bench_vectors(size, drawn, queries, args.hnsw)
+            bench_vectors(size, drawn, queries)
             gc.collect()  # the 1M copies go before the next step
+        everyone = embedder.embed_queries(questions(args.locomo, 1_000_000))
+        bench_graph(embedder, args.locomo, queries, np.asarray(everyone, dtype=np.float32))
     if "3" in args.steps:
-        bench_retrieve(args.locomo, embedder, drawn, asked)
+        from benchmarks.real_vectors import real_vectors
+
+        bench_retrieve(args.locomo, embedder, real_vectors(embedder), drawn, asked)
     if "4" in args.steps:
         bench_server_memory()
 

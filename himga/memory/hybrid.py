@@ -47,6 +47,7 @@ from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Around, Fusion, dense_query, fuse_arrays, pairs, passage
+from himga.memory.graph import GraphOptions
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD
@@ -154,13 +155,14 @@ class HybridIndex(DerivedIndex):
     from it afterwards in the same transaction (`read_vectors`); those of this memory's own
     writes are placed with them."""
 
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, graph: GraphOptions | None = None) -> None:
         self.dimension = dimension
+        self.graph = graph
         super().__init__(DEFAULT_METHOD)
 
     def clear(self) -> None:
         super().clear()
-        self.vectors = VectorIndex(self.dimension)
+        self.vectors = VectorIndex(self.dimension, self.graph)
         self._read_from: int | None = None  # vectors of the turns from here on: to be read
         self._reread: set[int] = set()  # turns replaced by others: their vectors to be read
 
@@ -326,7 +328,7 @@ class HybridMemory(IndexedMemory):
         return self._embedder
 
     def _derived(self) -> DerivedIndex:
-        return HybridIndex(self._embedder.dimension)
+        return HybridIndex(self._embedder.dimension, self._fusion.graph())
 
     @property
     def _vectors(self) -> HybridIndex:

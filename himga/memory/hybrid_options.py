@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from himga.embeddings import DEFAULT_MODEL
 from himga.errors import InvalidArgument
 from himga.memory.fusion import Fusion
+from himga.memory.graph import GraphOptions
+
+_GRAPH = GraphOptions()
 
 
 @dataclass(frozen=True)
@@ -13,9 +16,17 @@ class HybridOptions(Fusion):
     """The fusion's parameters (himga.memory.fusion.Fusion, whose text defines them) and
     `embedding_model`, the model that embeds every passage and query: a catalog name from the
     model cache, a model directory, or an embeddings endpoint (himga.embeddings.open_embedder).
-    `himga serve --embedding-model` sets it."""
+    `himga serve --embedding-model` sets it. `graph_threshold`, `graph_connectivity`,
+    `graph_expansion_add`, `graph_expansion_search` and `graph_fetch`: when and how the vector
+    index keeps an approximate graph (himga.memory.graph.GraphOptions, whose text says what
+    each is and how the defaults were measured)."""
 
     embedding_model: str = DEFAULT_MODEL
+    graph_threshold: int = _GRAPH.threshold
+    graph_connectivity: int = _GRAPH.connectivity
+    graph_expansion_add: int = _GRAPH.expansion_add
+    graph_expansion_search: int = _GRAPH.expansion_search
+    graph_fetch: int = _GRAPH.fetch
 
     def __post_init__(self) -> None:
         checks = getattr(Fusion, "__post_init__", None)
@@ -23,6 +34,20 @@ class HybridOptions(Fusion):
             checks(self)
         if not self.embedding_model.strip():
             raise InvalidArgument("embedding_model", "must name a model or a model directory")
+        try:
+            self.graph()
+        except InvalidArgument as error:
+            raise InvalidArgument(f"graph_{error.field}", error.rule) from None
+
+    def graph(self) -> GraphOptions:
+        """The vector index's graph options."""
+        return GraphOptions(
+            threshold=self.graph_threshold,
+            connectivity=self.graph_connectivity,
+            expansion_add=self.graph_expansion_add,
+            expansion_search=self.graph_expansion_search,
+            fetch=self.graph_fetch,
+        )
 
     def prepare(self) -> None:
         """Load the model now, as a server does at start-up: a missing or corrupt model is
