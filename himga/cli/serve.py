@@ -90,6 +90,15 @@ def options() -> tuple[Option, ...]:
             "fetch e5-small-v2`)",
         ),
         option(
+            "--memory-option",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="an option of the memory given by --memory (repeatable), as `himga eval-retrieval "
+            "--memory-option` takes it: e.g. k1=1.5 for the keyword kinds, graph_threshold=50000 "
+            "for hybrid (its vector search through a graph past 50k vectors)",
+        ),
+        option(
             "--episodes",
             config="episodes",
             choices=store_names(),
@@ -322,7 +331,7 @@ def _start(args: argparse.Namespace, closing: contextlib.ExitStack) -> _Serving:
         tls=tls,
         metrics=metrics,
         door_addresses=addresses,
-        memory_options={memory: _memory_options(memory, args.embedding_model)},
+        memory_options={memory: _memory_options(memory, args.embedding_model, args.memory_option)},
         episode_options=option_pairs(args.episodes_option),
         **{each.config: getattr(args, _dest(each)) for each in options() if each.config},
     )
@@ -433,19 +442,27 @@ def _announce(args: argparse.Namespace, serving: _Serving) -> None:
     )
 
 
-def _memory_options(memory: str, embedding_model: str | None) -> Any:
-    """The options of the default memory, with its model loaded now if it has one (a missing
-    or corrupt model is refused at start-up). _Refused, saying why, when they cannot be had."""
+def _memory_options(memory: str, embedding_model: str | None, texts: list[str]) -> Any:
+    """The options of the default memory (`--memory-option` texts, and `--embedding-model`,
+    which is `embedding_model=`), with its model loaded now if it has one (a missing or corrupt
+    model is refused at start-up). _Refused, saying why, when they cannot be had."""
     from himga.errors import InvalidArgument, ModelError
+    from himga.kinds import option_pairs
     from himga.memory.registry import memory_options
 
-    given: dict[str, object] = {}
-    if embedding_model is not None:
-        given["embedding_model"] = embedding_model
+    flags = "--memory-option" if embedding_model is None else "--embedding-model"
     try:
+        given: dict[str, object] = dict(option_pairs(texts))
+        if embedding_model is not None:
+            if "embedding_model" in given:
+                raise InvalidArgument(
+                    "options.embedding_model",
+                    "given twice: by --embedding-model and by --memory-option",
+                )
+            given["embedding_model"] = embedding_model
         options = memory_options(memory, given)
-    except InvalidArgument as error:  # a memory that takes no model, or a bad name
-        raise _Refused(f"--embedding-model (memory {memory}): {error}", 2) from error
+    except InvalidArgument as error:  # an option the memory does not take, or a bad value
+        raise _Refused(f"{flags} (memory {memory}): {error}", 2) from error
     prepare = getattr(options, "prepare", None)  # the kinds whose options load something
     if prepare is not None:
         try:

@@ -272,6 +272,29 @@ def test_serve_refuses_at_start_up_a_model_it_cannot_load(
     assert "options.embedding_model: not an option of 'sqlite'" in caplog.text
 
 
+def test_serve_takes_the_memorys_options_and_refuses_a_bad_one_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from himga.cli.serve import _memory_options
+
+    chosen = _memory_options("hybrid", None, ["graph_threshold=50000", "dense_weight=0.25"])
+    assert (chosen.graph_threshold, chosen.dense_weight) == (50000, 0.25)
+    serve = ["serve", "--port", "0", "--data-dir", str(tmp_path / "data"), "--memory"]
+    for argv, said in [
+        (["hybrid", "--memory-option", "graph_threshold=-1"], "options.graph_threshold"),
+        (["hybrid", "--memory-option", "graph_threshold"], "NAME=VALUE"),
+        (["sqlite", "--memory-option", "graph_threshold=10"], "not an option of 'sqlite'"),
+        (
+            ["hybrid", "--embedding-model", "e5-small-v2", "--memory-option", "embedding_model=x"],
+            "given twice",
+        ),
+    ]:
+        caplog.clear()
+        assert main([*serve, *argv]) == 2, argv
+        assert said in caplog.text, (argv, caplog.text)
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
+
+
 def test_the_options_are_the_fusions_and_the_model_each_checked() -> None:
     options = memory_options("hybrid", {"dense_weight": "0.5", "kind": "ranks"})
     assert (options.dense_weight, options.kind) == (0.5, "ranks")
