@@ -245,15 +245,12 @@ class HybridIndex(DerivedIndex):
             dense_keys, cosines, stats = self._dense(query, dense_depth, keyword_keys)
             if not keyword_keys.size and not dense_keys.size:
                 return []
-            if allowed is None:
-                return fuse_arrays(
-                    keyword_keys, keyword_scores, dense_keys, cosines, stats, around, fusion,
-                    limit, full,
-                )  # fmt: skip
             fused = fuse_arrays(
                 keyword_keys, keyword_scores, dense_keys, cosines, stats, around, fusion,
-                keyword_keys.size + dense_keys.size, full,
+                limit if allowed is None else keyword_keys.size + dense_keys.size, full,
             )  # fmt: skip
+            if allowed is None:
+                return fused
             kept = [pair for pair in fused if allowed(pair[0])]
             if len(kept) >= limit or min(keyword_depth, dense_depth) >= stored:
                 break

@@ -86,8 +86,8 @@ class VectorIndex:
 
     @property
     def _threshold(self) -> int:
-        options = self._graph_options
-        return options.threshold if options is not None and options.threshold else 0
+        """The count from which the index keeps a graph (0: never)."""
+        return self._graph_options.threshold if self._graph_options is not None else 0
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -119,8 +119,7 @@ class VectorIndex:
         self._floats = None
         if self._graph is not None:
             self._graph.add(np.asarray(key_list, dtype=np.int64), rows)
-        elif self._threshold and len(self._slot) >= self._threshold:
-            assert self._graph_options is not None
+        elif self._graph_options is not None and 0 < self._threshold <= len(self._slot):
             self._graph = Graph(self._dimension, self._graph_options)
             self._graph.add(self._keys[: len(self._slot)], self._matrix[: len(self._slot)])
 
@@ -207,7 +206,7 @@ class VectorIndex:
         n = len(self._slot)
         if k == 0 or n == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        if allowed is None and self._graph is not None and n >= self._threshold:
+        if allowed is None and self._graph is not None and self.graphed:
             found = self._graph.candidates(q, k).tolist()
             slots = [s for s in map(self._slot.get, found) if s is not None]
             if len(slots) >= min(k, n):
