@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.dictionary_text import cache_dir, gcide_text, sentences
+from himga.embeddings import Embedder
 
 COUNT = 100_000
 MIN_WORDS = 6
@@ -61,11 +62,11 @@ def _path(model_id: str, texts: list[str]) -> Path:
     return cache_dir() / f"real-vectors-{safe}-{len(texts)}-{digest.hexdigest()[:16]}.npy"
 
 
-def real_vectors(embedder: object, count: int = COUNT, say: bool = True) -> np.ndarray:
+def real_vectors(embedder: Embedder, count: int = COUNT, say: bool = True) -> np.ndarray:
     """The (count x dimension) float32 passage vectors of `real_texts(count)` by `embedder`
-    (a himga Embedder), from the cache or embedded now (and cached)."""
+    from the cache or embedded now (and cached)."""
     texts = real_texts(count)
-    path = _path(embedder.model_id, texts)  # type: ignore[attr-defined]
+    path = _path(embedder.model_id, texts)
     if path.exists():
         vectors = np.load(path)
         if vectors.shape[0] == count:
@@ -79,7 +80,7 @@ def real_vectors(embedder: object, count: int = COUNT, say: bool = True) -> np.n
         if part.exists():
             chunks.append(np.load(part))
             continue
-        found = embedder.embed_passages(texts[at : at + CHUNK])  # type: ignore[attr-defined]
+        found = embedder.embed_passages(texts[at : at + CHUNK])
         chunk = np.asarray(found, dtype=np.float32)
         np.save(part.with_suffix(".tmp.npy"), chunk)
         part.with_suffix(".tmp.npy").replace(part)
