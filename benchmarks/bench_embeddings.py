@@ -11,7 +11,10 @@ the same texts, the strategies taking turns within the run:
   does for an fp32 model;
 - `padded`: runs of 32 texts in their order, each padded to its run's longest (the usual
   batching; not batch-independent: it shows what the other two cost);
-- `alone, 1 thread`: `alone` with one onnxruntime thread instead of the default.
+- `alone, N threads`: `alone` with as many onnxruntime threads as the process has cores (at most
+  4) instead of the default (one);
+- `one query`: each of QUERIES questions embedded alone as a Retrieve embeds its query, with the
+  default threads and with N (its p50 in ms, not a rate).
 
 It reports turns/s and tokens/s (the model's tokens, truncation to the window included),
 min / median / max over the runs, each strategy's speed as a ratio to `alone` within its run,
@@ -30,12 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.corpus import questions
 from himga.data.locomo import load_locomo
 from himga.embeddings import DEFAULT_MODEL, open_embedder
 from himga.embeddings.base import unit_rows
 from himga.embeddings.onnx import RUN_SIZE, OnnxEmbedder, default_threads
 
 RUNS = 3
+QUERIES = 100
 TURNS = int(os.environ.get("HIMGA_BENCH_TURNS", "240"))
 DEFAULT_LOCOMO = "../shared/data/locomo/locomo-dev.json"
 
@@ -80,18 +85,19 @@ def spread(values: list[float], fmt: str = "{:.3g}") -> str:
     return f"{fmt.format(mid)} ({fmt.format(low)} to {fmt.format(high)})"
 
 
-def bench(name: str, texts: list[str]) -> None:
+def bench(name: str, texts: list[str], asked: list[str]) -> None:
     opened = open_embedder(name)
     assert isinstance(opened, OnnxEmbedder)
     directory = opened.directory
     strategies: dict[str, Callable[[list[str]], np.ndarray]] = {}
     alone = OnnxEmbedder(directory, batching="alone")
     by_length = OnnxEmbedder(directory, batching="by_length")
-    one_thread = OnnxEmbedder(directory, batching="alone", threads=1)
+    cores = max(1, min(4, len(os.sched_getaffinity(0))))
+    many = OnnxEmbedder(directory, batching="alone", threads=cores)
     strategies["alone"] = alone.embed_passages
     strategies["by_length"] = by_length.embed_passages
     strategies["padded"] = lambda t: padded(alone, t)
-    strategies["alone, 1 thread"] = one_thread.embed_passages
+    strategies[f"alone, {cores} threads"] = many.embed_passages
     tokens = sum(len(alone.token_ids(alone.passage_prefix + t)) for t in texts)
     print(
         f"\n{name} ({alone.model_id}; card batching: {opened.batching}); {len(texts)} turns, "
@@ -123,6 +129,27 @@ def bench(name: str, texts: list[str]) -> None:
             f"| {strategy} | {spread(per_turn)} | {spread(per_token)} | "
             f"{spread(ratios[strategy], '{:.2f}x')} | {drift[strategy]:.2g} |"
         )
+    queries = {"default threads": alone, f"{cores} threads": many}
+    p50s: dict[str, list[float]] = {label: [] for label in queries}
+    for _ in range(RUNS):
+        taken: dict[str, list[float]] = {label: [] for label in queries}
+        for i, question in enumerate(asked):
+            labels = list(queries)[i % 2 :] + list(queries)[: i % 2]
+            for label in labels:
+                best = float("inf")
+                for _ in range(3):
+                    started = time.perf_counter()
+                    queries[label].embed_queries([question])
+                    best = min(best, time.perf_counter() - started)
+                taken[label].append(best)
+        for label in queries:
+            p50s[label].append(statistics.median(taken[label]) * 1e3)
+    ratio = [a / b for a, b in zip(p50s["default threads"], p50s[f"{cores} threads"], strict=True)]
+    print(
+        f"one query ({len(asked)} questions, fastest of 3 each): p50 "
+        + ", ".join(f"{label} {spread(p50s[label])} ms" for label in queries)
+        + f"; default / {cores} threads {spread(ratio, '{:.2f}x')}"
+    )
 
 
 def main() -> None:
@@ -131,9 +158,10 @@ def main() -> None:
     parser.add_argument("--models", default=DEFAULT_MODEL, help="comma-separated model names")
     args = parser.parse_args()
     texts = turns(args.locomo, TURNS)
+    asked = questions(args.locomo, QUERIES)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for name in args.models.split(","):
-        bench(name, texts)
+        bench(name, texts, asked)
 
 
 if __name__ == "__main__":

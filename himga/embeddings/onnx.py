@@ -23,9 +23,11 @@ RUN_SIZE = 32
 
 
 def default_threads() -> int:
-    """onnxruntime's threads a run: `HIMGA_EMBEDDING_THREADS`, else the cores this process
-    may use, at most 4 (a small model gains little past that, and the server's other work
-    needs a core)."""
+    """onnxruntime's threads a run: `HIMGA_EMBEDDING_THREADS`, else 1. A small model's run of
+    a text or a few gains nothing from more on a CPU: each operator is too short to share, and
+    threads that do not spin wake for each one (measured by `make bench-embeddings`: one thread
+    embedded LoCoMo turns faster than two, and a query too; only a text of hundreds of tokens
+    went faster on two). One thread also leaves the server's other cores to its other calls."""
     configured = os.environ.get("HIMGA_EMBEDDING_THREADS", "")
     if configured.strip():
         try:
@@ -37,7 +39,7 @@ def default_threads() -> int:
                 f"HIMGA_EMBEDDING_THREADS must be a positive integer, not {configured!r}"
             )
         return threads
-    return max(1, min(4, len(os.sched_getaffinity(0))))
+    return 1
 
 
 class OnnxEmbedder(Embedder):

@@ -12,7 +12,7 @@ from himga.embeddings import DEFAULT_MODEL, ModelError, open_embedder
 from himga.embeddings.base import unit_rows
 from himga.embeddings.cache import models_dir
 from himga.embeddings.card import CARD, MODEL, TOKENIZER, read_card
-from himga.embeddings.onnx import OnnxEmbedder
+from himga.embeddings.onnx import OnnxEmbedder, default_threads
 from himga.errors import InvalidArgument
 from tests.embeddings.models import default_embedder
 
@@ -200,3 +200,17 @@ def test_a_catalog_model_not_in_the_cache_names_the_fetch_command(
     assert models_dir() == tmp_path / "empty"
     with pytest.raises(ModelError, match="run `himga models fetch all-minilm-l6-v2`"):
         open_embedder("all-minilm-l6-v2")
+
+
+def test_the_model_runs_on_one_thread_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HIMGA_EMBEDDING_THREADS", raising=False)
+    assert default_threads() == 1
+    monkeypatch.setenv("HIMGA_EMBEDDING_THREADS", "3")
+    assert default_threads() == 3
+    many = OnnxEmbedder(_model().directory)  # the same vectors on three threads
+    text = ["Caroline: I went to an LGBTQ support group."]
+    assert np.allclose(many.embed_passages(text), _model().embed_passages(text), atol=1e-5)
+    for bad in ("0", "-2", "four"):
+        monkeypatch.setenv("HIMGA_EMBEDDING_THREADS", bad)
+        with pytest.raises(ModelError, match="HIMGA_EMBEDDING_THREADS must be a positive"):
+            default_threads()
