@@ -38,7 +38,7 @@ setup: $(SETUP) $(NODE) model
 	bash scripts/postgres.sh
 
 # Reinstalled when the package's build changes, the C ranking core included.
-$(SETUP): pyproject.toml setup.py himga/memory/_ranking.c
+$(SETUP): pyproject.toml setup.py himga/memory/_ranking.c himga/memory/_sketch.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# "himga", this distribution's name before it became himga-memory, in an older .venv/
@@ -47,7 +47,7 @@ $(SETUP): pyproject.toml setup.py himga/memory/_ranking.c
 	touch $@ $(SERVE_SETUP)
 
 # Only what serving needs: no tests, generators, linters or the extras' SDKs.
-$(SERVE_SETUP): pyproject.toml setup.py himga/memory/_ranking.c
+$(SERVE_SETUP): pyproject.toml setup.py himga/memory/_ranking.c himga/memory/_sketch.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip uninstall --quiet --yes himga
 	$(PY) -m pip install --quiet -e .

@@ -1,8 +1,10 @@
-"""The one part of himga that is not pure Python: the ranking's heavy part, in C.
+"""The two parts of himga that are not pure Python, in C: the ranking's heavy part and the
+vector sketches' scan.
 
 Everything else about the package is in pyproject.toml; setuptools reads both. `make setup`
-(pip install -e .) builds it with the C compiler Python was built with. No FMA contraction:
-its scores are bit for bit those of the definition's Python (himga/memory/_ranking.c says why).
+(pip install -e .) builds them with the C compiler Python was built with. No FMA contraction in
+the ranking: its scores are bit for bit those of the definition's Python (himga/memory/_ranking.c
+says why). The scan is integer arithmetic, the same on every machine at any optimisation.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +15,11 @@ setup(
             "himga.memory._ranking",
             sources=["himga/memory/_ranking.c"],
             extra_compile_args=["-O2", "-ffp-contract=off"],
-        )
+        ),
+        Extension(
+            "himga.memory._sketch",
+            sources=["himga/memory/_sketch.c"],
+            extra_compile_args=["-O3"],
+        ),
     ]
 )

@@ -53,6 +53,7 @@ from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD
 from himga.memory.ranking import Turns
 from himga.memory.rows import Change, Rows, Version
+from himga.memory.sketch import SketchOptions
 from himga.memory.text import query_terms
 from himga.memory.vectors import VectorIndex
 from himga.memory.windows import Windows
@@ -155,14 +156,20 @@ class HybridIndex(DerivedIndex):
     from it afterwards in the same transaction (`read_vectors`); those of this memory's own
     writes are placed with them."""
 
-    def __init__(self, dimension: int, graph: GraphOptions | None = None) -> None:
+    def __init__(
+        self,
+        dimension: int,
+        graph: GraphOptions | None = None,
+        sketch: SketchOptions | None = None,
+    ) -> None:
         self.dimension = dimension
         self.graph = graph
+        self.sketch = sketch
         super().__init__(DEFAULT_METHOD)
 
     def clear(self) -> None:
         super().clear()
-        self.vectors = VectorIndex(self.dimension, self.graph)
+        self.vectors = VectorIndex(self.dimension, self.graph, self.sketch)
         self._read_from: int | None = None  # vectors of the turns from here on: to be read
         self._reread: set[int] = set()  # turns replaced by others: their vectors to be read
 
@@ -325,7 +332,7 @@ class HybridMemory(IndexedMemory):
         return self._embedder
 
     def _derived(self) -> DerivedIndex:
-        return HybridIndex(self._embedder.dimension, self._fusion.graph())
+        return HybridIndex(self._embedder.dimension, self._fusion.graph(), self._fusion.sketch())
 
     @property
     def _vectors(self) -> HybridIndex:

@@ -7,8 +7,10 @@ from himga.embeddings import DEFAULT_MODEL
 from himga.errors import InvalidArgument
 from himga.memory.fusion import Fusion
 from himga.memory.graph import GraphOptions
+from himga.memory.sketch import SketchOptions
 
 _GRAPH = GraphOptions()
+_SKETCH = SketchOptions()
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,10 @@ class HybridOptions(Fusion):
     `himga serve --embedding-model` sets it. `graph_threshold`, `graph_connectivity`,
     `graph_expansion_add`, `graph_expansion_search` and `graph_fetch`: when and how the vector
     index keeps an approximate graph (himga.memory.graph.GraphOptions, whose text says what
-    each is and how the defaults were measured)."""
+    each is and how the defaults were measured). `sketch_threshold`, `sketch_fetch` and
+    `sketch_per_hit`: when and how it keeps int8 sketches of the vectors, whose scan proposes a
+    search's candidates (himga.memory.sketch.SketchOptions, likewise; `sketch_threshold` 0:
+    every search exact). The graph, when it is on, is searched instead."""
 
     embedding_model: str = DEFAULT_MODEL
     graph_threshold: int = _GRAPH.threshold
@@ -27,6 +32,9 @@ class HybridOptions(Fusion):
     graph_expansion_add: int = _GRAPH.expansion_add
     graph_expansion_search: int = _GRAPH.expansion_search
     graph_fetch: int = _GRAPH.fetch
+    sketch_threshold: int = _SKETCH.threshold
+    sketch_fetch: int = _SKETCH.fetch
+    sketch_per_hit: int = _SKETCH.per_hit
 
     def __post_init__(self) -> None:
         checks = getattr(Fusion, "__post_init__", None)
@@ -34,10 +42,11 @@ class HybridOptions(Fusion):
             checks(self)
         if not self.embedding_model.strip():
             raise InvalidArgument("embedding_model", "must name a model or a model directory")
-        try:
-            self.graph()
-        except InvalidArgument as error:
-            raise InvalidArgument(f"graph_{error.field}", error.rule) from None
+        for name, options in (("graph", self.graph), ("sketch", self.sketch)):
+            try:
+                options()
+            except InvalidArgument as error:
+                raise InvalidArgument(f"{name}_{error.field}", error.rule) from None
 
     def graph(self) -> GraphOptions:
         """The vector index's graph options."""
@@ -47,6 +56,14 @@ class HybridOptions(Fusion):
             expansion_add=self.graph_expansion_add,
             expansion_search=self.graph_expansion_search,
             fetch=self.graph_fetch,
+        )
+
+    def sketch(self) -> SketchOptions:
+        """The vector index's sketch options."""
+        return SketchOptions(
+            threshold=self.sketch_threshold,
+            fetch=self.sketch_fetch,
+            per_hit=self.sketch_per_hit,
         )
 
     def prepare(self) -> None:

@@ -7,10 +7,13 @@ one matrix-vector product over the stored rows, or over the rows a filter admits
 few (numpy's own loop for a small scan, BLAS for a large one). Vectors are normalised on the
 way in, so a dot product is their cosine.
 
-Given GraphOptions, an index holding at least their `threshold` vectors also keeps a graph of
-them (himga.memory.graph, built when the index first reaches the threshold): a search without
-a filter then takes the graph's candidates and re-scores them exactly from the rows (its cosines
-exact, its top k approximate: recall measured in bench-hybrid); a filtered search stays exact.
+Given SketchOptions, an index holding at least their `threshold` vectors also keeps an int8
+sketch of each (himga.memory.sketch): a search without a filter then scans the sketches (in C,
+a quarter of the float32 rows' bytes), takes the best of them as candidates and re-scores
+those exactly from the rows (its cosines exact, its top k approximate: recall measured in
+bench-hybrid). Given GraphOptions, an index holding at least their `threshold` vectors keeps a
+graph of them instead (himga.memory.graph, built when the index first reaches the threshold),
+whose candidates are re-scored the same way. A filtered search stays exact.
 
 stats() is exact and costs no scan: the index keeps the sum of its vectors and the sum of their
 outer products (in fixed point, as integers, so that a delete takes away exactly what its
@@ -21,12 +24,15 @@ Not safe for a write beside any other call: the memory's lock orders writes; sea
 and lookups change nothing, so any number may run together.
 """
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from himga.memory._sketch import best_rows
 from himga.memory.graph import Graph, GraphOptions
+from himga.memory.sketch import CHUNK, Sketch, SketchOptions
 
 Floats = npt.NDArray[np.float32]
 Keys = npt.NDArray[np.int64]
@@ -35,6 +41,11 @@ _INITIAL_CAPACITY = 64
 # Up to this many rows a scan is numpy's own single-threaded loop: BLAS would wake its threads
 # for it, and on a busy machine waiting for them costs more than the scan (bench-hybrid).
 _BLAS_ROWS = 32_768
+# A scan of the sketches of at least this many rows is shared by _SCAN_THREADS threads: it is
+# bound by memory, which one core does not exhaust (at 100k rows two threads took 0.58x the
+# time of one, at 32k 0.9x; bench-hybrid).
+_THREADED_ROWS = 65_536
+_SCAN_THREADS = max(1, min(4, len(os.sched_getaffinity(0))))
 # A filter admitting at most this share of the stored vectors is searched over its own rows
 # (a gather); a wider one is searched by the full scan, its best rows checked against it.
 _GATHER_SHARE = 1 / 16
@@ -43,12 +54,22 @@ _GATHER_SHARE = 1 / 16
 class VectorIndex:
     """Unit vectors of one dimension by integer key, searched exactly by cosine."""
 
-    def __init__(self, dimension: int, graph: GraphOptions | None = None) -> None:
+    def __init__(
+        self,
+        dimension: int,
+        graph: GraphOptions | None = None,
+        sketch: SketchOptions | None = None,
+    ) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             raise ValueError(f"dimension: must be a positive integer, got {dimension!r}")
         self._dimension = dimension
         self._graph_options = graph
         self._graph: Graph | None = None
+        self._sketch_options = sketch if sketch is not None and sketch.threshold else None
+        self._sketch: Sketch | None = None  # the fit the sketches were made by
+        self._sketches: npt.NDArray[np.int8] | None = None  # one row per stored row
+        self._fitted = 0  # vectors stored at the last fit
+        self._changed = 0  # vectors added or removed since
         self._matrix: Floats = np.empty((_INITIAL_CAPACITY, dimension), dtype=np.float32)
         self._keys: Keys = np.empty(_INITIAL_CAPACITY, dtype=np.int64)
         self._slot: dict[int, int] = {}
@@ -77,12 +98,18 @@ class VectorIndex:
         """Bytes the index holds in arrays (the matrix at its capacity, keys, moments); the key
         dictionary's own size is not counted."""
         held = self._matrix.nbytes + self._keys.nbytes + self._sum.nbytes + self._outer.nbytes
+        held += self._sketches.nbytes if self._sketches is not None else 0
         return held + (self._graph.nbytes if self._graph is not None else 0)
 
     @property
     def graphed(self) -> bool:
         """Whether a search without a filter goes through the graph now."""
         return self._graph is not None and len(self._slot) >= self._threshold
+
+    @property
+    def sketched(self) -> bool:
+        """Whether a search without a filter scans the sketches now (and not the graph)."""
+        return self._sketches is not None and not self.graphed
 
     @property
     def _threshold(self) -> int:
@@ -111,12 +138,16 @@ class VectorIndex:
         self._reserve(n + len(key_list))
         self._matrix[n : n + len(key_list)] = rows
         self._keys[n : n + len(key_list)] = key_list
+        if self._sketches is not None and self._sketch is not None:
+            self._sketches[n : n + len(key_list)] = self._sketch.of(rows)
         for offset, key in enumerate(key_list):
             self._slot[key] = n + offset
         added, outer = _moments(rows)
         self._sum += added
         self._outer += outer
         self._floats = None
+        self._changed += len(key_list)
+        self._fit_if_due()
         if self._graph is not None:
             self._graph.add(np.asarray(key_list, dtype=np.int64), rows)
         elif self._graph_options is not None and 0 < self._threshold <= len(self._slot):
@@ -135,8 +166,10 @@ class VectorIndex:
         self._sum -= taken
         self._outer -= outer
         self._floats = None
+        self._changed += len(keys)
         if self._graph is not None:
             self._graph.remove(np.asarray(keys, dtype=np.int64))
+        sketches = self._sketches
         for key in keys:
             slot = self._slot.pop(key)
             last = len(self._slot)  # the row that moves into the freed one
@@ -145,6 +178,34 @@ class VectorIndex:
                 self._matrix[slot] = self._matrix[last]
                 self._keys[slot] = moved
                 self._slot[moved] = slot
+                if sketches is not None:
+                    sketches[slot] = sketches[last]
+        self._fit_if_due()
+
+    def _fit_if_due(self) -> None:
+        """Fit the sketches' axes anew (and make every sketch again) when the index first holds
+        the threshold, and when as many vectors changed since the last fit as it held then;
+        drop them when it falls below half the threshold."""
+        options = self._sketch_options
+        if options is None:
+            return
+        n = len(self._slot)
+        if self._sketches is not None and n < options.threshold // 2:
+            self._sketch = self._sketches = None
+            self._fitted = self._changed = 0
+            return
+        due = self._changed >= self._fitted if self._sketches is not None else True
+        if n < options.threshold or not due:
+            return
+        mean = self._sum.astype(np.float64) / (_FIXED * n)
+        second = self._outer.astype(np.float64) / (_FIXED * _FIXED * n)
+        sketch = Sketch(mean, second - np.outer(mean, mean))
+        sketches = np.empty((len(self._keys), sketch.length), dtype=np.int8)
+        for start in range(0, n, CHUNK):
+            stop = min(n, start + CHUNK)
+            sketches[start:stop] = sketch.of(self._matrix[start:stop])
+        self._sketch, self._sketches = sketch, sketches
+        self._fitted, self._changed = n, 0
 
     def _reserve(self, count: int) -> None:
         capacity = len(self._keys)
@@ -158,6 +219,10 @@ class VectorIndex:
         keys = np.empty(capacity, dtype=np.int64)
         keys[:n] = self._keys[:n]
         self._matrix, self._keys = matrix, keys
+        if self._sketches is not None:
+            sketches = np.empty((capacity, self._sketches.shape[1]), dtype=np.int8)
+            sketches[:n] = self._sketches[:n]
+            self._sketches = sketches
 
     def _checked(self, vectors: npt.ArrayLike, count: int) -> Floats:
         rows = np.asarray(vectors, dtype=np.float32)
@@ -198,8 +263,9 @@ class VectorIndex:
     ) -> tuple[Keys, Floats]:
         """The (at most) `k` keys whose vectors are nearest `query`, with their cosines, best
         first (ties by lower key). `allowed`: the sorted keys a request's filters admit (None:
-        every key). Exact, but for a search without a filter while `graphed`: then the keys
-        are the best of the graph's candidates (their cosines exact)."""
+        every key). Exact, but for a search without a filter while `graphed` or `sketched`:
+        then the keys are the best of the graph's or the sketches' candidates (their cosines
+        exact)."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError(f"k: must be a non-negative integer, got {k!r}")
         q = self._query(query)
@@ -211,6 +277,16 @@ class VectorIndex:
             slots = [s for s in map(self._slot.get, found) if s is not None]
             if len(slots) >= min(k, n):
                 return self._best(self._keys[slots], _scores(self._matrix[slots], q), k)
+        if allowed is None and self._sketches is not None and self._sketch is not None:
+            assert self._sketch_options is not None
+            wanted = self._sketch_options.wanted(k)
+            if wanted < n:
+                threads = _SCAN_THREADS if n >= _THREADED_ROWS else 1
+                rows = np.frombuffer(
+                    best_rows(self._sketches[:n], self._sketch.weights(q), wanted, threads),
+                    dtype=np.int32,
+                )
+                return self._best(self._keys[rows], _scores(self._matrix[rows], q), k)
         if allowed is None:
             return self._best(self._keys[:n], _scores(self._matrix[:n], q), k)
         admitted = np.asarray(allowed, dtype=np.int64).reshape(-1)

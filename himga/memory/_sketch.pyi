@@ -1,0 +1,13 @@
+"""The scan of himga.memory.sketch, in C (_sketch.c)."""
+
+import numpy as np
+import numpy.typing as npt
+
+def best_rows(
+    sketches: npt.NDArray[np.int8],
+    query: npt.NDArray[np.int16],
+    count: int,
+    threads: int = 1,
+    plain: bool = False,
+    /,
+) -> bytes: ...

@@ -1,0 +1,228 @@
+"""The vector index's sketches (himga.memory.sketch and its C scan, himga.memory._sketch): the
+scan's answer is the exact integer ranking (both of its loops, any rank, ties to the lower row,
+no overflow at the extremes); an index past its threshold finds nearly all of the exact answer
+with exact cosines, keeps each sketch with its row through deletes and corrections, fits its
+axes again as it grows, and bad options are refused naming the option."""
+
+import numpy as np
+import pytest
+
+from himga.errors import InvalidArgument
+from himga.memory._sketch import best_rows
+from himga.memory.registry import memory_options
+from himga.memory.sketch import SketchOptions
+from himga.memory.vectors import VectorIndex
+
+DIMENSION = 384
+SIZE = 6_000
+THRESHOLD = 2_000
+K = 10
+
+
+def reference(sketches: np.ndarray, query: np.ndarray, count: int) -> np.ndarray:
+    scores = sketches.astype(np.int64) @ query.astype(np.int64)
+    return np.argsort(-scores, kind="stable")[:count]
+
+
+def scanned(
+    sketches: np.ndarray, query: np.ndarray, count: int, threads: int = 1, plain: bool = False
+) -> np.ndarray:
+    return np.frombuffer(best_rows(sketches, query, count, threads, plain), dtype=np.int32)
+
+
+@pytest.mark.parametrize(("threads", "plain"), [(1, False), (1, True), (3, False), (16, True)])
+@pytest.mark.parametrize(
+    ("rows", "rank", "count"),
+    [(1, 16, 1), (500, 64, 40), (3_000, 48, 700), (50, 512, 80), (200, 32, 0), (7, 16, 7)],
+)
+def test_the_scan_is_the_exact_integer_ranking(
+    threads: int, plain: bool, rows: int, rank: int, count: int
+) -> None:
+    rng = np.random.default_rng(rows + rank)
+    # few distinct values: many equal scores, which go to the lower row (in any thread's share)
+    sketches = rng.integers(-3, 4, size=(rows, rank), dtype=np.int8)
+    query = rng.integers(-2, 3, size=rank).astype(np.int16)
+    found = scanned(sketches, query, count, threads, plain)
+    assert found.tolist() == reference(sketches, query, count).tolist()
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_the_scan_does_not_overflow_at_the_extremes(plain: bool) -> None:
+    sketches = np.full((3, 512), 127, dtype=np.int8)
+    sketches[1] = -127
+    sketches[2, :256] = -127
+    query = np.full(512, 32767, dtype=np.int16)
+    assert scanned(sketches, query, 3, plain=plain).tolist() == [0, 2, 1]
+    assert scanned(sketches, -query, 3, plain=plain).tolist() == [1, 2, 0]
+
+
+@pytest.mark.parametrize(
+    ("sketches", "query", "count", "message"),
+    [
+        (np.zeros((4, 20), np.int8), np.zeros(20, np.int16), 2, "multiple of 16"),
+        (np.zeros((4, 16), np.int8), np.zeros(0, np.int16), 2, "multiple of 16"),
+        (np.zeros((3, 16), np.int8), np.zeros(32, np.int16), 2, "not whole rows"),
+        (np.zeros((4, 16), np.float32), np.zeros(16, np.int16), 2, "sketches must be"),
+        (np.zeros((4, 16), np.int8), np.zeros(16, np.int32), 2, "query must be"),
+        (np.zeros((4, 16), np.int8), np.zeros(16, np.int16), -1, "negative"),
+        (np.zeros((4, 16), np.int8), np.zeros(16, np.int16), 2, "threads must be"),
+    ],
+)
+def test_the_scan_refuses_what_it_cannot_read(
+    sketches: np.ndarray, query: np.ndarray, count: int, message: str
+) -> None:
+    with pytest.raises((TypeError, ValueError), match=message):
+        best_rows(sketches, query, count, 0 if message.startswith("threads") else 1)
+
+
+def test_more_wanted_than_held_is_every_row() -> None:
+    sketches = np.arange(48, dtype=np.int8).reshape(3, 16)
+    assert scanned(sketches, np.ones(16, np.int16), 10, threads=2).tolist() == [2, 1, 0]
+
+
+# --- the index ------------------------------------------------------------------------------
+
+
+def clustered(rng: np.random.Generator, count: int, centres: np.ndarray) -> np.ndarray:
+    """Unit vectors around `centres` (as embeddings of text cluster by topic), with a shared
+    mean direction (as e5's share one)."""
+    rows = centres[rng.integers(0, len(centres), count)] + 0.35 * rng.standard_normal(
+        (count, DIMENSION)
+    )
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(20261203)
+    common = rng.standard_normal(DIMENSION)
+    centres = common + rng.standard_normal((60, DIMENSION)) * 0.8
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    return clustered(rng, SIZE, centres), clustered(rng, 100, centres)
+
+
+def pair(vectors: np.ndarray, **options: int) -> tuple[VectorIndex, VectorIndex]:
+    """The same vectors in an exact index and in one with sketches past THRESHOLD."""
+    exact = VectorIndex(DIMENSION)
+    sketched = VectorIndex(DIMENSION, sketch=SketchOptions(threshold=THRESHOLD, **options))
+    keys = list(range(len(vectors)))
+    for at in range(0, len(vectors), 500):  # as a store adds them: in batches
+        exact.add(keys[at : at + 500], vectors[at : at + 500])
+        sketched.add(keys[at : at + 500], vectors[at : at + 500])
+    return exact, sketched
+
+
+def recall(exact: VectorIndex, other: VectorIndex, queries: np.ndarray, k: int = K) -> float:
+    hits = 0
+    for q in queries:
+        truth = set(exact.nearest(q, k)[0].tolist())
+        hits += len(truth & set(other.nearest(q, k)[0].tolist()))
+    return hits / (k * len(queries))
+
+
+def consistent(index: VectorIndex) -> bool:
+    """Whether every stored row's sketch is the sketch of its vector by the current fit."""
+    n = len(index)
+    assert index._sketch is not None and index._sketches is not None
+    return bool(np.array_equal(index._sketches[:n], index._sketch.of(index._matrix[:n])))
+
+
+def test_below_the_threshold_the_search_is_exact(data: tuple[np.ndarray, np.ndarray]) -> None:
+    vectors, queries = data
+    exact, sketched = pair(vectors[: THRESHOLD - 1])
+    assert not sketched.sketched
+    for q in queries:
+        assert np.array_equal(exact.nearest(q, K)[0], sketched.nearest(q, K)[0])
+
+
+def test_the_sketches_find_nearly_all_of_the_exact_answer(
+    data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    vectors, queries = data
+    exact, sketched = pair(vectors)
+    assert sketched.sketched
+    assert recall(exact, sketched, queries) >= 0.99
+    assert recall(exact, sketched, queries, 100) >= 0.99  # the hybrid memory's dense depth
+    narrow = pair(vectors, fetch=10, per_hit=1)[1]  # no candidates beyond the hits: less
+    assert 0.5 <= recall(exact, narrow, queries) < recall(exact, sketched, queries)
+    for q in queries[:20]:  # its cosines are the exact ones of the keys it returns
+        keys, scores = sketched.nearest(q, K)
+        assert np.allclose(scores, sketched.similarities(q, keys.tolist()), atol=1e-6)
+        assert (np.diff(scores) <= 0).all()
+
+
+def test_a_filtered_search_stays_exact(data: tuple[np.ndarray, np.ndarray]) -> None:
+    vectors, queries = data
+    exact, sketched = pair(vectors, fetch=16, per_hit=1)  # a poor sketch search
+    allowed = np.arange(0, SIZE, 3)
+    for q in queries[:20]:
+        assert np.array_equal(exact.nearest(q, K, allowed)[0], sketched.nearest(q, K, allowed)[0])
+
+
+def test_sketches_follow_their_rows_through_deletes_and_corrections(
+    data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    vectors, queries = data
+    sketched = pair(vectors)[1]
+    rng = np.random.default_rng(7)
+    gone = rng.choice(SIZE, 1_500, replace=False)
+    sketched.remove(gone.tolist())  # each removal moves the last row into the freed one
+    corrected = [k for k in rng.choice(SIZE, 300, replace=False).tolist() if k not in set(gone)]
+    sketched.add(corrected, queries[np.arange(len(corrected)) % len(queries)])
+    assert sketched.sketched and consistent(sketched)
+    for q in queries[:30]:
+        assert not set(sketched.nearest(q, 50)[0].tolist()) & set(gone.tolist())
+    # a stored vector asked for finds itself first
+    kept = [k for k in range(0, SIZE, 97) if k not in set(gone) and k not in set(corrected)]
+    for key in kept:
+        assert int(sketched.nearest(vectors[key], 1)[0][0]) == key
+
+
+def test_the_axes_are_fitted_again_as_the_index_grows_and_shrinks(
+    data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    vectors, _ = data
+    index = VectorIndex(DIMENSION, sketch=SketchOptions(threshold=1_000))
+    index.add(list(range(1_200)), vectors[:1_200])
+    first = index._sketch
+    assert index.sketched and first is not None
+    index.add(list(range(1_200, 2_000)), vectors[1_200:2_000])
+    assert index._sketch is first  # fewer changes since the fit than it was made on
+    index.add(list(range(2_000, 2_400)), vectors[2_000:2_400])
+    assert index._sketch is not first and consistent(index)
+    index.remove(list(range(1_901)))  # 499 left: below half the threshold, exact again
+    assert not index.sketched and index._sketches is None
+
+
+def test_vectors_of_any_length_are_sketched(data: tuple[np.ndarray, np.ndarray]) -> None:
+    vectors, queries = data
+    for dimension in (3, 100):  # padded to a multiple of 16 coordinates
+        exact = VectorIndex(dimension)
+        sketched = VectorIndex(dimension, sketch=SketchOptions(threshold=500))
+        for index in (exact, sketched):
+            index.add(list(range(2_000)), vectors[:2_000, :dimension])
+        assert sketched.sketched
+        assert recall(exact, sketched, queries[:, :dimension]) >= 0.99
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("sketch_threshold", "-1"),
+        ("sketch_threshold", "many"),
+        ("sketch_fetch", "0"),
+        ("sketch_per_hit", "0"),
+    ],
+)
+def test_bad_sketch_options_are_refused(option: str, value: str) -> None:
+    with pytest.raises(InvalidArgument, match=rf"options\.{option}"):
+        memory_options("hybrid", {option: value})
+
+
+def test_sketch_options_pass_through() -> None:
+    assert memory_options("hybrid").sketch() == SketchOptions()
+    options = memory_options("hybrid", {"sketch_threshold": "0", "sketch_fetch": "96"})
+    assert options.sketch() == SketchOptions(threshold=0, fetch=96)
+    index = VectorIndex(DIMENSION, sketch=options.sketch())  # threshold 0: never sketched
+    index.add(list(range(100)), np.eye(100, DIMENSION, dtype=np.float32))
+    assert not index.sketched
