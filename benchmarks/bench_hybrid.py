@@ -12,20 +12,24 @@
    variant in turn: himga's exact float32 VectorIndex, the same behind a filter admitting 1% of
    the keys, numpy's BLAS product over the same matrix (what VectorIndex uses past 32k rows,
    and below them its own loop, which wakes no threads: see the figures at 5k, a
-   conversation's size), and exact scans of float16 and int8 copies (usearch's SIMD kernels;
-   int8 then re-ranks its best RERANK in float32); at 1M also usearch's HNSW graphs as in 2b.
+   conversation's size), exact scans of float16 and int8 copies (usearch's SIMD kernels;
+   int8 then re-ranks its best RERANK in float32), and himga's default past 32k vectors, its
+   int8 sketches scanned in C and their best re-ranked in float32 (himga.memory.sketch); at
+   1M also usearch's HNSW graphs as in 2b.
    Figures: p50 latency, recall@10 against the exact float32 answer, bytes per million
    vectors, and each variant's p50 / the exact p50 within the run.
-2b. The graph on REAL vectors: how well an approximate search recalls depends on how the
-   vectors cluster (drawn ones are less clustered than real ones), so usearch's HNSW graphs
-   (connectivity 16 and 32, stored as float32 or as int8, expansion_search 64 to 1024, their
-   candidates re-scored exactly in float32) are measured beside the exact search on the 100k
+2b. The approximate searches on REAL vectors: how well one recalls depends on how the vectors
+   cluster (drawn ones are less clustered than real ones), so himga's sketches (also at
+   recall@100, the hybrid memory's dense depth) and usearch's HNSW graphs (connectivity 16
+   and 32, stored as float32 or as int8, expansion_search 64 to 1024, their candidates
+   re-scored exactly in float32) are measured beside the exact search on the 100k
    real e5 vectors of GCIDE sentences (benchmarks/real_vectors.py: embedded once, ~10 min,
    then cached), and on the same with every LoCoMo turn of the file added (a conversation
    inside a big store). Recall@10 over every question of the file; p50 over QUERIES; MB per
    1M; build seconds. himga.memory.graph takes its settings from here.
 3. Retrieve at 100k natural-text messages (benchmarks/corpus.py): the hybrid memory (SQLite),
-   the same with its graph on (HybridOptions graph_threshold at half the store), the keyword
+   the same with every search exact (`sketch_threshold` 0), the same with its graph on
+   (HybridOptions graph_threshold at half the store), the keyword
    memory (SQLite) and tantivy over the same texts, and the query's embedding alone. The
    hybrid memories' passages get the 100k real vectors of 2b (embedding the 100k messages
    themselves would take hours here; past 100k, drawn ones); queries are embedded by the real
@@ -80,6 +84,8 @@ GRAPH_EXPANSION = (64, 128, 256, 512, 1024)
 GRAPH_FETCH = {"f32": K, "i8": 64}  # candidates the graph gives, re-scored in float32
 GRAPH_EXPANSION_ADD = 128
 GRAPH_THREADS = 2
+SKETCHED = "int8 sketches + float32 rerank (VectorIndex, the default)"
+DEEP = 100
 
 
 def _spread(stats: list[float]) -> str:
@@ -249,6 +255,10 @@ def _graphs(
     return found
 
 
+def _keys(index: Any, q: np.ndarray, k: int) -> set[int]:
+    return set(index.nearest(q, k)[0].tolist())
+
+
 def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.ndarray) -> None:
     """Step 2 on REAL vectors: the graph beside the exact search, over the 100k real e5 vectors
     of GCIDE sentences (benchmarks/real_vectors.py), then over the same with every turn of the
@@ -256,6 +266,7 @@ def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.nd
     questions; recall@10 over `everyone` (every question of the file)."""
     from benchmarks.real_vectors import real_vectors
     from himga.memory.fusion import passage
+    from himga.memory.sketch import SketchOptions
     from himga.memory.vectors import VectorIndex
 
     real = real_vectors(embedder)
@@ -270,8 +281,11 @@ def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.nd
     for label, vectors in sets.items():
         index = VectorIndex(vectors.shape[1])
         index.add(np.arange(len(vectors)), vectors)
+        sketched = VectorIndex(vectors.shape[1], sketch=SketchOptions())
+        sketched.add(np.arange(len(vectors)), vectors)
         variants: dict[str, Callable[[Any], Any]] = {
-            "exact float32 (VectorIndex)": lambda q, index=index: index.nearest(q, K)[0]
+            "exact float32 (VectorIndex)": lambda q, index=index: index.nearest(q, K)[0],
+            SKETCHED: lambda q, sketched=sketched: sketched.nearest(q, K)[0],
         }
         built = _graphs(vectors, GRAPH_CONNECTIVITY)
         variants |= {name: search for name, (search, _, _) in built.items()}
@@ -295,7 +309,7 @@ def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.nd
                 p50s[name].append(_p50(times[name]))
                 ratios[name].append(p50s[name][-1] / p50s["exact float32 (VectorIndex)"][-1])
         print(
-            f"## 2b. graph search at {label} e5 vectors (k = {K}, expansion_add "
+            f"## 2b. approximate search at {label} e5 vectors (k = {K}, expansion_add "
             f"{GRAPH_EXPANSION_ADD}, built on {GRAPH_THREADS} threads)"
         )
         print(
@@ -303,23 +317,30 @@ def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.nd
             f"({len(everyone)} questions) | MB per 1M | build s"
         )
         for name in variants:
-            _, seconds, nbytes = built.get(name, (None, 0.0, index.nbytes))
+            own = sketched.nbytes if name == SKETCHED else index.nbytes
+            _, seconds, nbytes = built.get(name, (None, 0.0, own))
             print(
                 f"{name} | {_spread(p50s[name])} | {_spread(ratios[name])} | "
                 f"{recalls[name]:.4f} | {nbytes / len(vectors) * 1e6 / 2**20:.0f} | {seconds:.0f}"
             )
+        deep = [len(_keys(sketched, q, DEEP) & _keys(index, q, DEEP)) / DEEP for q in everyone]
+        print(
+            f"{SKETCHED}: recall@{DEEP} (the hybrid memory's dense depth) {np.mean(deep):.4f}, "
+            f"lowest of one question {min(deep):.2f}"
+        )
         print(
             "(a graph's MB are usearch's own, its own copy of the vectors (float32 or int8) "
             "included; the float32 rows its candidates are re-scored from are the "
-            "VectorIndex's, on top)\n"
+            "VectorIndex's, on top; the sketches' MB include the float32 rows)\n"
         )
-        del built, variants, index
+        del built, variants, index, sketched
         gc.collect()
 
 
 def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
     from usearch.index import MetricKind, search
 
+    from himga.memory.sketch import SketchOptions
     from himga.memory.vectors import VectorIndex
 
     vectors = drawn.draw(size)
@@ -328,6 +349,10 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
     start = time.perf_counter()
     index.add(keys, vectors)
     added = time.perf_counter() - start
+    sketched = VectorIndex(vectors.shape[1], sketch=SketchOptions())
+    start = time.perf_counter()
+    sketched.add(keys, vectors)
+    sketched_in = time.perf_counter() - start
     half, small = vectors.astype(np.float16), _int8(vectors)
     allowed = np.arange(size // 2, size // 2 + size // 100, dtype=np.int64)  # 1%: a conversation
 
@@ -350,6 +375,7 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
             search(half, q.astype(np.float16), K, MetricKind.IP, exact=True, threads=1).keys
         ),
         f"exact int8 + float32 rerank of {RERANK}": int8_reranked,
+        SKETCHED: lambda q: sketched.nearest(q, K)[0],
     }
     builds: dict[str, float] = {}
     if size >= 1_000_000:
@@ -386,8 +412,12 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
         "exact float32, BLAS always (numpy @)": vectors.nbytes / size + 8,
         "exact float16 (usearch)": half.nbytes / size + 8,
         f"exact int8 + float32 rerank of {RERANK}": small.nbytes / size + dimension * 4 + 8,
+        SKETCHED: sketched.nbytes / len(sketched),
     }
-    print(f"## 2. vector search at {size:,} vectors of {dimension} (added in {added:.1f} s)")
+    print(
+        f"## 2. vector search at {size:,} vectors of {dimension} (added in {added:.1f} s; "
+        f"with sketches {sketched_in:.1f} s{'' if sketched.sketched else ', none: too few'})"
+    )
     print("variant | p50 ms (min / median / max) | / exact float32 | recall@10 | MB per 1M")
     for name in variants:
         print(
@@ -458,7 +488,11 @@ def bench_retrieve(
     pairs = natural(locomo, RETRIEVE_SIZE)
     with tempfile.TemporaryDirectory() as scratch:
         memories: dict[str, SQLiteKeywordMemory] = {
-            "hybrid retrieve": BenchHybrid(Path(scratch) / "hybrid.sqlite3", HybridOptions())
+            "hybrid retrieve": BenchHybrid(Path(scratch) / "hybrid.sqlite3", HybridOptions()),
+            # the exact float32 search, no sketches: what they save
+            "hybrid, exact": BenchHybrid(
+                Path(scratch) / "exact.sqlite3", HybridOptions(sketch_threshold=0)
+            ),
         }
         if len(pairs) <= GRAPHED_MOST:
             # the graph's options as measured in 2b (himga.memory.graph), on from half the store
