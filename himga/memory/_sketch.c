@@ -2,13 +2,13 @@
 
    One function, best_rows: given n sketches of r int8 coordinates each (one C-ordered block,
    row after row) and a query of r int16 weights, the `count` rows of greatest dot product,
-   best first, ties to the lower row (r a multiple of 16, up to 512). Integer arithmetic only (int8 x int16 summed in int32:
-   r * 127 * 32767 stays below 2**31 for r up to 512), so the answer is the same on every
-   machine. A bounded heap keeps the best rows seen; a row enters only when it beats the worst
-   kept, which after the first few thousand rows is rare, so the scan is the dot products.
-   The rows may be shared out to a few threads (a scan of a large index is bound by memory,
-   which one core does not exhaust here).
-   The interpreter's lock is released while it runs (the caller keeps the sketches unchanged:
+   best first, ties to the lower row (r a multiple of 16). Integer arithmetic only (int8 x int16
+   summed in int32; a query whose weights could overflow it, 127 times the sum of their sizes
+   past 2**31 - 1, is refused), so the answer is the same on every machine. A bounded heap
+   keeps the best rows seen; a row enters only when it beats the worst kept, which after the
+   first few thousand rows is rare, so the scan is the dot products. The rows may be shared out
+   to a few threads (a scan of a large index is bound by memory, which one core does not
+   exhaust here). The interpreter's lock is released while it runs (the caller keeps the sketches unchanged:
    the vector index's rule, no write beside a search). */
 
 #define PY_SSIZE_T_CLEAN
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MOST_RANK 512
+#define MOST_RANK 65536
 #define BLOCK 16
 #define MOST_THREADS 16
 
@@ -199,10 +199,10 @@ static int view_of(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, const
 PyDoc_STRVAR(best_rows_doc,
 "best_rows(sketches, query, count, threads=1, plain=False) -> bytes\n\n"
 "The `count` rows of `sketches` (int8, len(query) per row, C order) whose dot product with\n"
-"`query` (int16, a multiple of 16 weights) is greatest, best first, ties to the lower row: their numbers as int32\n"
-"(native order), fewer when there are fewer rows. `threads` (1 to 16) share the rows; a\n"
-"thread that cannot be started leaves its share to this one. `plain`: the portable loop even where the\n"
-"processor has AVX2 (the same answer; the tests compare them).");
+"`query` (int16, a multiple of 16 weights) is greatest, best first, ties to the lower row:\n"
+"their numbers as int32 (native order), fewer when there are fewer rows. `threads` (1 to 16)\n"
+"share the rows; a thread that cannot be started leaves its share to this one. `plain`: the\n"
+"portable loop even where the processor has AVX2 (the same answer; the tests compare them).");
 
 static PyObject *best_rows(PyObject *module, PyObject *args) {
     PyObject *sketches_arg, *query_arg;
@@ -238,6 +238,13 @@ static PyObject *best_rows(PyObject *module, PyObject *args) {
         goto done;
     }
     Py_ssize_t rows = sketches.len / rank;
+    int64_t reach = 0; /* the largest a dot product with any int8 row can be */
+    for (Py_ssize_t j = 0; j < rank; j++) reach += 127 * (int64_t)abs(((int16_t *)query.buf)[j]);
+    if (reach > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "query weights too large: 127 times the sum of "
+                                          "their sizes must fit 32 bits");
+        goto done;
+    }
     if (rows > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "more rows than a 32-bit row number holds");
         goto done;

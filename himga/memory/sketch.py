@@ -16,10 +16,14 @@ of the memory, which is what bounds it. (Keeping fewer axes than all was measure
 recalls far too little: bench-hybrid's text.)
 
 The axes are fitted when the index first reaches the options' threshold, and again each time
-as many vectors were added or removed since the last fit as were stored then (the sketches
-are then made anew from the float32 rows, CHUNK rows at a time): O(n) work each time the
-index doubles, under the writer's lock. Nothing is persisted: a store opened large fits once
-it holds the threshold and refits as its vectors are read in.
+REFIT times as many vectors were added or removed since the last fit as were stored then (the
+sketches are then made anew from the float32 rows, CHUNK rows at a time): O(n) work each time
+the index grows eightfold, under the writer's lock (about 1.2 s at 262k vectors, 10 s at 2M,
+on two cores). A fit holds up well: sketches of 101k real e5 vectors made by the fit of their
+first 33k recalled 1.0000 of the exact top 10 and top 100 (every development question, a
+one-off script), whether the LoCoMo turns were among those 33k or came after them. Nothing is
+persisted: a store opened large fits once it holds the threshold and refits as its vectors
+are read in.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from himga.errors import InvalidArgument
 
 CLIP = 6.0
 """Standard deviations of a coordinate that int8's 127 stands for; beyond them it is clipped."""
+REFIT = 7
+"""The axes are fitted again once this many times as many vectors changed as were fitted."""
 CHUNK = 1 << 14
 """Rows sketched at a time when the axes are fitted anew (bounds the temporary arrays)."""
 BLOCK = 16
@@ -86,21 +92,30 @@ class Sketch:
         self.scales = np.ones(self.length, dtype=np.float32)
         self.scales[:dimension] = np.where(spread > 0, CLIP * spread / 127, 1.0)
         self.mean = mean.astype(np.float32)
+        # a row's sketch in one product: (row - mean) @ axes.T / scales, the division folded in
+        self._scaled = np.ascontiguousarray((self.axes / self.scales[:, None]).T)
+        self._offset = self.mean @ self._scaled
 
     def of(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
         """The sketches of unit float32 `rows` (n x dimension)."""
-        coordinates = (rows - self.mean) @ self.axes.T / self.scales
-        sketches: npt.NDArray[np.int8] = np.clip(np.rint(coordinates), -127, 127).astype(np.int8)
+        coordinates = rows @ self._scaled
+        coordinates -= self._offset
+        np.rint(coordinates, out=coordinates)
+        np.clip(coordinates, -127, 127, out=coordinates)
+        sketches: npt.NDArray[np.int8] = coordinates.astype(np.int8)
         return sketches
 
     def weights(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int16]:
-        """The int16 weights of unit `query`, scaled so the greatest is 32767 (a dot product
-        with a sketch stays within int32 up to 512 coordinates: 512 x 127 x 32767 < 2**31;
-        past them the greatest is smaller in proportion)."""
+        """The int16 weights of unit `query`, scaled so the greatest is 32767, or less where
+        that would let a dot product with a sketch pass int32 (127 times the weights' sizes
+        summed at most 2**31 - 1: the scan refuses more)."""
         weighed = (self.axes @ query) * self.scales
-        top = float(np.abs(weighed).max())
+        sizes = np.abs(weighed)
+        top = float(sizes.max())
         if top == 0.0:
             return np.zeros(self.length, dtype=np.int16)
-        greatest = 32767 * min(1.0, 512 / self.length)
-        weights: npt.NDArray[np.int16] = np.rint(weighed * (greatest / top)).astype(np.int16)
+        # rounding adds at most half a unit a weight
+        room = (2**31 - 1) / 127 - self.length / 2
+        factor = min(32767 / top, room / float(sizes.sum()))
+        weights: npt.NDArray[np.int16] = np.rint(weighed * factor).astype(np.int16)
         return weights

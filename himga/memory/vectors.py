@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from himga.memory._sketch import best_rows
 from himga.memory.graph import Graph, GraphOptions
-from himga.memory.sketch import CHUNK, Sketch, SketchOptions
+from himga.memory.sketch import CHUNK, REFIT, Sketch, SketchOptions
 
 Floats = npt.NDArray[np.float32]
 Keys = npt.NDArray[np.int64]
@@ -184,8 +184,8 @@ class VectorIndex:
 
     def _fit_if_due(self) -> None:
         """Fit the sketches' axes anew (and make every sketch again) when the index first holds
-        the threshold, and when as many vectors changed since the last fit as it held then;
-        drop them when it falls below half the threshold."""
+        the threshold, and when REFIT times as many vectors changed since the last fit as it
+        held then; drop them when it falls below half the threshold."""
         options = self._sketch_options
         if options is None:
             return
@@ -194,7 +194,7 @@ class VectorIndex:
             self._sketch = self._sketches = None
             self._fitted = self._changed = 0
             return
-        due = self._changed >= self._fitted if self._sketches is not None else True
+        due = self._changed >= REFIT * self._fitted if self._sketches is not None else True
         if n < options.threshold or not due:
             return
         mean = self._sum.astype(np.float64) / (_FIXED * n)

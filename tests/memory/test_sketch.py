@@ -10,7 +10,7 @@ import pytest
 from himga.errors import InvalidArgument
 from himga.memory._sketch import best_rows
 from himga.memory.registry import memory_options
-from himga.memory.sketch import SketchOptions
+from himga.memory.sketch import REFIT, SketchOptions
 from himga.memory.vectors import VectorIndex
 
 DIMENSION = 384
@@ -51,7 +51,7 @@ def test_the_scan_does_not_overflow_at_the_extremes(plain: bool) -> None:
     sketches = np.full((3, 512), 127, dtype=np.int8)
     sketches[1] = -127
     sketches[2, :256] = -127
-    query = np.full(512, 32767, dtype=np.int16)
+    query = np.full(512, 32767, dtype=np.int16)  # 512 x 127 x 32767: just inside int32
     assert scanned(sketches, query, 3, plain=plain).tolist() == [0, 2, 1]
     assert scanned(sketches, -query, 3, plain=plain).tolist() == [1, 2, 0]
 
@@ -182,27 +182,40 @@ def test_the_axes_are_fitted_again_as_the_index_grows_and_shrinks(
     data: tuple[np.ndarray, np.ndarray],
 ) -> None:
     vectors, _ = data
-    index = VectorIndex(DIMENSION, sketch=SketchOptions(threshold=1_000))
-    index.add(list(range(1_200)), vectors[:1_200])
+    index = VectorIndex(DIMENSION, sketch=SketchOptions(threshold=500))
+    index.add(list(range(600)), vectors[:600])
     first = index._sketch
     assert index.sketched and first is not None
-    index.add(list(range(1_200, 2_000)), vectors[1_200:2_000])
-    assert index._sketch is first  # fewer changes since the fit than it was made on
-    index.add(list(range(2_000, 2_400)), vectors[2_000:2_400])
+    index.add(list(range(600, 3_600)), vectors[600:3_600])
+    assert index._sketch is first  # fewer changes since the fit than REFIT times its size
+    index.add(list(range(3_600, 4_800)), vectors[3_600:4_800])
+    assert REFIT * 600 == 4_800 - 600
     assert index._sketch is not first and consistent(index)
-    index.remove(list(range(1_901)))  # 499 left: below half the threshold, exact again
+    index.remove(list(range(4_551)))  # 249 left: below half the threshold, exact again
     assert not index.sketched and index._sketches is None
 
 
 def test_vectors_of_any_length_are_sketched(data: tuple[np.ndarray, np.ndarray]) -> None:
     vectors, queries = data
-    for dimension in (3, 100):  # padded to a multiple of 16 coordinates
-        exact = VectorIndex(dimension)
-        sketched = VectorIndex(dimension, sketch=SketchOptions(threshold=500))
+    rng = np.random.default_rng(3)
+    long_rows = np.hstack([vectors[:2_000]] * 4)  # 1,536 coordinates, as OpenAI's models give
+    long_queries = np.hstack([queries] * 4) + 0.05 * rng.standard_normal((len(queries), 1_536))
+    for rows, asked in (
+        (vectors[:2_000, :3], queries[:, :3]),  # padded to a multiple of 16 coordinates
+        (vectors[:2_000, :100], queries[:, :100]),
+        (long_rows, long_queries),  # the weights kept small enough not to overflow the scan
+    ):
+        exact = VectorIndex(rows.shape[1])
+        sketched = VectorIndex(rows.shape[1], sketch=SketchOptions(threshold=500))
         for index in (exact, sketched):
-            index.add(list(range(2_000)), vectors[:2_000, :dimension])
+            index.add(list(range(len(rows))), rows)
         assert sketched.sketched
-        assert recall(exact, sketched, queries[:, :dimension]) >= 0.99
+        assert recall(exact, sketched, asked) >= 0.99
+
+
+def test_a_query_that_could_overflow_the_scan_is_refused() -> None:
+    with pytest.raises(ValueError, match="query weights too large"):
+        best_rows(np.zeros((2, 1_024), np.int8), np.full(1_024, 32_767, np.int16), 1)
 
 
 @pytest.mark.parametrize(
