@@ -11,19 +11,19 @@ The query's weights are its own coordinates along the same axes times the scales
 int16; their dot product with a sketch orders the rows as the cosine does (the mean's share is
 the same for every row), up to the rounding. Scaling each axis by its own spread is what makes
 int8 enough: e5's components are small and unequal, and 127 times a raw component would leave
-a few levels to most of them. A quarter of the float32 row's bytes, so a scan reads a quarter
-of the memory, which is what bounds it. (Keeping fewer axes than all was measured too and
-recalls far too little: bench-hybrid's text.)
+a few levels to most of them. A sketch is a quarter of the float32 row's bytes, so a scan
+reads a quarter of the memory. (Keeping fewer axes than all, and 4 bits instead of 8, were
+measured too; the README says how they fell short.)
 
 The axes are fitted when the index first reaches the options' threshold, and again each time
 REFIT times as many vectors were added or removed since the last fit as were stored then (the
 sketches are then made anew from the float32 rows, CHUNK rows at a time): O(n) work each time
-the index grows eightfold, under the writer's lock (about 1.2 s at 262k vectors, 10 s at 2M,
-on two cores). A fit holds up well: sketches of 101k real e5 vectors made by the fit of their
-first 33k recalled 1.0000 of the exact top 10 and top 100 (every development question, a
-one-off script), whether the LoCoMo turns were among those 33k or came after them. Nothing is
-persisted: a store opened large fits once it holds the threshold and refits as its vectors
-are read in.
+the index grows eightfold, under the writer's lock (0.5 s at 264k vectors on two cores, one
+write's wait; a one-off script). A fit holds up well: sketches of 101k real e5 vectors made by
+the fit of their first 33k recalled 1.0000 of the exact top 10 and top 100 (every development
+question, a one-off script), whether the LoCoMo turns were among those 33k or came after them.
+Nothing is persisted: a store opened large fits once it holds the threshold and refits as its
+vectors are read in.
 """
 
 from __future__ import annotations
