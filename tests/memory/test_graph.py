@@ -12,48 +12,23 @@ from himga.errors import InvalidArgument
 from himga.memory.graph import GraphOptions
 from himga.memory.registry import memory_options
 from himga.memory.vectors import VectorIndex
+from tests.memory.clustered import DIMENSION, beside_exact, clustered_data, recall
 
-DIMENSION = 384
 SIZE = 4_000
 THRESHOLD = 1_000
 K = 10
 
 
-def clustered(rng: np.random.Generator, count: int, centres: np.ndarray) -> np.ndarray:
-    """Unit vectors around `centres` (as embeddings of text cluster by topic), with a shared
-    mean direction (as e5's share one)."""
-    rows = centres[rng.integers(0, len(centres), count)] + 0.35 * rng.standard_normal(
-        (count, DIMENSION)
-    )
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
 def data() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(20261202)
-    common = rng.standard_normal(DIMENSION)
-    centres = common + rng.standard_normal((60, DIMENSION)) * 0.8
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    return clustered(rng, SIZE, centres), clustered(rng, 100, centres)
+    return clustered_data(20261202, SIZE)
 
 
 def pair(vectors: np.ndarray, **options: int) -> tuple[VectorIndex, VectorIndex]:
     """The same vectors in an exact index and in one with a graph past THRESHOLD."""
-    exact = VectorIndex(DIMENSION)
-    graphed = VectorIndex(DIMENSION, GraphOptions(threshold=THRESHOLD, **options))
-    keys = list(range(len(vectors)))
-    for at in range(0, len(vectors), 500):  # as a store adds them: in batches
-        exact.add(keys[at : at + 500], vectors[at : at + 500])
-        graphed.add(keys[at : at + 500], vectors[at : at + 500])
-    return exact, graphed
-
-
-def recall(exact: VectorIndex, graphed: VectorIndex, queries: np.ndarray, k: int = K) -> float:
-    hits = 0
-    for q in queries:
-        truth = set(exact.nearest(q, k)[0].tolist())
-        hits += len(truth & set(graphed.nearest(q, k)[0].tolist()))
-    return hits / (k * len(queries))
+    return beside_exact(
+        vectors, VectorIndex(DIMENSION, GraphOptions(threshold=THRESHOLD, **options))
+    )
 
 
 def test_below_the_threshold_the_search_is_exact(data: tuple[np.ndarray, np.ndarray]) -> None:

@@ -12,8 +12,8 @@ from himga.memory._sketch import best_rows
 from himga.memory.registry import memory_options
 from himga.memory.sketch import REFIT, SketchOptions
 from himga.memory.vectors import VectorIndex
+from tests.memory.clustered import DIMENSION, beside_exact, clustered_data, recall
 
-DIMENSION = 384
 SIZE = 6_000
 THRESHOLD = 2_000
 K = 10
@@ -83,41 +83,16 @@ def test_more_wanted_than_held_is_every_row() -> None:
 # --- the index ------------------------------------------------------------------------------
 
 
-def clustered(rng: np.random.Generator, count: int, centres: np.ndarray) -> np.ndarray:
-    """Unit vectors around `centres` (as embeddings of text cluster by topic), with a shared
-    mean direction (as e5's share one)."""
-    rows = centres[rng.integers(0, len(centres), count)] + 0.35 * rng.standard_normal(
-        (count, DIMENSION)
-    )
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
 def data() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(20261203)
-    common = rng.standard_normal(DIMENSION)
-    centres = common + rng.standard_normal((60, DIMENSION)) * 0.8
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    return clustered(rng, SIZE, centres), clustered(rng, 100, centres)
+    return clustered_data(20261203, SIZE)
 
 
 def pair(vectors: np.ndarray, **options: int) -> tuple[VectorIndex, VectorIndex]:
     """The same vectors in an exact index and in one with sketches past THRESHOLD."""
-    exact = VectorIndex(DIMENSION)
-    sketched = VectorIndex(DIMENSION, sketch=SketchOptions(threshold=THRESHOLD, **options))
-    keys = list(range(len(vectors)))
-    for at in range(0, len(vectors), 500):  # as a store adds them: in batches
-        exact.add(keys[at : at + 500], vectors[at : at + 500])
-        sketched.add(keys[at : at + 500], vectors[at : at + 500])
-    return exact, sketched
-
-
-def recall(exact: VectorIndex, other: VectorIndex, queries: np.ndarray, k: int = K) -> float:
-    hits = 0
-    for q in queries:
-        truth = set(exact.nearest(q, k)[0].tolist())
-        hits += len(truth & set(other.nearest(q, k)[0].tolist()))
-    return hits / (k * len(queries))
+    return beside_exact(
+        vectors, VectorIndex(DIMENSION, sketch=SketchOptions(threshold=THRESHOLD, **options))
+    )
 
 
 def consistent(index: VectorIndex) -> bool:
