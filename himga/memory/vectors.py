@@ -43,7 +43,7 @@ _INITIAL_CAPACITY = 64
 _BLAS_ROWS = 32_768
 # A scan of the sketches of at least this many rows is shared by _SCAN_THREADS threads: it is
 # bound by memory, which one core does not exhaust (at 100k rows two threads took 0.58x the
-# time of one, at 32k 0.9x; bench-hybrid).
+# time of one, at 32k 0.9x; a one-off script on these two cores).
 _THREADED_ROWS = 65_536
 _SCAN_THREADS = max(1, min(4, len(os.sched_getaffinity(0))))
 # A filter admitting at most this share of the stored vectors is searched over its own rows
@@ -52,7 +52,8 @@ _GATHER_SHARE = 1 / 16
 
 
 class VectorIndex:
-    """Unit vectors of one dimension by integer key, searched exactly by cosine."""
+    """Unit vectors of one dimension by integer key, searched by cosine: exactly, or from the
+    candidates of its sketches or its graph (see the module's text)."""
 
     def __init__(
         self,
