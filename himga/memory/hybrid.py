@@ -32,7 +32,7 @@ registry's factory, `open_hybrid`, picks the engine from the place.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -47,13 +47,11 @@ from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Around, Fusion, dense_query, fuse_arrays, pairs, passage
-from himga.memory.graph import GraphOptions
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD
 from himga.memory.ranking import Turns
 from himga.memory.rows import Change, Rows, Version
-from himga.memory.sketch import SketchOptions
 from himga.memory.text import query_terms
 from himga.memory.vectors import VectorIndex
 from himga.memory.windows import Windows
@@ -156,20 +154,15 @@ class HybridIndex(DerivedIndex):
     from it afterwards in the same transaction (`read_vectors`); those of this memory's own
     writes are placed with them."""
 
-    def __init__(
-        self,
-        dimension: int,
-        graph: GraphOptions | None = None,
-        sketch: SketchOptions | None = None,
-    ) -> None:
-        self.dimension = dimension
-        self.graph = graph
-        self.sketch = sketch
+    def __init__(self, empty_vectors: Callable[[], VectorIndex]) -> None:
+        """`empty_vectors`: a new, empty index of the memory's vectors (made again by each
+        clear)."""
+        self._empty_vectors = empty_vectors
         super().__init__(DEFAULT_METHOD)
 
     def clear(self) -> None:
         super().clear()
-        self.vectors = VectorIndex(self.dimension, self.graph, self.sketch)
+        self.vectors = self._empty_vectors()
         self._read_from: int | None = None  # vectors of the turns from here on: to be read
         self._reread: set[int] = set()  # turns replaced by others: their vectors to be read
 
@@ -332,7 +325,8 @@ class HybridMemory(IndexedMemory):
         return self._embedder
 
     def _derived(self) -> DerivedIndex:
-        return HybridIndex(self._embedder.dimension, self._fusion.graph(), self._fusion.sketch())
+        dimension, options = self._embedder.dimension, self._fusion
+        return HybridIndex(lambda: VectorIndex(dimension, options.graph(), options.sketch()))
 
     @property
     def _vectors(self) -> HybridIndex:
