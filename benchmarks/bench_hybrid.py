@@ -14,7 +14,7 @@
    and below them its own loop, which wakes no threads: see the figures at 5k, a
    conversation's size), exact scans of float16 and int8 copies (usearch's SIMD kernels;
    int8 then re-ranks its best RERANK in float32), and himga's default past 32k vectors, its
-   int8 sketches scanned in C and their best re-ranked in float32 (himga.memory.sketch); at
+   4-bit sketches scanned in C and their best re-ranked in float32 (himga.memory.sketch); at
    1M also usearch's HNSW graphs as in 2b.
    Figures: p50 latency, recall@10 against the exact float32 answer, bytes per million
    vectors, and each variant's p50 / the exact p50 within the run.
@@ -84,7 +84,7 @@ GRAPH_EXPANSION = (64, 128, 256, 512, 1024)
 GRAPH_FETCH = {"f32": K, "i8": 64}  # candidates the graph gives, re-scored in float32
 GRAPH_EXPANSION_ADD = 128
 GRAPH_THREADS = 2
-SKETCHED = "int8 sketches + float32 rerank (VectorIndex, the default)"
+SKETCHED = "4-bit sketches + float32 rerank (VectorIndex, the default)"
 DEEP = 100
 
 

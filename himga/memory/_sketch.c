@@ -1,15 +1,17 @@
 /* himga.memory._sketch: the scan of himga.memory.sketch, in C.
 
-   One function, best_rows: given n sketches of r int8 coordinates each (one C-ordered block,
-   row after row) and a query of r int16 weights, the `count` rows of greatest dot product,
-   best first, ties to the lower row (r a multiple of 16). Integer arithmetic only (int8 x int16
-   summed in int32; a query whose weights could overflow it, 127 times the sum of their sizes
-   past 2**31 - 1, is refused), so the answer is the same on every machine. A bounded heap
-   keeps the best rows seen; a row enters only when it beats the worst kept, which after the
-   first few thousand rows is rare, so the scan is the dot products. The rows may be shared out
-   to a few threads (a scan of a large index is bound by memory, which one core does not
-   exhaust here). The interpreter's lock is released while it runs (the caller keeps the sketches unchanged:
-   the vector index's rule, no write beside a search). */
+   One function, best_rows: given n sketches of r 4-bit coordinates each (unsigned, 0 to 15, two
+   a byte: in each BLOCK of 64 coordinates, byte j holds coordinate j in its low half and
+   coordinate 32 + j in its high half; one C-ordered block of r / 2 bytes a row) and a query of
+   r int8 weights, the `count` rows of greatest dot product, best first, ties to the lower row
+   (r a multiple of 64). Integer arithmetic only (15 x 128 x MOST_RANK fits int32 with room),
+   so the answer is the same on every machine and in both loops, the portable one and AVX2's
+   (where the processor has it: 64 coordinates a step). A bounded heap keeps the best rows
+   seen; a row enters only when it beats the worst kept, which after the first few thousand
+   rows is rare, so the scan is the dot products. The rows may be shared out to a few threads
+   (a scan of a large index is bound by memory, which one core does not exhaust here). The
+   interpreter's lock is released while it runs (the caller keeps the sketches unchanged: the
+   vector index's rule, no write beside a search). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -19,7 +21,8 @@
 #include <string.h>
 
 #define MOST_RANK 65536
-#define BLOCK 16
+#define BLOCK 64
+#define HALF (BLOCK / 2)
 #define MOST_THREADS 16
 
 #if !defined(_WIN32)
@@ -72,9 +75,15 @@ static int best_first(const void *a, const void *b) {
 }
 
 /* The dot product of a row and the query, in plain C (any processor). */
-static inline int32_t dot(const int8_t *row, const int16_t *query, Py_ssize_t rank) {
+static inline int32_t dot(const uint8_t *row, const int8_t *query, Py_ssize_t rank) {
     int32_t sum = 0;
-    for (Py_ssize_t j = 0; j < rank; j++) sum += (int32_t)row[j] * (int32_t)query[j];
+    for (Py_ssize_t at = 0; at < rank; at += BLOCK) {
+        const uint8_t *bytes = row + at / 2;
+        const int8_t *weights = query + at;
+        for (int j = 0; j < HALF; j++) /* the low half, then the high half */
+            sum += (bytes[j] & 15) * (int32_t)weights[j] +
+                   (bytes[j] >> 4) * (int32_t)weights[HALF + j];
+    }
     return sum;
 }
 
@@ -91,60 +100,66 @@ static inline void keep(Kept *heap, Py_ssize_t *kept, Py_ssize_t count, int32_t 
     }
 }
 
-static Py_ssize_t scan_plain(const int8_t *sketches, Py_ssize_t rows, Py_ssize_t rank,
-                             const int16_t *query, Kept *heap, Py_ssize_t count) {
-    Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < rows; i++)
-        if (count) keep(heap, &kept, count, dot(sketches + i * rank, query, rank), i);
-    return kept;
+/* One thread's share of a scan: rows [first, first + rows), its own heap of `count`. */
+typedef struct {
+    const uint8_t *sketches;
+    const int8_t *query;
+    Py_ssize_t first, rows, rank, count, kept;
+    Kept *heap;
+    int avx2;
+} Part;
+
+static void scan_plain(Part *p) {
+    const Py_ssize_t bytes = p->rank / 2;
+    const uint8_t *start = p->sketches + p->first * bytes;
+    if (p->count == 0) return;
+    for (Py_ssize_t i = 0; i < p->rows; i++)
+        keep(p->heap, &p->kept, p->count, dot(start + i * bytes, p->query, p->rank), i);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_AVX2_SCAN 1
 #include <immintrin.h>
 
-/* The same integers with AVX2: 16 coordinates an instruction (sign-extended to 16 bits,
-   multiplied and summed in pairs into 32 bits), used where the processor has it. */
-__attribute__((target("avx2"))) static Py_ssize_t scan_avx2(const int8_t *sketches,
-                                                             Py_ssize_t rows, Py_ssize_t rank,
-                                                             const int16_t *query, Kept *heap,
-                                                             Py_ssize_t count) {
-    Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < rows; i++) {
-        const int8_t *row = sketches + i * rank;
+/* AVX2's loop reads a block's 32 bytes at once and splits them into their low halves and their
+   high halves (a mask, a shift), which line up with the block's first and last 32 weights; it
+   multiplies those unsigned bytes by the signed weights and sums them in pairs into 16 bits
+   (at most 2 x 15 x 128 a pair, so never saturated), then into 32. (A VNNI loop, four products
+   summed into 32 bits an instruction, was measured too: no faster, the scan being bound by
+   memory; the README has the figures.) */
+__attribute__((target("avx2"))) static void scan_avx2(Part *p) {
+    const Py_ssize_t rank = p->rank, bytes = rank / 2;
+    const uint8_t *start = p->sketches + p->first * bytes;
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    if (p->count == 0) return;
+    for (Py_ssize_t i = 0; i < p->rows; i++) {
+        const uint8_t *row = start + i * bytes;
         __m256i sum = _mm256_setzero_si256();
         for (Py_ssize_t at = 0; at < rank; at += BLOCK) {
-            __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(row + at)));
-            __m256i q = _mm256_loadu_si256((const __m256i *)(query + at));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(x, q));
+            __m256i x = _mm256_loadu_si256((const __m256i *)(row + at / 2));
+            __m256i pairs = _mm256_add_epi16(
+                _mm256_maddubs_epi16(_mm256_and_si256(x, low),
+                                     _mm256_loadu_si256((const __m256i *)(p->query + at))),
+                _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x, 4), low),
+                                     _mm256_loadu_si256((const __m256i *)(p->query + at + HALF))));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, ones));
         }
         __m128i half = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
         half = _mm_add_epi32(half, _mm_shuffle_epi32(half, _MM_SHUFFLE(1, 0, 3, 2)));
         half = _mm_add_epi32(half, _mm_shuffle_epi32(half, _MM_SHUFFLE(2, 3, 0, 1)));
-        if (count) keep(heap, &kept, count, _mm_cvtsi128_si32(half), i);
+        keep(p->heap, &p->kept, p->count, _mm_cvtsi128_si32(half), i);
     }
-    return kept;
 }
 #endif
 
-/* One thread's share of a scan: rows [first, first + rows), its own heap of `count`. */
-typedef struct {
-    const int8_t *sketches;
-    const int16_t *query;
-    Py_ssize_t first, rows, rank, count, kept;
-    Kept *heap;
-    int avx2;
-} Part;
-
 static void *scan_part(void *arg) {
     Part *p = arg;
-    const int8_t *start = p->sketches + p->first * p->rank;
 #ifdef HAVE_AVX2_SCAN
     if (p->avx2)
-        p->kept = scan_avx2(start, p->rows, p->rank, p->query, p->heap, p->count);
+        scan_avx2(p);
     else
 #endif
-        p->kept = scan_plain(start, p->rows, p->rank, p->query, p->heap, p->count);
+        scan_plain(p);
     for (Py_ssize_t i = 0; i < p->kept; i++) p->heap[i].row += (int32_t)p->first;
     return NULL;
 }
@@ -153,14 +168,14 @@ static void *scan_part(void *arg) {
    share of the rows; their heaps, side by side in `heap` (threads x count), are then sorted
    together, so the best `count` of them are the best of all rows (each share kept its own
    best count, ties to the lower row as a whole scan would). Returns how many lead `heap`. */
-static Py_ssize_t scan(const int8_t *sketches, Py_ssize_t rows, Py_ssize_t rank,
-                       const int16_t *query, Kept *heap, Py_ssize_t count, int avx2, int threads) {
+static Py_ssize_t scan(Part *whole, int threads) {
     Part parts[MOST_THREADS];
-    Py_ssize_t share = rows / threads;
+    Py_ssize_t share = whole->rows / threads;
     for (int t = 0; t < threads; t++) {
-        Py_ssize_t first = t * share;
-        parts[t] = (Part){sketches, query, first, t == threads - 1 ? rows - first : share, rank,
-                          count, 0, heap + t * count, avx2};
+        parts[t] = *whole;
+        parts[t].first = t * share;
+        parts[t].rows = t == threads - 1 ? whole->rows - parts[t].first : share;
+        parts[t].heap = whole->heap + t * whole->count;
     }
 #ifdef HAVE_THREADS
     pthread_t started[MOST_THREADS];
@@ -173,23 +188,23 @@ static Py_ssize_t scan(const int8_t *sketches, Py_ssize_t rows, Py_ssize_t rank,
 #else
     for (int t = 0; t < threads; t++) scan_part(&parts[t]);
 #endif
+    Kept *heap = whole->heap;
     Py_ssize_t kept = 0;
     for (int t = 0; t < threads; t++) {
         memmove(heap + kept, parts[t].heap, (size_t)parts[t].kept * sizeof(Kept));
         kept += parts[t].kept;
     }
     qsort(heap, (size_t)kept, sizeof(Kept), best_first);
-    return kept < count ? kept : count;
+    return kept < whole->count ? kept : whole->count;
 }
 
-static int view_of(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, const char *formats,
-                   const char *what) {
+static int view_of(PyObject *object, Py_buffer *view, const char *formats, const char *what,
+                   const char *type) {
     if (PyObject_GetBuffer(object, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
     const char *format = view->format ? view->format : "B";
     if (*format == '@' || *format == '=' || *format == '<') format++;
-    if (view->itemsize != itemsize || strlen(format) != 1 || !strchr(formats, *format)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of %zd-byte signed ints",
-                     what, itemsize);
+    if (view->itemsize != 1 || strlen(format) != 1 || !strchr(formats, *format)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of %s", what, type);
         PyBuffer_Release(view);
         return -1;
     }
@@ -198,8 +213,9 @@ static int view_of(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, const
 
 PyDoc_STRVAR(best_rows_doc,
 "best_rows(sketches, query, count, threads=1, plain=False) -> bytes\n\n"
-"The `count` rows of `sketches` (int8, len(query) per row, C order) whose dot product with\n"
-"`query` (int16, a multiple of 16 weights) is greatest, best first, ties to the lower row:\n"
+"The `count` rows of `sketches` (uint8, len(query) / 2 per row, C order: two 4-bit\n"
+"coordinates a byte, as the module's text says) whose dot product with `query` (int8, a\n"
+"multiple of 64 weights) is greatest, best first, ties to the lower row:\n"
 "their numbers as int32 (native order), fewer when there are fewer rows. `threads` (1 to 16)\n"
 "share the rows; a thread that cannot be started leaves its share to this one. `plain`: the\n"
 "portable loop even where the processor has AVX2 (the same answer; the tests compare them).");
@@ -220,31 +236,24 @@ static PyObject *best_rows(PyObject *module, PyObject *args) {
         return NULL;
     }
     Py_buffer sketches, query;
-    if (view_of(sketches_arg, &sketches, 1, "bc", "sketches") < 0) return NULL;
-    if (view_of(query_arg, &query, 2, "h", "query") < 0) {
+    if (view_of(sketches_arg, &sketches, "B", "sketches", "uint8") < 0) return NULL;
+    if (view_of(query_arg, &query, "b", "query", "int8") < 0) {
         PyBuffer_Release(&sketches);
         return NULL;
     }
     PyObject *result = NULL;
-    Py_ssize_t rank = query.len / 2;
+    Py_ssize_t rank = query.len;
     if (rank < 1 || rank > MOST_RANK || rank % BLOCK != 0) {
         PyErr_Format(PyExc_ValueError, "query must have a multiple of %d weights up to %d, got %zd",
                      BLOCK, MOST_RANK, rank);
         goto done;
     }
-    if (sketches.len % rank != 0) {
+    if (sketches.len % (rank / 2) != 0) {
         PyErr_Format(PyExc_ValueError, "sketches hold %zd bytes, not whole rows of %zd",
-                     sketches.len, rank);
+                     sketches.len, rank / 2);
         goto done;
     }
-    Py_ssize_t rows = sketches.len / rank;
-    int64_t reach = 0; /* the largest a dot product with any int8 row can be */
-    for (Py_ssize_t j = 0; j < rank; j++) reach += 127 * (int64_t)abs(((int16_t *)query.buf)[j]);
-    if (reach > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "query weights too large: 127 times the sum of "
-                                          "their sizes must fit 32 bits");
-        goto done;
-    }
+    Py_ssize_t rows = sketches.len / (rank / 2);
     if (rows > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "more rows than a 32-bit row number holds");
         goto done;
@@ -256,9 +265,10 @@ static PyObject *best_rows(PyObject *module, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    Part whole = {sketches.buf, query.buf, 0, rows, rank, count, 0, heap, has_avx2 && !plain};
     Py_ssize_t kept;
     Py_BEGIN_ALLOW_THREADS
-    kept = scan(sketches.buf, rows, rank, query.buf, heap, count, has_avx2 && !plain, threads);
+    kept = scan(&whole, threads);
     Py_END_ALLOW_THREADS
     result = PyBytes_FromStringAndSize(NULL, kept * (Py_ssize_t)sizeof(int32_t));
     if (result != NULL) {

@@ -4,8 +4,8 @@ import numpy as np
 import numpy.typing as npt
 
 def best_rows(
-    sketches: npt.NDArray[np.int8],
-    query: npt.NDArray[np.int16],
+    sketches: npt.NDArray[np.uint8],
+    query: npt.NDArray[np.int8],
     count: int,
     threads: int = 1,
     plain: bool = False,

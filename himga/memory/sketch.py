@@ -1,4 +1,4 @@
-"""Sketch: an int8 copy of each of a VectorIndex's vectors along their principal axes, scanned
+"""Sketch: a 4-bit copy of each of a VectorIndex's vectors along their principal axes, scanned
 in C (himga.memory._sketch) to propose the candidates of a search without a filter in a large
 index; the VectorIndex re-scores them exactly from its float32 rows, so every cosine it returns
 is exact and only which keys make the top k is approximate.
@@ -6,24 +6,25 @@ is exact and only which keys make the top k is approximate.
 A sketch holds a vector's coordinates along the principal axes of the stored vectors (the
 eigenvectors of their covariance, from the index's exact moments; every axis is kept, the
 count rounded up to a multiple of BLOCK with axes of zeros), less their mean, each divided by
-its scale (CLIP standard deviations of that coordinate over 127) and rounded to int8, clipped.
-The query's weights are its own coordinates along the same axes times the scales, rounded to
-int16; their dot product with a sketch orders the rows as the cosine does (the mean's share is
-the same for every row), up to the rounding. Scaling each axis by its own spread is what makes
-int8 enough: e5's components are small and unequal, and 127 times a raw component would leave
-a few levels to most of them. A sketch is a quarter of the float32 row's bytes, so a scan
-reads a quarter of the memory. (Keeping fewer axes than all, and 4 bits instead of 8, were
-measured too; the README says how they fell short.)
+its scale (one of LEVELS - 1 steps across CLIP standard deviations of that coordinate each
+side of its mean), shifted to the middle level and rounded to one of the LEVELS, clipped. The
+query's weights are its own coordinates along the same axes times the scales, rounded to int8;
+their dot product with a sketch orders the rows as the cosine does (the mean's and the middle
+level's shares are the same for every row), up to the rounding. Scaling each axis by its own
+spread is what makes 4 bits enough: e5's components are small and unequal, and a fixed step
+would leave a level or two to most of them. A sketch is an eighth of the float32 row's bytes,
+so a scan reads an eighth of the memory. (Keeping fewer axes than all, 8 bits instead of 4,
+and other loops were measured too; the README says how they fell short.)
 
 The axes are fitted when the index first reaches the options' threshold, and again each time
 REFIT times as many vectors were added or removed since the last fit as were stored then (the
 sketches are then made anew from the float32 rows, CHUNK rows at a time): O(n) work each time
-the index grows eightfold, under the writer's lock (0.5 s at 264k vectors on two cores, one
-write's wait; a one-off script). A fit holds up well: sketches of 101k real e5 vectors made by
-the fit of their first 33k recalled 1.0000 of the exact top 10 and top 100 (every development
-question, a one-off script), whether the LoCoMo turns were among those 33k or came after them.
-Nothing is persisted: a store opened large fits once it holds the threshold and refits as its
-vectors are read in.
+the index grows eightfold, under the writer's lock (0.6 to 0.8 s at 264k vectors on two cores,
+one write's wait; a one-off script). A fit holds up well: sketches of 101k real e5 vectors
+made by the fit of their first 33k recalled 1.0000 of the exact top 10 and 0.9999 of the top
+100 (every development question, a one-off script; 1.0000 when the LoCoMo turns were among
+those 33k, not after them). Nothing is persisted: a store opened large fits once it holds the
+threshold and refits as its vectors are read in.
 """
 
 from __future__ import annotations
@@ -35,14 +36,17 @@ import numpy.typing as npt
 
 from himga.errors import InvalidArgument
 
-CLIP = 6.0
-"""Standard deviations of a coordinate that int8's 127 stands for; beyond them it is clipped."""
+LEVELS = 16
+"""The values a sketch's coordinate takes (4 bits: two coordinates a byte)."""
+CLIP = 3.0
+"""Standard deviations of a coordinate, each side of its mean, that the LEVELS span; beyond
+them it is clipped."""
 REFIT = 7
 """The axes are fitted again once this many times as many vectors changed as were fitted."""
 CHUNK = 1 << 14
 """Rows sketched at a time when the axes are fitted anew (bounds the temporary arrays)."""
-BLOCK = 16
-"""A sketch's length is a multiple of this (the C scan's step)."""
+BLOCK = 64
+"""A sketch's coordinates are a multiple of this (the C scan's step: 32 bytes)."""
 
 
 @dataclass(frozen=True)
@@ -82,40 +86,41 @@ class Sketch:
 
     def __init__(self, mean: npt.NDArray[np.float64], covariance: npt.NDArray[np.float64]) -> None:
         dimension = len(mean)
-        self.length = -(-dimension // BLOCK) * BLOCK
+        self.length = -(-dimension // BLOCK) * BLOCK  # coordinates; a sketch is half as many bytes
         variances, axes = np.linalg.eigh(covariance)
         order = np.argsort(-variances, kind="stable")
         self.axes = np.zeros((self.length, dimension), dtype=np.float32)  # one axis a row
         self.axes[:dimension] = axes[:, order].T
         spread = np.sqrt(np.maximum(variances[order], 0.0))
-        # an axis along which the vectors never vary (and the padding) gets a scale of 1
+        # a level is a scale: LEVELS - 1 of them span CLIP standard deviations each side; an
+        # axis along which the vectors never vary (and the padding) gets a scale of 1
         self.scales = np.ones(self.length, dtype=np.float32)
-        self.scales[:dimension] = np.where(spread > 0, CLIP * spread / 127, 1.0)
+        self.scales[:dimension] = np.where(spread > 0, 2 * CLIP * spread / (LEVELS - 1), 1.0)
         self.mean = mean.astype(np.float32)
-        # a row's sketch in one product: (row - mean) @ axes.T / scales, the division folded in
+        # a row's levels in one product: (row - mean) @ axes.T / scales + the middle level, the
+        # division folded in
         self._scaled = np.ascontiguousarray((self.axes / self.scales[:, None]).T)
-        self._offset = self.mean @ self._scaled
+        self._offset = self.mean @ self._scaled - (LEVELS - 1) / 2
 
-    def of(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
-        """The sketches of unit float32 `rows` (n x dimension)."""
+    def of(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
+        """The sketches of unit float32 `rows` (n x dimension): n x length / 2 bytes, each
+        BLOCK of coordinates as the C scan reads it (its first half in the low 4 bits of its
+        32 bytes, its second half in the high 4)."""
         coordinates = rows @ self._scaled
         coordinates -= self._offset
         np.rint(coordinates, out=coordinates)
-        np.clip(coordinates, -127, 127, out=coordinates)
-        sketches: npt.NDArray[np.int8] = coordinates.astype(np.int8)
+        np.clip(coordinates, 0, LEVELS - 1, out=coordinates)
+        levels = coordinates.astype(np.uint8).reshape(len(rows), -1, 2, BLOCK // 2)
+        high = levels[:, :, 1, :] << np.uint8(4)
+        sketches: npt.NDArray[np.uint8] = (levels[:, :, 0, :] | high).reshape(len(rows), -1)
         return sketches
 
-    def weights(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int16]:
-        """The int16 weights of unit `query`, scaled so the greatest is 32767, or less where
-        that would let a dot product with a sketch pass int32 (127 times the weights' sizes
-        summed at most 2**31 - 1: the scan refuses more)."""
+    def weights(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
+        """The int8 weights of unit `query`, scaled so the greatest is 127 (no product with a
+        sketch can then pass int32: the C scan's text)."""
         weighed = (self.axes @ query) * self.scales
-        sizes = np.abs(weighed)
-        top = float(sizes.max())
+        top = float(np.abs(weighed).max())
         if top == 0.0:
-            return np.zeros(self.length, dtype=np.int16)
-        # rounding adds at most half a unit a weight
-        room = (2**31 - 1) / 127 - self.length / 2
-        factor = min(32767 / top, room / float(sizes.sum()))
-        weights: npt.NDArray[np.int16] = np.rint(weighed * factor).astype(np.int16)
+            return np.zeros(self.length, dtype=np.int8)
+        weights: npt.NDArray[np.int8] = np.rint(weighed * (127 / top)).astype(np.int8)
         return weights

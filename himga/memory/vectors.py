@@ -9,7 +9,7 @@ way in, so a dot product is their cosine.
 
 Given SketchOptions, an index holding at least their `threshold` vectors also keeps an int8
 sketch of each (himga.memory.sketch): a search without a filter then scans the sketches (in C,
-a quarter of the float32 rows' bytes), takes the best of them as candidates and re-scores
+an eighth of the float32 rows' bytes), takes the best of them as candidates and re-scores
 those exactly from the rows (its cosines exact, its top k approximate: recall measured in
 bench-hybrid). Given GraphOptions, an index holding at least their `threshold` vectors keeps a
 graph of them instead (himga.memory.graph, built when the index first reaches the threshold),
@@ -68,7 +68,7 @@ class VectorIndex:
         self._graph: Graph | None = None
         self._sketch_options = sketch if sketch is not None and sketch.threshold else None
         self._sketch: Sketch | None = None  # the fit the sketches were made by
-        self._sketches: npt.NDArray[np.int8] | None = None  # one row per stored row
+        self._sketches: npt.NDArray[np.uint8] | None = None  # one row per stored row
         self._fitted = 0  # vectors stored at the last fit
         self._changed = 0  # vectors added or removed since
         self._matrix: Floats = np.empty((_INITIAL_CAPACITY, dimension), dtype=np.float32)
@@ -201,7 +201,7 @@ class VectorIndex:
         mean = self._sum.astype(np.float64) / (_FIXED * n)
         second = self._outer.astype(np.float64) / (_FIXED * _FIXED * n)
         sketch = Sketch(mean, second - np.outer(mean, mean))
-        sketches = np.empty((len(self._keys), sketch.length), dtype=np.int8)
+        sketches = np.empty((len(self._keys), sketch.length // 2), dtype=np.uint8)
         for start in range(0, n, CHUNK):
             stop = min(n, start + CHUNK)
             sketches[start:stop] = sketch.of(self._matrix[start:stop])
@@ -221,7 +221,7 @@ class VectorIndex:
         keys[:n] = self._keys[:n]
         self._matrix, self._keys = matrix, keys
         if self._sketches is not None:
-            sketches = np.empty((capacity, self._sketches.shape[1]), dtype=np.int8)
+            sketches = np.empty((capacity, self._sketches.shape[1]), dtype=np.uint8)
             sketches[:n] = self._sketches[:n]
             self._sketches = sketches
 
