@@ -15,8 +15,9 @@ vector and is still found by its words.
   current as it keeps those: rows others appended bring their vectors, turns others replaced
   (the change log) are read again, turns deleted leave (`HybridIndex`).
 - Searching: the query is embedded once, outside the lock; then, in process, the keyword
-  method's best `keyword_depth` turns, the vectors' nearest `dense_depth` turns and the
-  keyword hits' own cosines go to `fusion.fuse`. A filter never changes a turn's score (the
+  method's best `keyword_depth` turns, the vectors' nearest `dense_depth` turns (searched on
+  a thread of `_BESIDE` while the caller ranks the keyword side) and the keyword hits' own
+  cosines go to `fusion.fuse`. A filter never changes a turn's score (the
   fused ranking of every turn, restricted to those it admits, as the keyword kinds' filters
   are): both sides look deeper until `limit` admitted turns are found (HybridIndex.ranked).
 - The model: its id is recorded beside the vectors. A store written with another model is
@@ -32,7 +33,9 @@ registry's factory, `open_hybrid`, picks the engine from the place.
 from __future__ import annotations
 
 import builtins
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -239,10 +242,14 @@ class HybridIndex(DerivedIndex):
         stored = len(self.windows)
         full = self.full_match(wanted)
         for _ in range(MOST_DEEPER + 1):
-            keyword_keys, keyword_scores = pairs(
-                self.best(wanted, keyword_depth, None) if wanted else []
-            )
-            dense_keys, cosines, stats = self._dense(query, dense_depth, keyword_keys)
+            nearest = _BESIDE.submit(self.vectors.nearest, query, dense_depth, None)
+            try:
+                keyword_keys, keyword_scores = pairs(
+                    self.best(wanted, keyword_depth, None) if wanted else []
+                )
+            finally:  # the scan reads the index: it ends before the caller's lock is let go
+                near, near_cosines = nearest.result()
+            dense_keys, cosines, stats = self._dense(query, near, near_cosines, keyword_keys)
             if not keyword_keys.size and not dense_keys.size:
                 return []
             fused = fuse_arrays(
@@ -258,14 +265,13 @@ class HybridIndex(DerivedIndex):
         return kept[:limit]
 
     def _dense(
-        self, query: np.ndarray, depth: int, keyword_keys: np.ndarray
+        self, query: np.ndarray, keys: np.ndarray, cosines: np.ndarray, keyword_keys: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
-        """The dense side: the keys and cosines (float64) of the `depth` nearest turns and of
-        the keyword hits' own (nan for a hit without a vector, which fusion leaves out), with
+        """The dense side: the nearest turns' `keys` and `cosines` and the keyword hits' own
+        cosines (nan for a hit without a vector, which fusion leaves out), as float64, with
         the query's cosine statistics."""
         if not len(self.vectors):
             return _NO_KEYS, _NO_COSINES, (0.0, 0.0)
-        keys, cosines = self.vectors.nearest(query, depth, None)
         near = set(keys.tolist())
         others = [key for key in keyword_keys.tolist() if key not in near]
         if others:
@@ -274,6 +280,13 @@ class HybridIndex(DerivedIndex):
             cosines = np.concatenate((cosines, own))
         # exact moments: a delete leaves the statistics, so the scores, storing less would
         return keys, cosines.astype(np.float64), self.vectors.stats(query)
+
+
+_BESIDE = ThreadPoolExecutor(len(os.sched_getaffinity(0)), thread_name_prefix="himga-vectors")
+"""Where a search's vector side runs while its caller ranks the keyword side: both are C that
+lets the interpreter's lock go (himga.memory._sketch, himga.memory._ranking), so they take two
+cores at once. One thread a core, shared by every memory of the process: with many searches
+in flight the cores are busy either way."""
 
 
 _NO_KEYS = np.zeros(0, dtype=np.int64)
