@@ -15,11 +15,11 @@ vector and is still found by its words.
   current as it keeps those: rows others appended bring their vectors, turns others replaced
   (the change log) are read again, turns deleted leave (`HybridIndex`).
 - Searching: the query is embedded once, outside the lock; then, in process, the keyword
-  method's best `keyword_depth` turns, the vectors' nearest `dense_depth` turns (searched on
-  a thread of `_BESIDE` while the caller ranks the keyword side) and the keyword hits' own
-  cosines go to `fusion.fuse`. A filter never changes a turn's score (the
-  fused ranking of every turn, restricted to those it admits, as the keyword kinds' filters
-  are): both sides look deeper until `limit` admitted turns are found (HybridIndex.ranked).
+  method's best `keyword_depth` turns, the vectors' nearest `dense_depth` turns (their
+  sketches scanned on a thread of `_BESIDE` while the caller ranks the keyword side, where the
+  index has sketches) and the keyword hits' own cosines go to `fusion.fuse`. A filter never
+  changes a turn's score (the fused ranking of every turn, restricted to those it admits, as
+  the keyword kinds' filters are): both sides look deeper until `limit` admitted turns are found (HybridIndex.ranked).
 - The model: its id is recorded beside the vectors. A store written with another model is
   refused (IncompatibleStoreError) with the command that embeds it again (`himga reembed`,
   himga.cli.reembed); a store holding turns without vectors (one written by an earlier himga
@@ -242,13 +242,20 @@ class HybridIndex(DerivedIndex):
         stored = len(self.windows)
         full = self.full_match(wanted)
         for _ in range(MOST_DEEPER + 1):
-            nearest = _BESIDE.submit(self.vectors.nearest, query, dense_depth, None)
+            # a scan of sketches runs beside the keyword side (an exact search of a few
+            # thousand vectors is quicker than handing it over)
+            beside = (
+                _BESIDE.submit(self.vectors.nearest, query, dense_depth, None)
+                if self.vectors.sketched
+                else None
+            )
             try:
                 keyword_keys, keyword_scores = pairs(
                     self.best(wanted, keyword_depth, None) if wanted else []
                 )
             finally:  # the scan reads the index: it ends before the caller's lock is let go
-                near, near_cosines = nearest.result()
+                found = beside.result() if beside is not None else None
+            near, near_cosines = found or self.vectors.nearest(query, dense_depth, None)
             dense_keys, cosines, stats = self._dense(query, near, near_cosines, keyword_keys)
             if not keyword_keys.size and not dense_keys.size:
                 return []

@@ -22,7 +22,7 @@ class HybridOptions(Fusion):
     `graph_expansion_add`, `graph_expansion_search` and `graph_fetch`: when and how the vector
     index keeps an approximate graph (himga.memory.graph.GraphOptions, whose text says what
     each is and how the defaults were measured). `sketch_threshold`, `sketch_fetch` and
-    `sketch_per_hit`: when and how it keeps int8 sketches of the vectors, whose scan proposes a
+    `sketch_per_hit`: when and how it keeps 4-bit sketches of the vectors, whose scan proposes a
     search's candidates (himga.memory.sketch.SketchOptions, likewise; `sketch_threshold` 0:
     every search exact). The graph, when it is on, is searched instead."""
 

@@ -97,7 +97,7 @@ meaning shows."""
 def test_sketches_find_what_the_exact_search_finds(
     dev_samples: dict[str, Sample], tmp_path: Path
 ) -> None:
-    """The vector index's int8 sketches (on from 32k vectors by default; from 100 here) answer
+    """The vector index's 4-bit sketches (on from 32k vectors by default; from 100 here) answer
     every question of the set with the exact search's top TOP, in its order."""
 
     def answers(memories: Iterator[tuple[str, BaseMemory]], sketched: bool) -> list[list[str]]:
