@@ -19,7 +19,8 @@ vector and is still found by its words.
   sketches scanned on a thread of `_BESIDE` while the caller ranks the keyword side, where the
   index has sketches) and the keyword hits' own cosines go to `fusion.fuse`. A filter never
   changes a turn's score (the fused ranking of every turn, restricted to those it admits, as
-  the keyword kinds' filters are): both sides look deeper until `limit` admitted turns are found (HybridIndex.ranked).
+  the keyword kinds' filters are): both sides look deeper until `limit` admitted turns are
+  found (HybridIndex.ranked).
 - The model: its id is recorded beside the vectors. A store written with another model is
   refused (IncompatibleStoreError) with the command that embeds it again (`himga reembed`,
   himga.cli.reembed); a store holding turns without vectors (one written by an earlier himga

@@ -7,7 +7,7 @@ one matrix-vector product over the stored rows, or over the rows a filter admits
 few (numpy's own loop for a small scan, BLAS for a large one). Vectors are normalised on the
 way in, so a dot product is their cosine.
 
-Given SketchOptions, an index holding at least their `threshold` vectors also keeps an int8
+Given SketchOptions, an index holding at least their `threshold` vectors also keeps a 4-bit
 sketch of each (himga.memory.sketch): a search without a filter then scans the sketches (in C,
 an eighth of the float32 rows' bytes), takes the best of them as candidates and re-scores
 those exactly from the rows (its cosines exact, its top k approximate: recall measured in
