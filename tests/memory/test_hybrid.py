@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -149,6 +150,38 @@ def test_a_filter_is_applied_to_the_turns_found_by_meaning(memory: HybridSQLiteM
     filtered = memory.search("what beverage do I prefer?", 10, filter=only)
     assert [hit.turn_id for hit in filtered] == ["M9"]
     assert filtered[0].score == next(hit.score for hit in everything if hit.turn_id == "M9")
+
+
+def test_with_sketches_the_scan_beside_the_keyword_side_ends_before_the_search_does(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from himga.memory.hybrid import HybridIndex
+    from himga.memory.vectors import VectorIndex
+
+    with HybridSQLiteMemory(path, HybridOptions(sketch_threshold=len(SAID))) as sketched:
+        sketched.ingest_many(said())
+        assert top(sketched, "Where did Caroline go?") == "C1"  # found by meaning, sketched
+        assert sketched._index.vectors.sketched
+        scans: list[str] = []
+        search = VectorIndex.nearest
+
+        def nearest(self: VectorIndex, *args: object) -> object:
+            scans.append("started")
+            found = search(self, *args)  # type: ignore[arg-type]
+            time.sleep(0.2)  # a slow scan: a caller that did not wait would be gone by now
+            scans.append("ended")
+            return found
+
+        def failing(*_: object) -> None:
+            raise RuntimeError("the keyword side failed")
+
+        monkeypatch.setattr(VectorIndex, "nearest", nearest)
+        monkeypatch.setattr(HybridIndex, "best", failing)
+        with pytest.raises(RuntimeError, match="keyword side failed"):
+            sketched.search("Where did Caroline go?")
+        assert scans == ["started", "ended"]  # the caller waited for it, under its lock
+        monkeypatch.undo()
+        assert top(sketched, "Where did Caroline go?") == "C1"  # and the memory serves on
 
 
 @pytest.fixture
