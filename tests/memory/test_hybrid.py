@@ -161,7 +161,7 @@ def test_with_sketches_the_scan_beside_the_keyword_side_ends_before_the_search_d
     with HybridSQLiteMemory(path, HybridOptions(sketch_threshold=len(SAID))) as sketched:
         sketched.ingest_many(said())
         assert top(sketched, "Where did Caroline go?") == "C1"  # found by meaning, sketched
-        assert sketched._index.vectors.sketched
+        assert sketched._index.vectors.sketched  # type: ignore[attr-defined]
         scans: list[str] = []
         search = VectorIndex.nearest
 
