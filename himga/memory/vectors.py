@@ -260,13 +260,20 @@ class VectorIndex:
         return out
 
     def nearest(
-        self, query: npt.ArrayLike, k: int, allowed: npt.ArrayLike | None = None
+        self,
+        query: npt.ArrayLike,
+        k: int,
+        allowed: npt.ArrayLike | None = None,
+        *,
+        alone: bool = True,
     ) -> tuple[Keys, Floats]:
         """The (at most) `k` keys whose vectors are nearest `query`, with their cosines, best
         first (ties by lower key). `allowed`: the sorted keys a request's filters admit (None:
         every key). Exact, but for a search without a filter while `graphed` or `sketched`:
         then the keys are the best of the graph's or the sketches' candidates (their cosines
-        exact)."""
+        exact). `alone`: whether nothing else of the caller's runs meanwhile; a scan of the
+        sketches shares itself out to a few threads only then (beside other work it takes one
+        thread: the cores are busy anyway)."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError(f"k: must be a non-negative integer, got {k!r}")
         q = self._query(query)
@@ -282,7 +289,7 @@ class VectorIndex:
             assert self._sketch_options is not None
             wanted = self._sketch_options.wanted(k)
             if wanted < n:
-                threads = _SCAN_THREADS if n >= _THREADED_ROWS else 1
+                threads = _SCAN_THREADS if alone and n >= _THREADED_ROWS else 1
                 rows = np.frombuffer(
                     best_rows(self._sketches[:n], self._sketch.weights(q), wanted, threads),
                     dtype=np.int32,

@@ -165,9 +165,9 @@ def test_with_sketches_the_scan_beside_the_keyword_side_ends_before_the_search_d
         scans: list[str] = []
         search = VectorIndex.nearest
 
-        def nearest(self: VectorIndex, *args: object) -> object:
+        def nearest(self: VectorIndex, *args: object, **options: object) -> object:
             scans.append("started")
-            found = search(self, *args)  # type: ignore[arg-type]
+            found = search(self, *args, **options)  # type: ignore[arg-type]
             time.sleep(0.2)  # a slow scan: a caller that did not wait would be gone by now
             scans.append("ended")
             return found
