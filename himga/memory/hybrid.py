@@ -256,7 +256,9 @@ class HybridIndex(DerivedIndex):
                 )
             finally:  # the scan reads the index: it ends before the caller's lock is let go
                 found = beside.result() if beside is not None else None
-            near, near_cosines = found or self.vectors.nearest(query, dense_depth, None)
+            if found is None:
+                found = self.vectors.nearest(query, dense_depth, None)
+            near, near_cosines = found
             dense_keys, cosines, stats = self._dense(query, near, near_cosines, keyword_keys)
             if not keyword_keys.size and not dense_keys.size:
                 return []

@@ -42,8 +42,9 @@ _INITIAL_CAPACITY = 64
 # for it, and on a busy machine waiting for them costs more than the scan (bench-hybrid).
 _BLAS_ROWS = 32_768
 # A scan of the sketches of at least this many rows is shared by _SCAN_THREADS threads: it is
-# bound by memory, which one core does not exhaust (at 100k rows two threads took 0.58x the
-# time of one, at 32k 0.9x; a one-off script on these two cores).
+# bound by memory, which one core does not exhaust (4-bit sketches of the real e5 vectors on
+# these two cores, a one-off script: two threads took 0.76x the time of one at 100k rows, 0.68x
+# at 200k, 0.80x at 1M; the threshold itself was chosen with the int8 sketches, 0.9x at 32k).
 _THREADED_ROWS = 65_536
 _SCAN_THREADS = max(1, min(4, len(os.sched_getaffinity(0))))
 # A filter admitting at most this share of the stored vectors is searched over its own rows
