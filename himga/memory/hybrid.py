@@ -14,13 +14,14 @@ vector and is still found by its words.
   VectorIndex, keyed by turn number) beside the postings, windows and facets, and keeps them
   current as it keeps those: rows others appended bring their vectors, turns others replaced
   (the change log) are read again, turns deleted leave (`HybridIndex`).
-- Searching: the query is embedded once, outside the lock; then, in process, the keyword
-  method's best `keyword_depth` turns, the vectors' nearest `dense_depth` turns (their
-  sketches scanned on a thread of `_BESIDE` while the caller ranks the keyword side, where the
-  index has sketches) and the keyword hits' own cosines go to `fusion.fuse`. A filter never
-  changes a turn's score (the fused ranking of every turn, restricted to those it admits, as
-  the keyword kinds' filters are): both sides look deeper until `limit` admitted turns are
-  found (HybridIndex.ranked).
+- Searching: the query is embedded once, on a thread of himga.memory.beside, while the
+  caller ranks the keyword method's best `keyword_depth` turns under the lock; then the
+  vectors' nearest `dense_depth` turns (their sketches scanned there, beside, when the
+  embedding is done before the keyword side, the lock held until the scan ends; else by the
+  caller, which lets the lock go while it waits) and the keyword hits' own cosines go to
+  `fusion.fuse`. A filter never changes a turn's score (the fused ranking of every turn,
+  restricted to those it admits, as the keyword kinds' filters are): both sides look deeper
+  until `limit` admitted turns are found (HybridIndex.ranked).
 - The model: its id is recorded beside the vectors. A store written with another model is
   refused (IncompatibleStoreError) with the command that embeds it again (`himga reembed`,
   himga.cli.reembed); a store holding turns without vectors (one written by an earlier himga
@@ -34,9 +35,7 @@ registry's factory, `open_hybrid`, picks the engine from the place.
 from __future__ import annotations
 
 import builtins
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -48,6 +47,7 @@ from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
+from himga.memory.beside import BESIDE, Nearest, QueryVector
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Around, Fusion, dense_query, fuse_arrays, pairs, passage
@@ -162,9 +162,13 @@ class HybridIndex(DerivedIndex):
         """`empty_vectors`: a new, empty index of the memory's vectors (made again by each
         clear)."""
         self._empty_vectors = empty_vectors
+        self.changes = 0
+        """How many times what is held changed: a search that ranked its keyword side before
+        it let the lock go ranks it again when this moved meanwhile."""
         super().__init__(DEFAULT_METHOD)
 
     def clear(self) -> None:
+        self.changes += 1
         super().clear()
         self.vectors = self._empty_vectors()
         self._read_from: int | None = None  # vectors of the turns from here on: to be read
@@ -175,23 +179,31 @@ class HybridIndex(DerivedIndex):
         """Whether turns were read in whose vectors are not read yet."""
         return self._read_from is not None or bool(self._reread)
 
+    def skip_to(self, end: int) -> None:
+        self.changes += 1
+        super().skip_to(end)
+
     def load(self, numbers: Sequence[int], *columns: Any) -> None:
+        self.changes += 1
         super().load(numbers, *columns)
         if numbers:
             first = numbers[0]
             self._read_from = first if self._read_from is None else min(self._read_from, first)
 
     def replace(self, numbers: Sequence[int], *columns: Any) -> None:
+        self.changes += 1
         super().replace(numbers, *columns)
         self._reread.update(numbers)
 
     def drop(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> int:
+        self.changes += 1
         dropped = super().drop(numbers, old_terms)
         self._remove(numbers)
         self._reread.difference_update(numbers)
         return dropped
 
     def place(self, turns: Turns, placing: Placing, old_terms: Sequence[Sequence[str]]) -> None:
+        self.changes += 1
         super().place(turns, placing, old_terms)
         assert isinstance(turns, EmbeddedTurns)
         keys, vectors, bare = turns.vector_rows(placing)
@@ -201,6 +213,7 @@ class HybridIndex(DerivedIndex):
 
     def add_vectors(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         """Hold the vectors of stored turns (embedded when the store opened)."""
+        self.changes += 1
         if len(keys):
             self.vectors.add(keys, vectors)
 
@@ -211,6 +224,7 @@ class HybridIndex(DerivedIndex):
 
     def read_vectors(self, rows: VectorRows) -> None:
         """Read the vectors of the turns read in since the last call."""
+        self.changes += 1
         if self._reread:
             numbers = sorted(self._reread)
             self._remove(numbers)  # a correction that emptied its text has none now
@@ -222,6 +236,11 @@ class HybridIndex(DerivedIndex):
                 self.add_vectors(keys, vectors)
             self._read_from = None
 
+    def keyword_side(self, wanted: Sequence[str], depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """The keyword side of a search of terms `wanted`: its best `depth` turns, unfiltered,
+        as `pairs` makes them."""
+        return pairs(self.best(wanted, depth, None) if wanted else [])
+
     def ranked(
         self,
         wanted: Sequence[str],
@@ -229,35 +248,29 @@ class HybridIndex(DerivedIndex):
         limit: int,
         chosen: MessageFilter | None,
         fusion: Fusion,
+        first: First | None = None,
     ) -> builtins.list[tuple[int, float]]:
         """The best `limit` turns, fused, for a query of terms `wanted` and vector `query`,
-        among those `chosen` selects.
+        among those `chosen` selects. `first`: what the caller found already at the first
+        depths, on this index as it is now (First).
 
         A turn scores what it scores without a filter: both sides rank every turn, the fused
         list is restricted to the turns the filter admits, and the depths grow (by GROWTH, up
         to every turn or MOST_DEEPER times) until `limit` of them are found."""
-        keyword_depth = max(limit, fusion.keyword_depth)
-        dense_depth = max(limit, fusion.dense_depth)
+        keyword_depth, dense_depth = first_depths(limit, fusion)
         allowed = self.facets.selector(chosen, self.windows) if chosen else None
         around = _neighbours(self.windows)
         stored = len(self.windows)
         full = self.full_match(wanted)
         for _ in range(MOST_DEEPER + 1):
-            # a scan of sketches runs beside the keyword side (an exact search of a few
-            # thousand vectors is quicker than handing it over)
-            beside = (
-                _BESIDE.submit(self.vectors.nearest, query, dense_depth, None, alone=False)
-                if self.vectors.sketched
-                else None
-            )
-            try:
-                keyword_keys, keyword_scores = pairs(
-                    self.best(wanted, keyword_depth, None) if wanted else []
+            if first is not None:
+                (keyword_keys, keyword_scores), found, first = first.keyword, first.nearest, None
+                if found is None:  # the scan has the cores to itself
+                    found = self.vectors.nearest(query, dense_depth, None)
+            else:
+                keyword_keys, keyword_scores, found = self._both_sides(
+                    wanted, keyword_depth, query, dense_depth
                 )
-            finally:  # the scan reads the index: it ends before the caller's lock is let go
-                found = beside.result() if beside is not None else None
-            if found is None:
-                found = self.vectors.nearest(query, dense_depth, None)
             near, near_cosines = found
             dense_keys, cosines, stats = self._dense(query, near, near_cosines, keyword_keys)
             if not keyword_keys.size and not dense_keys.size:
@@ -273,6 +286,33 @@ class HybridIndex(DerivedIndex):
                 break
             keyword_depth, dense_depth = keyword_depth * GROWTH, dense_depth * GROWTH
         return kept[:limit]
+
+    def _both_sides(
+        self, wanted: Sequence[str], keyword_depth: int, query: np.ndarray, dense_depth: int
+    ) -> tuple[np.ndarray, np.ndarray, Nearest]:
+        """The keyword side's best `keyword_depth` turns and the vectors' nearest `dense_depth`
+        (`scan_beside`)."""
+        scan = self.scan_beside(dense_depth)
+        beside = BESIDE.submit(scan, query) if scan is not None else None
+        try:
+            keyword_keys, keyword_scores = self.keyword_side(wanted, keyword_depth)
+        finally:  # the scan reads the index: it ends before the caller's lock is let go
+            found = beside.result() if beside is not None else None
+        if found is None:
+            found = self.vectors.nearest(query, dense_depth, None)
+        return keyword_keys, keyword_scores, found
+
+    def scan_beside(self, depth: int) -> Callable[[np.ndarray], Nearest] | None:
+        """The search for a query's `depth` nearest turns to run beside the keyword side: a
+        scan of the sketches on one thread (its usual few would share the cores with the
+        keyword side: at 100k vectors one made a Retrieve without its embedding 0.86x as long,
+        0.72x to 1.01x over 8 alternating pairs, an A/B in one process; at 1M 1.01x, 0.97x to
+        1.05x). None without sketches: an exact search of a few thousand vectors is quicker
+        than handing it over."""
+        if not self.vectors.sketched:
+            return None
+        nearest = self.vectors.nearest
+        return lambda query: nearest(query, depth, None, alone=False)
 
     def _dense(
         self, query: np.ndarray, keys: np.ndarray, cosines: np.ndarray, keyword_keys: np.ndarray
@@ -292,17 +332,23 @@ class HybridIndex(DerivedIndex):
         return keys, cosines.astype(np.float64), self.vectors.stats(query)
 
 
-_BESIDE = ThreadPoolExecutor(len(os.sched_getaffinity(0)), thread_name_prefix="himga-vectors")
-"""Where a search's vector side runs while its caller ranks the keyword side: both are C that
-lets the interpreter's lock go (himga.memory._sketch, himga.memory._ranking), so they take two
-cores at once. One thread a core, shared by every memory of the process: with many searches
-in flight the cores are busy either way. The scan beside takes one thread of its own, not its
-usual few: at 100k vectors that made a Retrieve without its embedding 0.86x as long (0.72x to
-1.01x over 8 alternating pairs, an A/B in one process), at 1M 1.01x (0.97x to 1.05x)."""
-
-
 _NO_KEYS = np.zeros(0, dtype=np.int64)
 _NO_COSINES = np.zeros(0, dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class First:
+    """What a search found at its first depths (`first_depths`) before it ranked: the keyword
+    side (HybridIndex.keyword_side), and the vectors' nearest turns when they were found beside
+    it (None: not yet)."""
+
+    keyword: tuple[np.ndarray, np.ndarray]
+    nearest: Nearest | None
+
+
+def first_depths(limit: int, fusion: Fusion) -> tuple[int, int]:
+    """How deep a search for `limit` turns looks first on its keyword side and its dense side."""
+    return max(limit, fusion.keyword_depth), max(limit, fusion.dense_depth)
 
 
 GROWTH = 4
@@ -421,47 +467,97 @@ class HybridMemory(IndexedMemory):
             stored = rows.stored([number for number, _ in best])
             return [hit_of(stored[number], score) for number, score in best]
 
+        def hits_unless_waiting(
+            rows: Rows, begun: builtins.list[tuple[int, float]] | _Waiting
+        ) -> builtins.list[Hit] | _Waiting | None:
+            return begun if isinstance(begun, _Waiting) else hits(rows, begun)
+
         # The query is embedded once, without the names of the speakers it names (fusion's
-        # dense_query), outside the lock; should the speakers the index knows have changed
-        # meanwhile (another server's turns, read in now), it is embedded again.
+        # dense_query), on a thread of himga.memory.beside while the caller ranks the keyword
+        # side under the lock (`_begun`). Should the embedding be done first, the vectors' scan
+        # follows it there and the search ends under that hold of the lock; else the caller
+        # lets the lock go while it waits, and then searches the vectors itself. Should the
+        # speakers the index knows have changed meanwhile (another server's turns, read in
+        # now), the query is embedded again; should the index have changed, the keyword side
+        # is ranked again.
         for _ in range(MOST_EMBEDDINGS):
-            named = self._named(asked)
-            vector = as_vectors(
-                self._embedder.embed_queries([dense_query(query, named)]),
-                self._embedder.dimension,
-            )[0]
+            begun = self._read(
+                lambda: self._begun(query, asked, wanted, limit, filter), hits_unless_waiting
+            )
+            if not isinstance(begun, _Waiting):
+                return begun or []
+            vector = begun.vector.result()[0]
 
             def pick(
-                named: set[str] = named, vector: np.ndarray = vector
+                begun: _Waiting = begun, vector: np.ndarray = vector
             ) -> builtins.list[tuple[int, float]] | None:
-                if self._named_now(asked) != named:
+                if self._named_now(asked) != begun.named:
                     return None
-                return self._vectors.ranked(wanted, vector, limit, filter, self._fusion)
+                first = First(begun.keyword, None) if begun.holds(self._vectors) else None
+                return self._vectors.ranked(wanted, vector, limit, filter, self._fusion, first)
 
             found = self._read(pick, hits)
             if found is not None:
                 return found
         with self._lock.writing(), self._using(write=False) as (rows, _):
-            named = self._named_now(asked)
-            vector = as_vectors(
-                self._embedder.embed_queries([dense_query(query, named)]),
-                self._embedder.dimension,
-            )[0]
+            vector = self._query_vector(query, self._named_now(asked))
             return (
                 hits(rows, self._vectors.ranked(wanted, vector, limit, filter, self._fusion)) or []
             )
 
-    def _named(self, asked: set[str]) -> set[str]:
-        """The speakers the query of terms `asked` names, of those the index holds (read in
-        first when it is not current)."""
-        with self._lock.reading():
-            if self._version is not None:
-                return self._named_now(asked)
-        with self._lock.writing(), self._using(write=False):
-            return self._named_now(asked)
+    def _begun(
+        self,
+        query: str,
+        asked: set[str],
+        wanted: Sequence[str],
+        limit: int,
+        chosen: MessageFilter | None,
+    ) -> builtins.list[tuple[int, float]] | _Waiting:
+        """A search of `query` (terms `wanted`, `asked`) begun under the lock: its vector set
+        going (QueryVector) and its keyword side ranked meanwhile; then the fused turns, when
+        the scan ran beside, or else what the search waits for."""
+        index = self._vectors
+        keyword_depth, dense_depth = first_depths(limit, self._fusion)
+        named = self._named_now(asked)
+        vector = QueryVector(
+            lambda: self._query_vector(query, named), index.scan_beside(dense_depth)
+        )
+        try:
+            keyword = index.keyword_side(wanted, keyword_depth)
+        except BaseException:
+            if vector.ranked():  # the scan reads the index: it ends before the lock is let go
+                vector.wait()
+            raise
+        if not vector.ranked():
+            return _Waiting(named, vector, keyword, index, index.changes)
+        made, nearest = vector.result()
+        return index.ranked(wanted, made, limit, chosen, self._fusion, First(keyword, nearest))
+
+    def _query_vector(self, query: str, named: set[str]) -> np.ndarray:
+        """The vector of `query` with the speakers `named` left out (fusion's dense_query)."""
+        found = self._embedder.embed_queries([dense_query(query, named)])
+        vector: np.ndarray = as_vectors(found, self._embedder.dimension)[0]
+        return vector
 
     def _named_now(self, asked: set[str]) -> set[str]:
         return set(self._index.windows.named(asked))
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """A search whose keyword side was ranked before its query's vector was made: the speakers
+    left out of the embedded query, the vector to come, and the keyword side with the index it
+    was ranked on and that index's count of changes then."""
+
+    named: set[str]
+    vector: QueryVector
+    keyword: tuple[np.ndarray, np.ndarray]
+    index: HybridIndex
+    changes: int
+
+    def holds(self, index: HybridIndex) -> bool:
+        """Whether the keyword side is still `index`'s: the same index, unchanged since."""
+        return index is self.index and index.changes == self.changes
 
 
 MOST_EMBEDDINGS = 2

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -152,7 +153,7 @@ def test_a_filter_is_applied_to_the_turns_found_by_meaning(memory: HybridSQLiteM
     assert filtered[0].score == next(hit.score for hit in everything if hit.turn_id == "M9")
 
 
-def test_with_sketches_the_scan_beside_the_keyword_side_ends_before_the_search_does(
+def test_with_sketches_a_scan_beside_the_keyword_side_ends_before_the_search_does(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from himga.memory.hybrid import HybridIndex
@@ -163,16 +164,19 @@ def test_with_sketches_the_scan_beside_the_keyword_side_ends_before_the_search_d
         assert top(sketched, "Where did Caroline go?") == "C1"  # found by meaning, sketched
         assert sketched._index.vectors.sketched  # type: ignore[attr-defined]
         scans: list[str] = []
+        scanning = threading.Event()
         search = VectorIndex.nearest
 
         def nearest(self: VectorIndex, *args: object, **options: object) -> object:
             scans.append("started")
+            scanning.set()
             found = search(self, *args, **options)  # type: ignore[arg-type]
             time.sleep(0.2)  # a slow scan: a caller that did not wait would be gone by now
             scans.append("ended")
             return found
 
-        def failing(*_: object) -> None:
+        def failing(*_: object) -> None:  # a keyword side that ends after the scan began
+            assert scanning.wait(30)
             raise RuntimeError("the keyword side failed")
 
         monkeypatch.setattr(VectorIndex, "nearest", nearest)
@@ -182,6 +186,33 @@ def test_with_sketches_the_scan_beside_the_keyword_side_ends_before_the_search_d
         assert scans == ["started", "ended"]  # the caller waited for it, under its lock
         monkeypatch.undo()
         assert top(sketched, "Where did Caroline go?") == "C1"  # and the memory serves on
+
+
+def test_a_turn_stored_while_the_query_is_embedded_is_ranked_by_words_too(
+    memory: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword side is ranked while the query is embedded; a write in between (the lock is
+    not held while the search waits for its vector) has it ranked again: the search answers as
+    one made after the write does."""
+    memory.store(said())
+    query = "Where did Caroline go with the support group?"
+    again = Message(role="Caroline", content="The support group went hiking.", turn_id="C9")
+    embed = type(memory.embedder).embed_queries
+    written: list[str] = []
+
+    def slow_embedding(self: object, texts: Sequence[str]) -> np.ndarray:
+        if not written:  # the first search's: a write lands before its vector is made
+            written.extend(memory.store(said([again])))
+        return embed(self, texts)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(memory.embedder), "embed_queries", slow_embedding)
+    raced = memory.search(query, 5)
+    assert written == ["C9"]
+    after = memory.search(query, 5)
+    assert [(hit.turn_id, hit.score) for hit in raced] == [
+        (hit.turn_id, hit.score) for hit in after
+    ]
+    assert "C9" in [hit.turn_id for hit in raced]
 
 
 @pytest.fixture
