@@ -19,14 +19,14 @@ Nearest = tuple[np.ndarray, np.ndarray]
 """The vectors' nearest turns to a query: their keys and cosines, best first."""
 
 BESIDE = ThreadPoolExecutor(len(os.sched_getaffinity(0)), thread_name_prefix="himga-beside")
-"""Where a scan runs beside a keyword side ranked again deeper (HybridIndex.ranked): one thread
-a core, shared by every memory of the process; with many searches in flight the cores are busy
-either way."""
+"""Where a scan runs beside a keyword side ranked again, deeper or on an index that changed
+while the query was embedded (HybridIndex.ranked): one thread a core, shared by every memory
+of the process; with many searches in flight the cores are busy either way."""
 
 QUERIES = ThreadPoolExecutor(32, thread_name_prefix="himga-query")
-"""Where queries are embedded (QueryVector): as many threads as searches a server's doors run
-at once (8 each), so that an embeddings server (the `openai` kind) is asked for all of them at
-once, as it was when each caller embedded its own query."""
+"""Where queries are embedded (QueryVector): as many threads as the searches a server's doors
+run at once (8 a door by default), so that an embeddings server (the `openai` kind) is asked
+for all of them at once, as it was when each caller embedded its own query."""
 
 
 class QueryVector:
