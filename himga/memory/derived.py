@@ -48,10 +48,15 @@ class DerivedIndex:
 
     def __init__(self, method: Method = DEFAULT_METHOD) -> None:
         self.method = method
+        self.changes = 0
+        """How many times the turns held changed (each clear, skip, load, place, replace and
+        drop): what a search ranked here stays true while this stays the same
+        (himga.memory.hybrid ranks its keyword side before it lets the lock go)."""
         self.clear()
 
     def clear(self) -> None:
         """Forget every turn (before reading the store again from the start)."""
+        self.changes += 1
         self.windows = Windows(self.method)
         self.facets = Facets()
         self.postings = Postings()
@@ -64,6 +69,7 @@ class DerivedIndex:
     def skip_to(self, end: int) -> None:
         """Make `end` the number the next new turn gets (numbers skipped hold no turn), when it
         is past the present end: a store's high-water mark, kept past deleted turns."""
+        self.changes += 1
         self.windows.skip_to(end)
 
     def load(
@@ -80,6 +86,7 @@ class DerivedIndex:
         """Read in stored rows numbered from `end` on (rising; gaps are deleted rows): each
         one's session, own length, speaker, role, time and metadata, and its own terms unless
         the memory reads postings apart (None)."""
+        self.changes += 1
         self.windows.add(sessions, lengths, speakers, numbers)
         self.facets.add(numbers, roles, times, metadata)
         if terms is not None:
@@ -98,6 +105,7 @@ class DerivedIndex:
     def place(self, turns: Turns, placing: Placing, old_terms: Sequence[Sequence[str]]) -> None:
         """Put a committed batch in: replaced turns out of the postings of their `old_terms`
         (one list each) and in at their place, new turns appended."""
+        self.changes += 1
         numbers = placing.numbers
         if placing.replaced:
             self._replace(
@@ -125,6 +133,7 @@ class DerivedIndex:
     ) -> None:
         """Put stored turns' new rows in, as `load` reads rows, in place of the turns held (their
         own terms: `old_terms`, one list each), keeping their numbers."""
+        self.changes += 1
         self._replace(numbers, sessions, lengths, speakers, old_terms, terms)
         self.facets.add(numbers, roles, times, metadata)
 
@@ -146,6 +155,7 @@ class DerivedIndex:
 
     def drop(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> int:
         """Take deleted turns out (their terms: `old_terms`); how many were stored."""
+        self.changes += 1
         self.postings.drop(numbers, old_terms)
         return self.windows.remove(numbers)
 

@@ -162,13 +162,9 @@ class HybridIndex(DerivedIndex):
         """`empty_vectors`: a new, empty index of the memory's vectors (made again by each
         clear)."""
         self._empty_vectors = empty_vectors
-        self.changes = 0
-        """How many times what is held changed: a search that ranked its keyword side before
-        it let the lock go ranks it again when this moved meanwhile."""
         super().__init__(DEFAULT_METHOD)
 
     def clear(self) -> None:
-        self.changes += 1
         super().clear()
         self.vectors = self._empty_vectors()
         self._read_from: int | None = None  # vectors of the turns from here on: to be read
@@ -179,31 +175,23 @@ class HybridIndex(DerivedIndex):
         """Whether turns were read in whose vectors are not read yet."""
         return self._read_from is not None or bool(self._reread)
 
-    def skip_to(self, end: int) -> None:
-        self.changes += 1
-        super().skip_to(end)
-
     def load(self, numbers: Sequence[int], *columns: Any) -> None:
-        self.changes += 1
         super().load(numbers, *columns)
         if numbers:
             first = numbers[0]
             self._read_from = first if self._read_from is None else min(self._read_from, first)
 
     def replace(self, numbers: Sequence[int], *columns: Any) -> None:
-        self.changes += 1
         super().replace(numbers, *columns)
         self._reread.update(numbers)
 
     def drop(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> int:
-        self.changes += 1
         dropped = super().drop(numbers, old_terms)
         self._remove(numbers)
         self._reread.difference_update(numbers)
         return dropped
 
     def place(self, turns: Turns, placing: Placing, old_terms: Sequence[Sequence[str]]) -> None:
-        self.changes += 1
         super().place(turns, placing, old_terms)
         assert isinstance(turns, EmbeddedTurns)
         keys, vectors, bare = turns.vector_rows(placing)
@@ -213,7 +201,6 @@ class HybridIndex(DerivedIndex):
 
     def add_vectors(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         """Hold the vectors of stored turns (embedded when the store opened)."""
-        self.changes += 1
         if len(keys):
             self.vectors.add(keys, vectors)
 
@@ -224,7 +211,6 @@ class HybridIndex(DerivedIndex):
 
     def read_vectors(self, rows: VectorRows) -> None:
         """Read the vectors of the turns read in since the last call."""
-        self.changes += 1
         if self._reread:
             numbers = sorted(self._reread)
             self._remove(numbers)  # a correction that emptied its text has none now
