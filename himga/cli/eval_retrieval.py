@@ -157,7 +157,7 @@ def _hybrid_leave_one_out(args: argparse.Namespace) -> int:
     ks = sorted(set(args.k) | set(CHOSEN_BY))
     print("\nthe whole file, each conversation and pooled (overall R@10 / R@50; category 5):")
     methods = [
-        ("keyword method alone", Candidate(Fusion(dense_weight=0.0))),
+        ("keyword method alone", Candidate(Fusion(dense_weight=0.0, date_boost=0.0))),
         ("issue's baseline (reciprocal ranks)", Candidate(BASELINE, leave_out_names=False)),
         ("hybrid method, names kept", Candidate(DEFAULT.fusion, leave_out_names=False)),
         ("hybrid method (the default)", DEFAULT),

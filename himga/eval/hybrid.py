@@ -2,11 +2,12 @@
 once, and its parameters chosen by leaving one conversation out.
 
 A conversation is put, once, into what the hybrid memory is made of: the keyword memory (its
-ranking and scores), a VectorIndex of every turn's `passage` vector, and each turn's neighbours
-in its session. Each question is then asked of it under every candidate method: the keyword side
-to `keyword_depth` hits, the index for the `dense_depth` nearest to the embedded
-`dense_query` plus the keyword hits' own cosines, and `fuse`, exactly as the hybrid memory
-calls them; so a grid of methods costs one embedding of the conversation, not one each.
+ranking and scores), a VectorIndex of every turn's `passage` vector, each turn's neighbours
+in its session and its time (for the months a question names). Each question is then asked
+of it under every candidate method: the keyword side to `keyword_depth` hits, the index for
+the `dense_depth` nearest to the embedded `dense_query` plus the keyword hits' own cosines,
+and `fuse`, exactly as the hybrid memory calls them; so a grid of methods costs one
+embedding of the conversation, not one each.
 
 `leave_one_out` chooses, for each conversation, the method (GRID: dense weight, neighbour
 weight, whether the speakers' names are left out of the embedded query, and the coverage) that
@@ -26,9 +27,11 @@ from himga.data.conversation import Sample
 from himga.embeddings import Embedder
 from himga.eval.folds import CHOSEN_BY
 from himga.eval.retrieval import OVERALL, RetrievalReport
+from himga.memory.facets import NO_TIME
 from himga.memory.fusion import DEFAULT_FUSION, Fusion, dense_query, fuse, passage
 from himga.memory.keyword import KeywordMemory
-from himga.memory.ranking import speaker_key
+from himga.memory.months import named_months, said_in
+from himga.memory.ranking import Turns, speaker_key
 from himga.memory.text import query_terms
 from himga.memory.vectors import VectorIndex
 
@@ -79,6 +82,10 @@ class Conversation:
     full_matches: list[float]
     """per question with evidence: what a turn holding each of its terms once would score
     (himga.memory.derived.full_match)"""
+    times: np.ndarray
+    """each turn's time by row key, as the memory keeps it (int64 microseconds, NO_TIME: none)"""
+    months: list[tuple[int, ...]]
+    """per question with evidence: the months it names (himga.memory.months.named_months)"""
 
 
 def prepare(sample: Sample, embedder: Embedder, depth: int) -> Conversation:
@@ -109,9 +116,12 @@ def prepare(sample: Sample, embedder: Embedder, depth: int) -> Conversation:
     stripped = embedder.embed_queries([dense_query(qa.question, speakers) for qa in asked])
     whole = embedder.embed_queries([qa.question for qa in asked])
     full = [keyword.full_match(query_terms(qa.question)) for qa in asked]
+    times = np.asarray([NO_TIME if t is None else t for t in Turns.of(pairs).times], np.int64)
+    months = [named_months(query_terms(qa.question)) for qa in asked]
     return Conversation(
-        sample, turn_ids, vectors, beside, list(zip(hits, stripped, whole, strict=True)), full
-    )
+        sample, turn_ids, vectors, beside, list(zip(hits, stripped, whole, strict=True)), full,
+        times, months,
+    )  # fmt: skip
 
 
 def ranked(
@@ -130,7 +140,11 @@ def ranked(
     dense += zip(own_keys, vectors.similarities(query, own_keys).tolist(), strict=True)
     beside = conversation.beside
     full = conversation.full_matches[question]
-    fused = fuse(keyword, dense, vectors.stats(query), beside.__getitem__, fusion, limit, full)
+    months, times = conversation.months[question], conversation.times
+    dated = (lambda keys: said_in(times[keys], months)) if months else None
+    fused = fuse(
+        keyword, dense, vectors.stats(query), beside.__getitem__, fusion, limit, full, dated
+    )
     return [conversation.turn_ids[key] for key, _ in fused]
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from himga.memory.filters import MessageFilter
 from himga.memory.ranking import Selection
 from himga.memory.windows import NO_SESSION, Windows
@@ -64,6 +66,14 @@ class Facets:
     def time(self, number: int) -> int | None:
         time = self._times[number]
         return None if time == NO_TIME else time
+
+    def times_of(self, numbers: np.ndarray) -> np.ndarray:
+        """The times of turns `numbers` (an int array) as int64, NO_TIME for a turn without one."""
+        times = np.frombuffer(self._times, dtype=np.int64)
+        held = numbers < times.size
+        found = np.full(numbers.size, NO_TIME, dtype=np.int64)
+        found[held] = times[numbers[held]]  # a copy: the array may grow once this returns
+        return found
 
     def metadata(self, number: int) -> Mapping[str, str]:
         return self._metadata[self._metadata_of[number]]

@@ -50,10 +50,11 @@ from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
 from himga.memory.beside import BESIDE, Nearest, QueryVector
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
-from himga.memory.fusion import Around, Fusion, dense_query, fuse_arrays, pairs, passage
+from himga.memory.fusion import Around, Dated, Fusion, dense_query, fuse_arrays, pairs, passage
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD
+from himga.memory.months import named_months, said_in
 from himga.memory.ranking import Turns
 from himga.memory.rows import Change, Rows, Version
 from himga.memory.text import query_terms
@@ -248,6 +249,7 @@ class HybridIndex(DerivedIndex):
         around = _neighbours(self.windows)
         stored = len(self.windows)
         full = self.full_match(wanted)
+        dated = self._dated(wanted)
         for _ in range(MOST_DEEPER + 1):
             if first is not None:
                 (keyword_keys, keyword_scores), found, first = first.keyword, first.nearest, None
@@ -263,7 +265,7 @@ class HybridIndex(DerivedIndex):
                 return []
             fused = fuse_arrays(
                 keyword_keys, keyword_scores, dense_keys, cosines, stats, around, fusion,
-                limit if allowed is None else keyword_keys.size + dense_keys.size, full,
+                limit if allowed is None else keyword_keys.size + dense_keys.size, full, dated,
             )  # fmt: skip
             if allowed is None:
                 return fused
@@ -272,6 +274,14 @@ class HybridIndex(DerivedIndex):
                 break
             keyword_depth, dense_depth = keyword_depth * GROWTH, dense_depth * GROWTH
         return kept[:limit]
+
+    def _dated(self, wanted: Sequence[str]) -> Dated | None:
+        """Which candidates were said in a month terms `wanted` name (None: they name none)."""
+        months = named_months(wanted)
+        if not months:
+            return None
+        times_of = self.facets.times_of
+        return lambda keys: said_in(times_of(keys), months)
 
     def _both_sides(
         self, wanted: Sequence[str], keyword_depth: int, query: np.ndarray, dense_depth: int

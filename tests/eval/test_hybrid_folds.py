@@ -1,6 +1,6 @@
 """The hybrid method's evaluation (himga.eval.hybrid), over the real default model: each fold
-chooses on the others only, and with no dense weight the composition ranks as the keyword
-memory does."""
+chooses on the others only, and with no dense weight and no month the composition ranks as the
+keyword memory does."""
 
 from pathlib import Path
 
@@ -24,7 +24,7 @@ def conversations() -> list:
 
 
 def test_without_the_dense_side_it_ranks_as_the_keyword_memory(conversations: list) -> None:
-    words = Candidate(Fusion(dense_weight=0.0, neighbour_weight=0.0))
+    words = Candidate(Fusion(dense_weight=0.0, neighbour_weight=0.0, date_boost=0.0))
     samples = load_dataset("locomo", FIXTURE)
     keyword = evaluate_retrieval(samples, lambda ns, d: KeywordMemory(), KS)
     composed = evaluate(conversations, words, KS)

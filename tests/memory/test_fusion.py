@@ -3,6 +3,7 @@ hits and the dense side's cosines."""
 
 import math
 
+import numpy as np
 import pytest
 
 from himga.data.conversation import Message, Session
@@ -84,6 +85,8 @@ def test_limit_and_ties(method: Fusion) -> None:
         ("neighbour_weight", -1),
         ("rank_constant", -1),
         ("coverage", -0.5),
+        ("date_boost", -1),
+        ("date_boost", float("nan")),
         ("kind", "words"),
     ],
 )
@@ -144,6 +147,32 @@ def test_a_turn_whose_neighbour_matches_by_meaning_rises_above_an_equal_one() ->
     together = fuse(keyword, dense, (0.4, 0.1), lambda key: beside[key], method, limit=3)
     assert [key for key, _ in alone][:2] == [1, 2]
     assert [key for key, _ in together] == [2, 1, 3]
+
+
+def test_a_turn_said_in_a_named_month_counts_one_plus_the_date_boost_times() -> None:
+    # 1 and 2 match the words alike; 2 was said in the month named, and so was 3, whose score
+    # below zero rises by its magnitude too (never down).
+    keyword = [(1, 2.0), (2, 2.0)]
+    dense = [(1, 0.5), (2, 0.5), (3, 0.1)]
+    stats = (0.4, 0.1)
+    in_month = {2, 3}
+
+    def dated(keys: np.ndarray) -> np.ndarray:
+        return np.isin(keys, list(in_month))
+
+    plain = dict(fuse(keyword, dense, stats, no_neighbours, Fusion()))
+    assert plain[1] == plain[2] and plain[3] < 0
+    boosted = fuse(keyword, dense, stats, no_neighbours, Fusion(), dated=dated)
+    assert [key for key, _ in boosted] == [2, 1, 3]
+    assert dict(boosted) == pytest.approx({1: plain[1], 2: 2 * plain[2], 3: 0.0})
+    half = dict(fuse(keyword, dense, stats, no_neighbours, Fusion(date_boost=0.5), dated=dated))
+    assert half == pytest.approx({1: plain[1], 2: 1.5 * plain[2], 3: 0.5 * plain[3]})
+    assert dict(fuse(keyword, dense, stats, no_neighbours, Fusion(date_boost=0), dated=dated)) == (
+        plain
+    )
+    # the issue's baseline is reciprocal ranks as it was measured: no month in it
+    ranks = fuse(keyword, dense, stats, no_neighbours, BASELINE)
+    assert fuse(keyword, dense, stats, no_neighbours, BASELINE, dated=dated) == ranks
 
 
 def test_no_spread_of_cosines_leaves_the_words_alone() -> None:

@@ -153,6 +153,25 @@ def test_a_filter_is_applied_to_the_turns_found_by_meaning(memory: HybridSQLiteM
     assert filtered[0].score == next(hit.score for hit in everything if hit.turn_id == "M9")
 
 
+def test_a_turn_said_in_the_month_a_question_names_ranks_first(memory: HybridSQLiteMemory) -> None:
+    # The same words said in three sessions, the last without a time, beside other turns: the
+    # question's month picks the turn said in it, its score doubled; another year picks none.
+    memory.store(said())
+    for number, date in enumerate(["8 May, 2023", "31 July, 2023", ""]):
+        memory.ingest(
+            Message(role="Ada", content="We went kayaking on the lake.", turn_id=f"T{number}"),
+            Session(session_id=f"k{number}", date_str=f"1:56 pm on {date}" if date else ""),
+        )
+    plain = {hit.turn_id: hit.score for hit in memory.search("kayaking on the lake", 3)}
+    assert plain["T0"] == plain["T1"] == plain["T2"]
+    dated = memory.search("Where did Ada go kayaking in July 2023?", 3)
+    assert [hit.turn_id for hit in dated] == ["T1", "T0", "T2"]
+    scores = {hit.turn_id: hit.score for hit in dated}
+    assert scores["T1"] == pytest.approx(2 * scores["T0"]) and scores["T0"] == scores["T2"]
+    other_year = memory.search("Where did Ada go kayaking in July 2022?", 3)
+    assert [hit.turn_id for hit in other_year] == ["T0", "T1", "T2"]
+
+
 def test_with_sketches_a_scan_beside_the_keyword_side_ends_before_the_search_does(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -367,5 +386,8 @@ def test_the_options_are_the_fusions_and_the_model_each_checked() -> None:
         memory_options("hybrid", {"kind": "votes"})
     with pytest.raises(InvalidArgument, match=r"options\.dense_weight"):
         memory_options("hybrid", {"dense_weight": "-1"})
+    assert memory_options("hybrid", {"date_boost": "0"}).date_boost == 0.0
+    with pytest.raises(InvalidArgument, match=r"options\.date_boost"):
+        memory_options("hybrid", {"date_boost": "-0.5"})
     with pytest.raises(InvalidArgument, match=r"options\.embedding_model"):
         memory_options("hybrid", {"embedding_model": " "})
