@@ -12,8 +12,11 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 Nearest = tuple[np.ndarray, np.ndarray]
 """The vectors' nearest turns to a query: their keys and cosines, best first."""
@@ -65,9 +68,32 @@ class QueryVector:
             return self._scanning
 
     def result(self) -> tuple[np.ndarray, Nearest | None]:
-        """The query's vector, and its nearest turns when the scan ran beside (else None)."""
-        return self._done.result()
+        """The query's vector, and its nearest turns when the scan ran beside (else None); when
+        it runs beside, waited for to its end whatever interrupts the caller (`outlast`)."""
+        return outlast(self._done) if self._scanning else self._done.result()
 
     def wait(self) -> None:
-        """Wait until the vector (and the scan, if it runs beside) is done, whatever came of it."""
-        wait([self._done])
+        """Wait until the vector (and the scan, if it runs beside) is done, whatever came of it
+        or interrupts the caller meanwhile (`ended`)."""
+        ended(self._done)
+
+
+def ended(job: Future[T]) -> None:
+    """Wait until `job` is done, even should the waiting thread be interrupted meanwhile (a
+    KeyboardInterrupt, raised once the job has ended): a scan beside reads the index its
+    caller's lock guards, so the caller may let that lock go only once the scan has ended."""
+    interrupted: BaseException | None = None
+    while True:
+        try:
+            wait([job])
+            break
+        except BaseException as error:  # raised once the job has ended
+            interrupted = interrupted or error
+    if interrupted is not None:
+        raise interrupted
+
+
+def outlast(job: Future[T]) -> T:
+    """`job`'s result, waited for to its end (`ended`)."""
+    ended(job)
+    return job.result()

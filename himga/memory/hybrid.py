@@ -47,7 +47,7 @@ from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
-from himga.memory.beside import BESIDE, Nearest, QueryVector
+from himga.memory.beside import BESIDE, Nearest, QueryVector, outlast
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Around, Fusion, dense_query, fuse_arrays, pairs, passage
@@ -283,7 +283,7 @@ class HybridIndex(DerivedIndex):
         try:
             keyword_keys, keyword_scores = self.keyword_side(wanted, keyword_depth)
         finally:  # the scan reads the index: it ends before the caller's lock is let go
-            found = beside.result() if beside is not None else None
+            found = outlast(beside) if beside is not None else None
         if found is None:
             found = self.vectors.nearest(query, dense_depth, None)
         return keyword_keys, keyword_scores, found

@@ -1,0 +1,107 @@
+"""The hybrid memory's search with its query embedded beside the keyword side
+(himga.memory.beside): what an exception, another connection's write or a close does to it
+while the embedding or the scan beside is under way. Every ordering is forced with events."""
+
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from himga.data.conversation import Message, Session
+from himga.memory.hybrid import HybridIndex
+from himga.memory.hybrid_options import HybridOptions
+from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+from himga.memory.vectors import VectorIndex
+
+SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
+SAID = [
+    Message(role="Caroline", content="I went to an LGBTQ support group.", turn_id="C1"),
+    Message(role="Melanie", content="I like green tea in the morning.", turn_id="M1"),
+    Message(role="Caroline", content="The sunset over the lake was gorgeous.", turn_id="C2"),
+    Message(role="Melanie", content="My kids start school next week.", turn_id="M2"),
+]
+QUERY = "Where did Caroline go?"
+GUARD = 30
+"""Seconds an event is waited for before the test calls it a hang (not a speed limit)."""
+
+
+def said(messages: Sequence[Message] = SAID) -> list[tuple[Message, Session]]:
+    return [(message, SESSION) for message in messages]
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "hybrid.sqlite3"
+
+
+@pytest.fixture
+def sketched(path: Path) -> Iterator[HybridSQLiteMemory]:
+    """A memory whose vectors are sketched, so that its scan may run beside the keyword side."""
+    with HybridSQLiteMemory(path, HybridOptions(sketch_threshold=len(SAID))) as memory:
+        memory.store(said())
+        assert memory._index.vectors.sketched  # type: ignore[attr-defined]
+        yield memory
+
+
+def interrupted_once_while_waiting(
+    monkeypatch: pytest.MonkeyPatch, armed: threading.Event, release: threading.Event
+) -> None:
+    """The test's thread gets a KeyboardInterrupt (as from Ctrl-C) in its first blocking wait
+    once `armed` is set; any later wait of that thread first sets `release`."""
+    wait = threading.Condition.wait
+    caller = threading.get_ident()
+    raised: list[bool] = []
+
+    def interrupted(self: threading.Condition, timeout: float | None = None) -> bool:
+        if threading.get_ident() == caller and armed.is_set():
+            if not raised:
+                raised.append(True)
+                raise KeyboardInterrupt
+            release.set()
+        return wait(self, timeout)
+
+    monkeypatch.setattr(threading.Condition, "wait", interrupted)
+
+
+@pytest.mark.parametrize("where", ["embedded first", "ranked deeper"])
+def test_an_interrupt_while_the_scan_runs_beside_holds_the_lock_until_it_ends(
+    sketched: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The scan beside reads the index the caller's lock guards: a KeyboardInterrupt raised in
+    the caller while it waits for the scan still lets the lock go only once the scan ends (a
+    writer let in sooner changes the arrays the scan is reading)."""
+    scanning, release = threading.Event(), threading.Event()
+    scans: list[str] = []
+    search, best = VectorIndex.nearest, HybridIndex.best
+
+    def nearest(self: VectorIndex, *args: object, **options: object) -> object:
+        if options.get("alone", True):  # the caller's own scan, not one beside
+            return search(self, *args, **options)  # type: ignore[arg-type]
+        scans.append("started")
+        scanning.set()
+        assert release.wait(GUARD)
+        found = search(self, *args, **options)  # type: ignore[arg-type]
+        scans.append("ended")
+        return found
+
+    def keyword_side(self: HybridIndex, *args: object) -> object:
+        assert scanning.wait(GUARD)  # the keyword side ends while the scan runs beside
+        return best(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VectorIndex, "nearest", nearest)
+    monkeypatch.setattr(HybridIndex, "best", keyword_side)
+    interrupted_once_while_waiting(monkeypatch, scanning, release)
+    index = sketched._vectors
+    with pytest.raises(KeyboardInterrupt):
+        if where == "embedded first":  # the scan after the embedding, on its thread
+            sketched.search(QUERY)
+        else:  # the scan of a search ranked again (deeper, or on a changed index)
+            with sketched._lock.reading():
+                vector = sketched._query_vector(QUERY, set())
+                index.ranked(["caroline"], vector, 5, None, sketched._fusion)
+    seen = list(scans)
+    release.set()
+    assert seen == ["started", "ended"]  # the caller waited for the scan before it let go
+    monkeypatch.undo()
+    assert sketched.search(QUERY)[0].turn_id == "C1"  # and the memory serves on
