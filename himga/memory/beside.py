@@ -67,6 +67,11 @@ class QueryVector:
             self._caller_ranked = True
             return self._scanning
 
+    @property
+    def done(self) -> bool:
+        """Whether the vector (and the scan, if it ran beside) is done, whatever came of it."""
+        return self._done.done()
+
     def result(self) -> tuple[np.ndarray, Nearest | None]:
         """The query's vector, and its nearest turns when the scan ran beside (else None); when
         it runs beside, waited for to its end whatever interrupts the caller (`outlast`)."""

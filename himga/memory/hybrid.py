@@ -37,6 +37,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -467,8 +468,10 @@ class HybridMemory(IndexedMemory):
         # now), the query is embedded again; should the index have changed, the keyword side
         # is ranked again.
         for _ in range(MOST_EMBEDDINGS):
+            embedded: builtins.list[tuple[set[str], QueryVector]] = []
             begun = self._read(
-                lambda: self._begun(query, asked, wanted, limit, filter), hits_unless_waiting
+                partial(self._begun, query, asked, wanted, limit, filter, embedded),
+                hits_unless_waiting,
             )
             if not isinstance(begun, _Waiting):
                 return begun or []
@@ -498,16 +501,27 @@ class HybridMemory(IndexedMemory):
         wanted: Sequence[str],
         limit: int,
         chosen: MessageFilter | None,
+        embedded: builtins.list[tuple[set[str], QueryVector]],
     ) -> builtins.list[tuple[int, float]] | _Waiting:
         """A search of `query` (terms `wanted`, `asked`) begun under the lock: its vector set
         going (QueryVector) and its keyword side ranked meanwhile; then the fused turns, when
-        the scan ran beside, or else what the search waits for."""
+        the scan ran beside, or else what the search waits for. `embedded`: the vector set
+        going by an earlier call of this search, for the speakers it named (the index was found
+        behind the store's, and read in): made again only should they differ."""
         index = self._vectors
         keyword_depth, dense_depth = first_depths(limit, self._fusion)
         named = self._named_now(asked)
+        if embedded and embedded[0][0] == named:  # its scan, if any, was of the index before
+            earlier = embedded[0][1]
+            keyword = index.keyword_side(wanted, keyword_depth)
+            if not earlier.done:
+                return _Waiting(named, earlier, keyword, index, index.changes)
+            made = earlier.result()[0]
+            return index.ranked(wanted, made, limit, chosen, self._fusion, First(keyword, None))
         vector = QueryVector(
             lambda: self._query_vector(query, named), index.scan_beside(dense_depth)
         )
+        embedded[:] = [(named, vector)]
         try:
             keyword = index.keyword_side(wanted, keyword_depth)
         except BaseException:

@@ -6,9 +6,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from himga.data.conversation import Message, Session
+from himga.memory import hybrid
+from himga.memory.beside import Nearest, QueryVector
 from himga.memory.hybrid import HybridIndex
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.hybrid_sqlite import HybridSQLiteMemory
@@ -105,3 +108,61 @@ def test_an_interrupt_while_the_scan_runs_beside_holds_the_lock_until_it_ends(
     assert seen == ["started", "ended"]  # the caller waited for the scan before it let go
     monkeypatch.undo()
     assert sketched.search(QUERY)[0].turn_id == "C1"  # and the memory serves on
+
+
+@pytest.mark.parametrize("first", ["the embedding", "the keyword side"])
+def test_a_search_after_another_connections_write_embeds_its_query_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    """A search that finds the store changed by another connection reads the change in and
+    ranks again; the query it embeds does not change with the store (the speakers it names
+    are the same), so it is embedded once, as before the embedding moved beside the keyword
+    side: an embeddings server is not asked twice, nor a local model run twice. It answers
+    as a search made after the read-in does, whether the embedding or the keyword side ranked
+    again ends first."""
+    with HybridSQLiteMemory(path) as writer, HybridSQLiteMemory(path) as reader:
+        writer.store(said())
+        query = "what beverage do I prefer?"
+        assert reader.search(query)[0].turn_id == "M1"
+        tea = Message(role="Melanie", content="Coffee keeps me awake.", turn_id="M9")
+        writer.store(said([tea]))
+        embed, best = type(reader.embedder).embed_queries, HybridIndex.keyword_side
+        asked: list[Sequence[str]] = []
+        begun: list[QueryVector] = []
+        ranked: list[int] = []
+        go = threading.Event()
+
+        def counted(self: object, texts: Sequence[str]) -> object:
+            asked.append(list(texts))
+            if first == "the keyword side":
+                assert go.wait(GUARD)
+            return embed(self, texts)  # type: ignore[arg-type]
+
+        class Noted(QueryVector):
+            def result(self) -> tuple[np.ndarray, Nearest | None]:
+                go.set()  # the search waits for its vector: let the embedding end
+                return super().result()
+
+        def noted(*args: object) -> QueryVector:
+            begun.append(Noted(*args))  # type: ignore[arg-type]
+            return begun[-1]
+
+        def keyword_side(self: HybridIndex, *args: object) -> object:
+            ranked.append(self.changes)
+            if len(ranked) == 2 and first == "the embedding":  # ranked again, after the read-in
+                begun[0].wait()
+            return best(self, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(reader.embedder), "embed_queries", counted)
+        monkeypatch.setattr(hybrid, "QueryVector", noted)
+        monkeypatch.setattr(HybridIndex, "keyword_side", keyword_side)
+        found = reader.search(query)
+        for job in begun:  # every embedding begun has ended, awaited or not
+            job.wait()
+        assert len(ranked) == 2 and ranked[0] != ranked[1]  # ranked again on the index read in
+        assert len(asked) == 1, asked
+        assert "M9" in [hit.turn_id for hit in found]  # the other connection's turn
+        monkeypatch.undo()
+        assert [(hit.turn_id, hit.score) for hit in found] == [
+            (hit.turn_id, hit.score) for hit in reader.search(query)
+        ]
