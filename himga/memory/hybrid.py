@@ -48,7 +48,7 @@ from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
-from himga.memory.beside import BESIDE, Nearest, QueryVector, outlast
+from himga.memory.beside import BESIDE, Nearest, QueryVector, outlast, started
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Around, Fusion, dense_query, fuse_arrays, pairs, passage
@@ -280,7 +280,7 @@ class HybridIndex(DerivedIndex):
         """The keyword side's best `keyword_depth` turns and the vectors' nearest `dense_depth`
         (`scan_beside`)."""
         scan = self.scan_beside(dense_depth)
-        beside = BESIDE.submit(scan, query) if scan is not None else None
+        beside = started(BESIDE, scan, query) if scan is not None else None
         try:
             keyword_keys, keyword_scores = self.keyword_side(wanted, keyword_depth)
         finally:  # the scan reads the index: it ends before the caller's lock is let go

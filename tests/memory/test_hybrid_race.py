@@ -1,9 +1,13 @@
 """The hybrid memory's search with its query embedded beside the keyword side
-(himga.memory.beside): what an exception, another connection's write or a close does to it
-while the embedding or the scan beside is under way. Every ordering is forced with events."""
+(himga.memory.beside): what an interrupt in the caller, another connection's write and the
+interpreter's exit do to it while the embedding or the scan beside is under way. Every ordering
+is forced with events."""
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -166,3 +170,50 @@ def test_a_search_after_another_connections_write_embeds_its_query_once(
         assert [(hit.turn_id, hit.score) for hit in found] == [
             (hit.turn_id, hit.score) for hit in reader.search(query)
         ]
+
+
+_AT_EXIT = """
+import atexit, sys
+from pathlib import Path
+from himga.data.conversation import Message, Session
+from himga.memory.hybrid_options import HybridOptions
+from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+
+options = HybridOptions(sketch_threshold=int(sys.argv[2]))
+memory = HybridSQLiteMemory(Path(sys.argv[1]), options)
+said = Message(role="Caroline", content="I went to an LGBTQ support group.", turn_id="C1")
+memory.store([(said, Session(session_id="s1"))])
+atexit.register(lambda: print([hit.turn_id for hit in memory.search("Where did Caroline go?")]))
+"""
+
+
+@pytest.mark.parametrize("sketch_threshold", [1, 1_000_000])
+def test_a_search_made_as_the_interpreter_exits_still_answers(
+    path: Path, sketch_threshold: int
+) -> None:
+    """Interpreter shutdown shuts every ThreadPoolExecutor down before the atexit handlers run
+    (and while daemon threads still run): a search made then embeds its query in its caller,
+    as before the embedding moved to a pool, rather than failing to submit it there."""
+    child = subprocess.run(
+        [sys.executable, "-c", _AT_EXIT, str(path), str(sketch_threshold)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == 0 and child.stdout.splitlines() == ["['C1']"], child.stderr
+
+
+def test_a_scan_beside_on_a_shut_down_pool_runs_in_the_caller(
+    sketched: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan of a keyword side ranked again (HybridIndex.ranked) runs in its caller when its
+    pool refuses work, as at interpreter shutdown."""
+    index = sketched._vectors
+    vector = sketched._query_vector(QUERY, set())
+    with sketched._lock.reading():
+        expected = index.ranked(["caroline"], vector, 5, None, sketched._fusion)
+    refusing = ThreadPoolExecutor(1)
+    refusing.shutdown()
+    monkeypatch.setattr(hybrid, "BESIDE", refusing)
+    with sketched._lock.reading():
+        assert index.ranked(["caroline"], vector, 5, None, sketched._fusion) == expected
