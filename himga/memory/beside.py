@@ -12,8 +12,11 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 Nearest = tuple[np.ndarray, np.ndarray]
 """The vectors' nearest turns to a query: their keys and cosines, best first."""
@@ -45,8 +48,8 @@ class QueryVector:
         self._claim = threading.Lock()
         self._caller_ranked = False
         self._scanning = False
-        self._done: Future[tuple[np.ndarray, Nearest | None]] = QUERIES.submit(
-            self._run, embed, scan
+        self._done: Future[tuple[np.ndarray, Nearest | None]] = started(
+            QUERIES, self._run, embed, scan
         )
 
     def _run(
@@ -64,10 +67,54 @@ class QueryVector:
             self._caller_ranked = True
             return self._scanning
 
+    @property
+    def done(self) -> bool:
+        """Whether the vector (and the scan, if it ran beside) is done, whatever came of it."""
+        return self._done.done()
+
     def result(self) -> tuple[np.ndarray, Nearest | None]:
-        """The query's vector, and its nearest turns when the scan ran beside (else None)."""
-        return self._done.result()
+        """The query's vector, and its nearest turns when the scan ran beside (else None); when
+        it runs beside, waited for to its end whatever interrupts the caller (`outlast`)."""
+        return outlast(self._done) if self._scanning else self._done.result()
 
     def wait(self) -> None:
-        """Wait until the vector (and the scan, if it runs beside) is done, whatever came of it."""
-        wait([self._done])
+        """Wait until the vector (and the scan, if it runs beside) is done, whatever came of it
+        or interrupts the caller meanwhile (`ended`)."""
+        ended(self._done)
+
+
+def started(pool: ThreadPoolExecutor, work: Callable[..., T], *args: Any) -> Future[T]:
+    """`work(*args)` set going on `pool`, or done here when the pool takes no more work: the
+    interpreter shuts every pool down as it exits, before the atexit handlers run and while
+    daemon threads still run, and a search made then is made in its caller."""
+    try:
+        return pool.submit(work, *args)
+    except RuntimeError:  # cannot schedule new futures after (interpreter) shutdown
+        pass
+    done: Future[T] = Future()
+    try:
+        done.set_result(work(*args))
+    except Exception as error:
+        done.set_exception(error)
+    return done
+
+
+def ended(job: Future[T]) -> None:
+    """Wait until `job` is done, even should the waiting thread be interrupted meanwhile (a
+    KeyboardInterrupt, raised once the job has ended): a scan beside reads the index its
+    caller's lock guards, so the caller may let that lock go only once the scan has ended."""
+    interrupted: BaseException | None = None
+    while True:
+        try:
+            wait([job])
+            break
+        except BaseException as error:  # raised once the job has ended
+            interrupted = interrupted or error
+    if interrupted is not None:
+        raise interrupted
+
+
+def outlast(job: Future[T]) -> T:
+    """`job`'s result, waited for to its end (`ended`)."""
+    ended(job)
+    return job.result()

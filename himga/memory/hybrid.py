@@ -37,6 +37,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -47,7 +48,7 @@ from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
-from himga.memory.beside import BESIDE, Nearest, QueryVector
+from himga.memory.beside import BESIDE, Nearest, QueryVector, outlast, started
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Around, Dated, Fusion, dense_query, fuse_arrays, pairs, passage
@@ -289,11 +290,11 @@ class HybridIndex(DerivedIndex):
         """The keyword side's best `keyword_depth` turns and the vectors' nearest `dense_depth`
         (`scan_beside`)."""
         scan = self.scan_beside(dense_depth)
-        beside = BESIDE.submit(scan, query) if scan is not None else None
+        beside = started(BESIDE, scan, query) if scan is not None else None
         try:
             keyword_keys, keyword_scores = self.keyword_side(wanted, keyword_depth)
         finally:  # the scan reads the index: it ends before the caller's lock is let go
-            found = beside.result() if beside is not None else None
+            found = outlast(beside) if beside is not None else None
         if found is None:
             found = self.vectors.nearest(query, dense_depth, None)
         return keyword_keys, keyword_scores, found
@@ -477,8 +478,10 @@ class HybridMemory(IndexedMemory):
         # now), the query is embedded again; should the index have changed, the keyword side
         # is ranked again.
         for _ in range(MOST_EMBEDDINGS):
+            embedded: builtins.list[tuple[set[str], QueryVector]] = []
             begun = self._read(
-                lambda: self._begun(query, asked, wanted, limit, filter), hits_unless_waiting
+                partial(self._begun, query, asked, wanted, limit, filter, embedded),
+                hits_unless_waiting,
             )
             if not isinstance(begun, _Waiting):
                 return begun or []
@@ -508,16 +511,27 @@ class HybridMemory(IndexedMemory):
         wanted: Sequence[str],
         limit: int,
         chosen: MessageFilter | None,
+        embedded: builtins.list[tuple[set[str], QueryVector]],
     ) -> builtins.list[tuple[int, float]] | _Waiting:
         """A search of `query` (terms `wanted`, `asked`) begun under the lock: its vector set
         going (QueryVector) and its keyword side ranked meanwhile; then the fused turns, when
-        the scan ran beside, or else what the search waits for."""
+        the scan ran beside, or else what the search waits for. `embedded`: the vector set
+        going by an earlier call of this search, for the speakers it named (the index was found
+        behind the store's, and read in): made again only should they differ."""
         index = self._vectors
         keyword_depth, dense_depth = first_depths(limit, self._fusion)
         named = self._named_now(asked)
+        if embedded and embedded[0][0] == named:  # its scan, if any, was of the index before
+            earlier = embedded[0][1]
+            keyword = index.keyword_side(wanted, keyword_depth)
+            if not earlier.done:
+                return _Waiting(named, earlier, keyword, index, index.changes)
+            made = earlier.result()[0]
+            return index.ranked(wanted, made, limit, chosen, self._fusion, First(keyword, None))
         vector = QueryVector(
             lambda: self._query_vector(query, named), index.scan_beside(dense_depth)
         )
+        embedded[:] = [(named, vector)]
         try:
             keyword = index.keyword_side(wanted, keyword_depth)
         except BaseException:

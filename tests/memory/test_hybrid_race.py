@@ -1,0 +1,219 @@
+"""The hybrid memory's search with its query embedded beside the keyword side
+(himga.memory.beside): what an interrupt in the caller, another connection's write and the
+interpreter's exit do to it while the embedding or the scan beside is under way. Every ordering
+is forced with events."""
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from himga.data.conversation import Message, Session
+from himga.memory import hybrid
+from himga.memory.beside import Nearest, QueryVector
+from himga.memory.hybrid import HybridIndex
+from himga.memory.hybrid_options import HybridOptions
+from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+from himga.memory.vectors import VectorIndex
+
+SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
+SAID = [
+    Message(role="Caroline", content="I went to an LGBTQ support group.", turn_id="C1"),
+    Message(role="Melanie", content="I like green tea in the morning.", turn_id="M1"),
+    Message(role="Caroline", content="The sunset over the lake was gorgeous.", turn_id="C2"),
+    Message(role="Melanie", content="My kids start school next week.", turn_id="M2"),
+]
+QUERY = "Where did Caroline go?"
+GUARD = 30
+"""Seconds an event is waited for before the test calls it a hang (not a speed limit)."""
+
+
+def said(messages: Sequence[Message] = SAID) -> list[tuple[Message, Session]]:
+    return [(message, SESSION) for message in messages]
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "hybrid.sqlite3"
+
+
+@pytest.fixture
+def sketched(path: Path) -> Iterator[HybridSQLiteMemory]:
+    """A memory whose vectors are sketched, so that its scan may run beside the keyword side."""
+    with HybridSQLiteMemory(path, HybridOptions(sketch_threshold=len(SAID))) as memory:
+        memory.store(said())
+        assert memory._index.vectors.sketched  # type: ignore[attr-defined]
+        yield memory
+
+
+def interrupted_once_while_waiting(
+    monkeypatch: pytest.MonkeyPatch, armed: threading.Event, release: threading.Event
+) -> None:
+    """The test's thread gets a KeyboardInterrupt (as from Ctrl-C) in its first blocking wait
+    once `armed` is set; any later wait of that thread first sets `release`."""
+    wait = threading.Condition.wait
+    caller = threading.get_ident()
+    raised: list[bool] = []
+
+    def interrupted(self: threading.Condition, timeout: float | None = None) -> bool:
+        if threading.get_ident() == caller and armed.is_set():
+            if not raised:
+                raised.append(True)
+                raise KeyboardInterrupt
+            release.set()
+        return wait(self, timeout)
+
+    monkeypatch.setattr(threading.Condition, "wait", interrupted)
+
+
+@pytest.mark.parametrize("where", ["embedded first", "ranked deeper"])
+def test_an_interrupt_while_the_scan_runs_beside_holds_the_lock_until_it_ends(
+    sketched: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The scan beside reads the index the caller's lock guards: a KeyboardInterrupt raised in
+    the caller while it waits for the scan still lets the lock go only once the scan ends (a
+    writer let in sooner changes the arrays the scan is reading)."""
+    scanning, release = threading.Event(), threading.Event()
+    scans: list[str] = []
+    search, best = VectorIndex.nearest, HybridIndex.best
+
+    def nearest(self: VectorIndex, *args: object, **options: object) -> object:
+        if options.get("alone", True):  # the caller's own scan, not one beside
+            return search(self, *args, **options)  # type: ignore[arg-type]
+        scans.append("started")
+        scanning.set()
+        assert release.wait(GUARD)
+        found = search(self, *args, **options)  # type: ignore[arg-type]
+        scans.append("ended")
+        return found
+
+    def keyword_side(self: HybridIndex, *args: object) -> object:
+        assert scanning.wait(GUARD)  # the keyword side ends while the scan runs beside
+        return best(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VectorIndex, "nearest", nearest)
+    monkeypatch.setattr(HybridIndex, "best", keyword_side)
+    interrupted_once_while_waiting(monkeypatch, scanning, release)
+    index = sketched._vectors
+    with pytest.raises(KeyboardInterrupt):
+        if where == "embedded first":  # the scan after the embedding, on its thread
+            sketched.search(QUERY)
+        else:  # the scan of a search ranked again (deeper, or on a changed index)
+            with sketched._lock.reading():
+                vector = sketched._query_vector(QUERY, set())
+                index.ranked(["caroline"], vector, 5, None, sketched._fusion)
+    seen = list(scans)
+    release.set()
+    assert seen == ["started", "ended"]  # the caller waited for the scan before it let go
+    monkeypatch.undo()
+    assert sketched.search(QUERY)[0].turn_id == "C1"  # and the memory serves on
+
+
+@pytest.mark.parametrize("first", ["the embedding", "the keyword side"])
+def test_a_search_after_another_connections_write_embeds_its_query_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    """A search that finds the store changed by another connection reads the change in and
+    ranks again; the query it embeds does not change with the store (the speakers it names
+    are the same), so it is embedded once, as before the embedding moved beside the keyword
+    side: an embeddings server is not asked twice, nor a local model run twice. It answers
+    as a search made after the read-in does, whether the embedding or the keyword side ranked
+    again ends first."""
+    with HybridSQLiteMemory(path) as writer, HybridSQLiteMemory(path) as reader:
+        writer.store(said())
+        query = "what beverage do I prefer?"
+        assert reader.search(query)[0].turn_id == "M1"
+        tea = Message(role="Melanie", content="Coffee keeps me awake.", turn_id="M9")
+        writer.store(said([tea]))
+        embed, best = type(reader.embedder).embed_queries, HybridIndex.keyword_side
+        asked: list[Sequence[str]] = []
+        begun: list[QueryVector] = []
+        ranked: list[int] = []
+        go = threading.Event()
+
+        def counted(self: object, texts: Sequence[str]) -> object:
+            asked.append(list(texts))
+            if first == "the keyword side":
+                assert go.wait(GUARD)
+            return embed(self, texts)  # type: ignore[arg-type]
+
+        class Noted(QueryVector):
+            def result(self) -> tuple[np.ndarray, Nearest | None]:
+                go.set()  # the search waits for its vector: let the embedding end
+                return super().result()
+
+        def noted(*args: object) -> QueryVector:
+            begun.append(Noted(*args))  # type: ignore[arg-type]
+            return begun[-1]
+
+        def keyword_side(self: HybridIndex, *args: object) -> object:
+            ranked.append(self.changes)
+            if len(ranked) == 2 and first == "the embedding":  # ranked again, after the read-in
+                begun[0].wait()
+            return best(self, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(reader.embedder), "embed_queries", counted)
+        monkeypatch.setattr(hybrid, "QueryVector", noted)
+        monkeypatch.setattr(HybridIndex, "keyword_side", keyword_side)
+        found = reader.search(query)
+        for job in begun:  # every embedding begun has ended, awaited or not
+            job.wait()
+        assert len(ranked) == 2 and ranked[0] != ranked[1]  # ranked again on the index read in
+        assert len(asked) == 1, asked
+        assert "M9" in [hit.turn_id for hit in found]  # the other connection's turn
+        monkeypatch.undo()
+        assert [(hit.turn_id, hit.score) for hit in found] == [
+            (hit.turn_id, hit.score) for hit in reader.search(query)
+        ]
+
+
+_AT_EXIT = """
+import atexit, sys
+from pathlib import Path
+from himga.data.conversation import Message, Session
+from himga.memory.hybrid_options import HybridOptions
+from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+
+options = HybridOptions(sketch_threshold=int(sys.argv[2]))
+memory = HybridSQLiteMemory(Path(sys.argv[1]), options)
+said = Message(role="Caroline", content="I went to an LGBTQ support group.", turn_id="C1")
+memory.store([(said, Session(session_id="s1"))])
+atexit.register(lambda: print([hit.turn_id for hit in memory.search("Where did Caroline go?")]))
+"""
+
+
+@pytest.mark.parametrize("sketch_threshold", [1, 1_000_000])
+def test_a_search_made_as_the_interpreter_exits_still_answers(
+    path: Path, sketch_threshold: int
+) -> None:
+    """Interpreter shutdown shuts every ThreadPoolExecutor down before the atexit handlers run
+    (and while daemon threads still run): a search made then embeds its query in its caller,
+    as before the embedding moved to a pool, rather than failing to submit it there."""
+    child = subprocess.run(
+        [sys.executable, "-c", _AT_EXIT, str(path), str(sketch_threshold)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == 0 and child.stdout.splitlines() == ["['C1']"], child.stderr
+
+
+def test_a_scan_beside_on_a_shut_down_pool_runs_in_the_caller(
+    sketched: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan of a keyword side ranked again (HybridIndex.ranked) runs in its caller when its
+    pool refuses work, as at interpreter shutdown."""
+    index = sketched._vectors
+    vector = sketched._query_vector(QUERY, set())
+    with sketched._lock.reading():
+        expected = index.ranked(["caroline"], vector, 5, None, sketched._fusion)
+    refusing = ThreadPoolExecutor(1)
+    refusing.shutdown()
+    monkeypatch.setattr(hybrid, "BESIDE", refusing)
+    with sketched._lock.reading():
+        assert index.ranked(["caroline"], vector, 5, None, sketched._fusion) == expected
