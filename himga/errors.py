@@ -174,6 +174,11 @@ class InvalidArgument(HimgaError, ValueError):
         """The violations an answer carries (the first ones, then how many were left out)."""
         return shown(self.violations, self.more, self.unchecked)
 
+    def whole(self) -> str:
+        """Every violation, none cut: what a command prints of its own arguments' mistakes (an
+        answer on the wire keeps to `shown`)."""
+        return "; ".join(map(str, self.violations))
+
 
 class Unsupported(HimgaError, RuntimeError):
     """A memory cannot do what a call asks (filter, delete, list) and refuses it, rather than
@@ -182,9 +187,14 @@ class Unsupported(HimgaError, RuntimeError):
 
 class ModelError(HimgaError, RuntimeError):
     """An embedding model cannot be used: not fetched, a file missing or not the file its card
-    names, an endpoint that does not answer. The message names the file or the command that
-    fixes it. (Raised by himga.embeddings; here so that the server can tell it without loading
-    them.)"""
+    names, an endpoint that refuses it (an unknown model, a bad key). The message names the
+    file or the command that fixes it. (Raised by himga.embeddings; here so that the server can
+    tell it without loading them.)"""
+
+
+class ModelUnreachable(ModelError):
+    """An embeddings endpoint did not answer a call now (down, timing out, overloaded): the
+    same call may succeed later."""
 
 
 class DatabaseUnavailable(HimgaError, ConnectionError):

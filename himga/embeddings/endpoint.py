@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from himga.embeddings.base import Embedder, ModelError
+from himga.errors import ModelUnreachable
 
 KEY_VARIABLES = ("HIMGA_EMBEDDINGS_API_KEY", "OPENAI_API_KEY")
 LOCAL_SERVER_KEY = "EMPTY"
@@ -25,6 +26,8 @@ DEFAULT_MAX_TOKENS = 8191
 # Texts one request carries (the OpenAI API takes at most 2,048 inputs a request).
 REQUEST_SIZE = 256
 _PROBE = "dimension probe"
+_LATER = {408, 409, 429}
+"""HTTP statuses that ask for the call again later (as OpenAI's SDK retries them), like 5xx."""
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -93,9 +96,12 @@ class OpenAIEmbedder(Embedder):
                 model=self.model, input=texts, encoding_format="float"
             )
         except self._openai.APIStatusError as error:
-            raise ModelError(f"{where}: HTTP {error.status_code}: {error.message}") from None
-        except self._openai.APIError as error:
-            raise ModelError(f"{where}: {error}") from None
+            failed = f"{where}: HTTP {error.status_code}: {error.message}"
+            if error.status_code in _LATER or error.status_code >= 500:
+                raise ModelUnreachable(failed) from None
+            raise ModelError(failed) from None  # refused: asking again cannot help
+        except self._openai.APIError as error:  # no answer: down, or timed out
+            raise ModelUnreachable(f"{where}: {error}") from None
         rows = sorted(answer.data, key=lambda item: item.index)
         if [row.index for row in rows] != list(range(len(texts))):
             raise ModelError(f"{where}: answered {len(rows)} vectors for {len(texts)} texts")

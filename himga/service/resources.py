@@ -4,8 +4,11 @@
   no file descriptors, no memory      RESOURCE_EXHAUSTED  (reason RESOURCE_EXHAUSTED)
   the store cannot write (disk full,  UNAVAILABLE         (reason STORE_UNAVAILABLE)
   read-only or failing file system,
-  an embedding model that does not
-  answer)
+  an embeddings endpoint that does
+  not answer)
+An embedding model that cannot be used at all (not fetched, a file missing or corrupt, an
+endpoint refusing it) is FAILED_PRECONDITION (reason UNSUPPORTED): asking again cannot help
+until the server's operator fixes it, as the server's log says how.
 Both changed nothing: the write rolled back. While the store cannot write, `StoreHealth` says
 so (the server's health is NOT_SERVING) and probes the data directory each second; the first
 probe that can write a `PROBE_BYTES` file turns it back to SERVING. It probes once as the server
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from himga_proto.memory.v1 import memory_pb2 as pb
 
-from himga.errors import DatabaseUnavailable, HimgaError, ModelError
+from himga.errors import DatabaseUnavailable, HimgaError, ModelError, ModelUnreachable, Unsupported
 from himga.service.errors import ResourceExhausted, StoreUnavailable
 from himga.storage import exhaustion
 from himga.storage.files import make_private_dir
@@ -43,6 +46,11 @@ _OUT_OF_DESCRIPTORS = "the server has no file descriptors left; nothing changed,
 _OUT_OF_MEMORY = "the server ran out of memory for this call; nothing changed: send less at once"
 _STORE = "the store cannot write ({}); nothing of this call was stored, call again later"
 _MODEL = "the embedding model did not answer; nothing of this call was stored, call again later"
+_NO_MODEL = (
+    "this server cannot use its embedding model, so a memory that searches by meaning cannot "
+    "open; nothing of this call was stored. The server's log names the file or the command "
+    "that fixes it (for a catalog model, `himga models fetch NAME`)"
+)
 
 
 def classify(error: Exception, store: "StoreHealth | None" = None) -> Exception:
@@ -52,9 +60,12 @@ def classify(error: Exception, store: "StoreHealth | None" = None) -> Exception:
         if store is not None:
             store.failed(str(error))
         return StoreUnavailable(str(error))
-    if isinstance(error, ModelError):  # an embeddings endpoint down: its address stays here
+    if isinstance(error, ModelUnreachable):  # an endpoint down: its address stays here
         _log.warning("the embedding model failed a call: %s", error)
         return StoreUnavailable(_MODEL)
+    if isinstance(error, ModelError):  # its file or its command stays here too
+        _log.error("the embedding model cannot be used: %s", error)
+        return Unsupported(_NO_MODEL)
     if isinstance(error, HimgaError):
         return error
     found = _classify(error)

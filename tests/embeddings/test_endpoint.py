@@ -6,7 +6,7 @@ import pytest
 from himga.embeddings import ModelError, open_embedder
 from himga.embeddings.base import unit_rows
 from himga.embeddings.endpoint import OpenAIEmbedder, parse_spec
-from himga.errors import InvalidArgument
+from himga.errors import InvalidArgument, ModelUnreachable
 from tests.embeddings.fake_embeddings import DIMENSION, letters, running
 
 
@@ -68,8 +68,16 @@ def test_a_failing_server_is_a_model_error_naming_the_endpoint() -> None:
     with running() as server:
         embedder = OpenAIEmbedder("letters", base_url=server.url)
         server.status = 400
-        with pytest.raises(ModelError, match=r"embeddings endpoint .*127\.0\.0\.1.* HTTP 400"):
+        with pytest.raises(
+            ModelError, match=r"embeddings endpoint .*127\.0\.0\.1.* HTTP 400"
+        ) as refused:
             embedder.embed_passages(["text"])
+        assert not isinstance(refused.value, ModelUnreachable)  # asking again cannot help
+        server.status = 503  # overloaded: the SDK asks again, then it is worth a later call
+        with pytest.raises(ModelUnreachable, match="HTTP 503"):
+            embedder.embed_passages(["text"])
+    with pytest.raises(ModelUnreachable, match="embeddings endpoint"):  # nobody answers now
+        embedder.embed_passages(["text"])
 
 
 def test_an_empty_text_is_refused_before_any_request() -> None:

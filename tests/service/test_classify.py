@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from himga.errors import ModelError
+from himga.errors import ModelError, ModelUnreachable, Unsupported
 from himga.service.errors import ResourceExhausted, StoreUnavailable
 from himga.service.resources import StoreHealth, classify
 from himga.storage import exhaustion
@@ -44,12 +44,28 @@ def test_what_ran_out_gets_its_kind(error: Exception, kind: type[Exception]) -> 
 def test_an_embedding_model_that_does_not_answer_is_unavailable_and_its_address_stays_here(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    failed = ModelError("embeddings endpoint http://10.0.0.7:8081/v1: HTTP 503: overloaded")
+    failed = ModelUnreachable("embeddings endpoint http://10.0.0.7:8081/v1: HTTP 503: overloaded")
     answered = classify(failed)
     assert isinstance(answered, StoreUnavailable)
     assert "embedding model did not answer" in str(answered)
     assert "10.0.0.7" not in str(answered)
     assert "10.0.0.7" in caplog.text
+
+
+def test_a_model_that_cannot_be_used_is_a_precondition_whose_fix_is_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Asking again cannot help (it is not "call again later"): the caller learns that, and
+    # the operator reads in the log which file or which command; no path reaches the caller.
+    missing = ModelError(
+        "model 'e5-small-v2' is not in the model cache (/srv/models/e5-small-v2): "
+        "run `himga models fetch e5-small-v2`"
+    )
+    answered = classify(missing)
+    assert isinstance(answered, Unsupported)
+    assert "cannot use its embedding model" in str(answered) and "log" in str(answered)
+    assert "/srv/models" not in str(answered)
+    assert "/srv/models" in caplog.text and "himga models fetch e5-small-v2" in caplog.text
 
 
 def test_other_errors_keep_their_kind() -> None:

@@ -19,6 +19,7 @@ from himga.errors import (
     IncompatibleStoreError,
     InvalidArgument,
     ModelError,
+    ModelUnreachable,
     NotFoundError,
     SchemaError,
     UnknownTypeError,
@@ -65,12 +66,13 @@ EXAMPLES: dict[type[Exception], Exception] = {
 # calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
-# A database that cannot be reached, and an embedding model that does not answer, travel as a
-# store that cannot write. (A memory's error about one argument is the request error:
-# InvalidRequest is InvalidArgument.)
+# A database that cannot be reached, and an embeddings endpoint that does not answer, travel as
+# a store that cannot write; a model that cannot be used at all as what the server cannot do.
+# (A memory's error about one argument is the request error: InvalidRequest is InvalidArgument.)
 SENT_AS: dict[type[Exception], type[Exception]] = {
     DatabaseUnavailable: StoreUnavailable,
-    ModelError: StoreUnavailable,
+    ModelUnreachable: StoreUnavailable,
+    ModelError: Unsupported,
 }
 
 
