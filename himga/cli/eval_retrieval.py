@@ -55,7 +55,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     parser.add_argument(
         "--embedding-model",
         metavar="NAME|DIR",
-        help="with --memory hybrid --leave-one-out: the embedding model (default: e5-small-v2)",
+        help="with --memory hybrid: the embedding model (default: e5-small-v2)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(run=run)
@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     from himga.data import DatasetError, load_dataset
+    from himga.errors import InvalidArgument, ModelError
     from himga.eval import evaluate_retrieval, format_report
     from himga.kinds import option_pairs
     from himga.memory.registry import DEFAULT_MEMORY, memory_options, open_memory
@@ -83,13 +84,27 @@ def run(args: argparse.Namespace) -> int:
     if args.leave_one_out and name == HYBRID:
         return _hybrid_leave_one_out(args)
     try:
-        options = memory_options(name, dict(option_pairs(args.memory_option)))
+        given: dict[str, object] = dict(option_pairs(args.memory_option))
+        if args.embedding_model is not None:
+            if "embedding_model" in given:
+                raise InvalidArgument(
+                    "options.embedding_model",
+                    "given twice: by --embedding-model and by --memory-option",
+                )
+            given["embedding_model"] = args.embedding_model
+        options = memory_options(name, given)
+        prepare = getattr(options, "prepare", None)  # the kinds whose options load a model
+        if prepare is not None:
+            prepare()
 
         def factory(namespace: str, place: "Path | None") -> "BaseMemory":
             return open_memory(name, namespace, place, options)
 
         samples = load_dataset("locomo", args.dataset)
-    except (DatasetError, ValueError) as error:
+    except InvalidArgument as error:  # every option's mistake, none cut
+        print(f"himga eval-retrieval: error: {error.whole()}", file=sys.stderr)
+        return 2
+    except (DatasetError, ModelError, ValueError) as error:
         print(f"himga eval-retrieval: error: {error}", file=sys.stderr)
         return 2
     if args.leave_one_out:

@@ -462,7 +462,7 @@ def _memory_options(memory: str, embedding_model: str | None, texts: list[str]) 
             given["embedding_model"] = embedding_model
         options = memory_options(memory, given)
     except InvalidArgument as error:  # an option the memory does not take, or a bad value
-        raise _Refused(f"{flags} (memory {memory}): {error}", 2) from error
+        raise _Refused(f"{flags} (memory {memory}): {error.whole()}", 2) from error
     prepare = getattr(options, "prepare", None)  # the kinds whose options load something
     if prepare is not None:
         try:

@@ -7,6 +7,7 @@ a store without them opens, and there after SIGKILL).
 The memory contract suite (tests/memory/test_contract.py) and `himga conformance`
 (tests/conformance/test_kit.py) run over it as over every registry memory."""
 
+import dataclasses
 import shutil
 import signal
 import sqlite3
@@ -42,6 +43,7 @@ SAID = [
     Message(role="Melanie", content="My kids start school next week.", turn_id="M2"),
 ]
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stores"
+OPTION_NAMES = [field.name for field in dataclasses.fields(HybridOptions)]
 
 
 def said(messages: Sequence[Message] = SAID, session: Session = SESSION) -> list:
@@ -371,11 +373,32 @@ def test_serve_takes_the_memorys_options_and_refuses_a_bad_one_naming_it(
             ["hybrid", "--embedding-model", "e5-small-v2", "--memory-option", "embedding_model=x"],
             "given twice",
         ),
+        # every option named, however long the list (an answer on the wire cuts a rule at 200)
+        (["hybrid", "--memory-option", "bogus=1"], f"{', '.join(sorted(OPTION_NAMES))})"),
     ]:
         caplog.clear()
         assert main([*serve, *argv]) == 2, argv
         assert said in caplog.text, (argv, caplog.text)
     assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--embedding-model", "e5-small-v3"], "embedding model 'e5-small-v3': not a catalog name"),
+        (["--memory-option", "embedding_model=no-such-dir"], "'no-such-dir': not a catalog name"),
+        (["--memory-option", "bogus=1"], f"{', '.join(sorted(OPTION_NAMES))})"),
+    ],
+)
+def test_eval_retrieval_loads_the_model_it_is_given_or_says_why_not(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = str(Path(__file__).parents[1] / "fixtures" / "locomo" / "locomo-mini.json")
+    command = ["eval-retrieval", "--memory", "hybrid", "--dataset", dataset, "--no-progress"]
+    assert main([*command, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("himga eval-retrieval: error: ") and said in err
+    assert "Traceback" not in err
 
 
 def test_the_options_are_the_fusions_and_the_model_each_checked() -> None:
@@ -391,3 +414,33 @@ def test_the_options_are_the_fusions_and_the_model_each_checked() -> None:
         memory_options("hybrid", {"date_boost": "-0.5"})
     with pytest.raises(InvalidArgument, match=r"options\.embedding_model"):
         memory_options("hybrid", {"embedding_model": " "})
+
+
+def test_a_server_whose_model_cannot_load_refuses_hybrid_calls_saying_so_and_serves_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The server's default memory is sqlite; a call naming `hybrid` opens a model directory that
+    # is not there. Asking again cannot help, so it is not "call again later": the caller reads
+    # that the server cannot use its model, the log which file is missing; other calls go on.
+    from himga.errors import Unsupported
+    from himga.service import RemoteMemory, create_server
+
+    missing = tmp_path / "no-model"
+    server, port = create_server(
+        "127.0.0.1:0",
+        memory="sqlite",
+        data_dir=tmp_path / "data",
+        memory_options={"hybrid": HybridOptions(embedding_model=str(missing))},
+    )
+    try:
+        target = f"127.0.0.1:{port}"
+        with RemoteMemory(target, "meaning", memory="hybrid") as hybrid_memory:
+            with pytest.raises(Unsupported, match="cannot use its embedding model") as refused:
+                hybrid_memory.ingest(SAID[1], SESSION)
+            assert str(missing) not in str(refused.value)
+        assert str(missing) in caplog.text
+        with RemoteMemory(target, "words") as words:
+            words.ingest(SAID[1], SESSION)
+            assert "green tea" in words.retrieve("green tea")
+    finally:
+        server.stop(None)
