@@ -94,13 +94,16 @@ const (
 //	                                         write committed: nothing was stored.
 //	SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
 //	                                         stored; send it again (to another server).
-//	STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
+//	STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk), or the
+//	                                         embeddings endpoint did not answer: nothing was
 //	                                         stored; health is NOT_SERVING until it can.
 //	RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
 //	                                         for the call: nothing changed; try later or less.
 //	UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
 //	                                         asks (a filter, a delete, a listing); it refuses
-//	                                         rather than ignore part of the request.
+//	                                         rather than ignore part of the request. Also: the
+//	                                         server cannot use the embedding model the memory
+//	                                         needs (its log names the fix).
 //	INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
 //
 // Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
@@ -288,13 +291,16 @@ func (c *memoryServiceClient) DeleteNamespace(ctx context.Context, in *DeleteNam
 //	                                         write committed: nothing was stored.
 //	SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
 //	                                         stored; send it again (to another server).
-//	STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
+//	STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk), or the
+//	                                         embeddings endpoint did not answer: nothing was
 //	                                         stored; health is NOT_SERVING until it can.
 //	RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
 //	                                         for the call: nothing changed; try later or less.
 //	UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
 //	                                         asks (a filter, a delete, a listing); it refuses
-//	                                         rather than ignore part of the request.
+//	                                         rather than ignore part of the request. Also: the
+//	                                         server cannot use the embedding model the memory
+//	                                         needs (its log names the fix).
 //	INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
 //
 // Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
