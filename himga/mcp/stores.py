@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from himga.errors import HimgaError
+
 if TYPE_CHECKING:
     from google.protobuf.message import Message
 
@@ -87,6 +89,15 @@ class Embedded:
         self.episode_stores.close()
 
 
+class NoAnswer(HimgaError, ConnectionError):
+    """A call the server at `target` failed with a status no himga server gave (it was not
+    reached, or the call ran out of time): the tool's error says which server and how."""
+
+    def __init__(self, target: str, error: Any) -> None:
+        code, details = error.code(), error.details()
+        super().__init__(f"the himga server at {target} did not answer: {code.name}: {details}")
+
+
 class Remote:
     """A running server's gRPC port, with a token when it asks who calls."""
 
@@ -97,6 +108,7 @@ class Remote:
         from himga.client.channels import bearer, channel, channel_options
         from himga.limits import MAX_MESSAGE_BYTES  # as RemoteMemory's channel
 
+        self._target = target
         self._channel = channel(target, None, options=channel_options(MAX_MESSAGE_BYTES))
         found = bearer(token)
         self._metadata = tuple(found) if found is not None else None
@@ -127,8 +139,8 @@ class Remote:
                         raise CallerGone("the MCP call was cancelled") from None
         except grpc.RpcError as error:
             translated = from_rpc_error(error)
-            if translated is error:
-                raise
+            if translated is error:  # no answer of himga's: not reached, or out of time
+                raise NoAnswer(self._target, error) from error
             raise translated from error
 
     def close(self) -> None:
