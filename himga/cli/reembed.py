@@ -3,6 +3,7 @@ store written with another model names when it is refused (himga.memory.hybrid).
 
     himga reembed --data-dir DIR --namespace NAME --embedding-model MODEL
     himga reembed --database URL --namespace NAME --embedding-model MODEL
+    himga reembed --file PATH --embedding-model MODEL   # a HybridSQLiteMemory("PATH") of its own
 
 It deletes the namespace's vectors and records MODEL as theirs in one transaction, then opens
 the namespace with MODEL, which embeds every turn with text in one more (a crash in between
@@ -26,7 +27,10 @@ def add_parser(subparsers: Any) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--data-dir", type=Path, help="the server's data directory")
     where.add_argument("--database", metavar="URL", help="the servers' PostgreSQL database")
-    parser.add_argument("--namespace", required=True, help="the namespace to embed again")
+    where.add_argument(
+        "--file", type=Path, metavar="PATH", help="a hybrid memory's own SQLite file (no namespace)"
+    )
+    parser.add_argument("--namespace", help="the namespace to embed again (not with --file)")
     parser.add_argument(
         "--embedding-model",
         required=True,
@@ -42,6 +46,13 @@ def run(args: argparse.Namespace) -> int:
     from himga.memory.hybrid import embedder_of
     from himga.memory.hybrid_options import HybridOptions
 
+    if (args.file is None) == (args.namespace is None):
+        print(
+            "himga reembed: --namespace is needed with --data-dir or --database, and not "
+            "taken with --file",
+            file=sys.stderr,
+        )
+        return 2
     try:
         options = HybridOptions(embedding_model=args.embedding_model)
         embedder = embedder_of(options.embedding_model)
@@ -49,18 +60,30 @@ def run(args: argparse.Namespace) -> int:
         print(f"himga reembed: {error}", file=sys.stderr)
         return 2
     try:
-        if args.data_dir is not None:
+        if args.file is not None:
+            forgotten, embedded = _in_file(args.file, options)
+        elif args.data_dir is not None:
             forgotten, embedded = _in_data_dir(args.data_dir, args.namespace, options)
         else:
             forgotten, embedded = _in_database(args.database, args.namespace, options)
     except (LookupError, FileNotFoundError, HimgaError) as error:
         print(f"himga reembed: {error}", file=sys.stderr)
         return 1
+    what = f"file {args.file}" if args.file is not None else f"namespace {args.namespace}"
     print(
-        f"namespace {args.namespace}: {forgotten} vectors deleted, {embedded} messages "
-        f"embedded with {embedder.model_id}"
+        f"{what}: {forgotten} vectors deleted, {embedded} messages embedded with "
+        f"{embedder.model_id}"
     )
     return 0
+
+
+def _in_file(path: Path, options: Any) -> tuple[int, int]:
+    from himga.memory.hybrid import embedder_of
+    from himga.memory.hybrid_sqlite import HybridSQLiteMemory, forget_vectors
+
+    forgotten = forget_vectors(path, embedder_of(options.embedding_model).model_id)
+    with HybridSQLiteMemory(path, options) as memory:
+        return forgotten, memory.embedded_at_open
 
 
 def _in_data_dir(data_dir: Path, namespace: str, options: Any) -> tuple[int, int]:

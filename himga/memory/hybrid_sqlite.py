@@ -55,7 +55,7 @@ class HybridSQLiteMemory(HybridMemory, SQLiteKeywordMemory):
         where: str = "",
     ) -> None:
         self._set_model(options or HybridOptions())
-        self._where = where or (f"--data-dir DIR ({path})" if path is not None else "")
+        self._where = where or (f"--file {path}" if path is not None else "")
         super().__init__(path)
 
     @classmethod

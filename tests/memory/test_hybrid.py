@@ -269,6 +269,26 @@ def test_a_store_of_another_model_is_refused_naming_the_command_that_embeds_it_a
             holding.search("what beverage do I prefer?")
 
 
+def test_a_file_of_its_own_of_another_model_names_the_command_that_embeds_that_file(
+    path: Path, other_model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with HybridSQLiteMemory(path, HybridOptions(embedding_model=other_model)) as written:
+        written.store(said())
+    with pytest.raises(IncompatibleStoreError) as refused:
+        HybridSQLiteMemory(path)
+    default = HybridOptions().embedding_model
+    command = f"himga reembed --file {path} --embedding-model {default}"
+    assert command in str(refused.value)
+    assert main(command.split()[1:]) == 0
+    assert "4 vectors deleted, 4 messages embedded" in capsys.readouterr().out
+    with HybridSQLiteMemory(path) as reembedded:
+        assert reembedded.embedded_at_open == 0
+        assert top(reembedded, "what beverage do I prefer?") == "M1"
+    for argv in (["--file", str(path), "--namespace", "ns"], ["--data-dir", str(path.parent)]):
+        assert main(["reembed", *argv, "--embedding-model", default]) == 2
+        assert "--namespace is needed with --data-dir" in capsys.readouterr().err
+
+
 def test_reembed_refuses_a_namespace_without_a_hybrid_memory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
