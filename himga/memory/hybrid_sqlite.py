@@ -124,7 +124,8 @@ class _HybridSQLiteRows(_SQLiteRows):
             if row is not None and row[0] != self._model_id:
                 raise IncompatibleStoreError(
                     f"the store was embedded again with model {row[0]!r} since this memory "
-                    f"opened it with {self._model_id!r}: open it again with that model"
+                    f"opened it with {self._model_id!r}: open it again with that model (a "
+                    "server: restart it with --embedding-model naming that model)"
                 )
         return now
 
