@@ -117,7 +117,7 @@ def prepare(sample: Sample, embedder: Embedder, depth: int) -> Conversation:
     whole = embedder.embed_queries([qa.question for qa in asked])
     full = [keyword.full_match(query_terms(qa.question)) for qa in asked]
     times = np.asarray([NO_TIME if t is None else t for t in Turns.of(pairs).times], np.int64)
-    months = [named_months(query_terms(qa.question)) for qa in asked]
+    months = [named_months(qa.question) for qa in asked]
     return Conversation(
         sample, turn_ids, vectors, beside, list(zip(hits, stripped, whole, strict=True)), full,
         times, months,

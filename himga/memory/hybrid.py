@@ -237,10 +237,12 @@ class HybridIndex(DerivedIndex):
         chosen: MessageFilter | None,
         fusion: Fusion,
         first: First | None = None,
+        months: tuple[int, ...] = (),
     ) -> builtins.list[tuple[int, float]]:
         """The best `limit` turns, fused, for a query of terms `wanted` and vector `query`,
         among those `chosen` selects. `first`: what the caller found already at the first
-        depths, on this index as it is now (First).
+        depths, on this index as it is now (First). `months`: those the query names
+        (himga.memory.months.named_months), whose turns the fusion counts more.
 
         A turn scores what it scores without a filter: both sides rank every turn, the fused
         list is restricted to the turns the filter admits, and the depths grow (by GROWTH, up
@@ -250,7 +252,7 @@ class HybridIndex(DerivedIndex):
         around = _neighbours(self.windows)
         stored = len(self.windows)
         full = self.full_match(wanted)
-        dated = self._dated(wanted)
+        dated = self._dated(months)
         for _ in range(MOST_DEEPER + 1):
             if first is not None:
                 (keyword_keys, keyword_scores), found, first = first.keyword, first.nearest, None
@@ -276,9 +278,8 @@ class HybridIndex(DerivedIndex):
             keyword_depth, dense_depth = keyword_depth * GROWTH, dense_depth * GROWTH
         return kept[:limit]
 
-    def _dated(self, wanted: Sequence[str]) -> Dated | None:
-        """Which candidates were said in a month terms `wanted` name (None: they name none)."""
-        months = named_months(wanted)
+    def _dated(self, months: tuple[int, ...]) -> Dated | None:
+        """Which candidates were said in one of `months` (None: no month is named)."""
         if not months:
             return None
         times_of = self.facets.times_of
@@ -453,6 +454,7 @@ class HybridMemory(IndexedMemory):
         if not wanted:  # only stopwords and punctuation: nothing asked, as by the keyword kinds
             return []
         asked = set(wanted)
+        months = named_months(query)
 
         def hits(
             rows: Rows, best: builtins.list[tuple[int, float]] | None
@@ -480,7 +482,7 @@ class HybridMemory(IndexedMemory):
         for _ in range(MOST_EMBEDDINGS):
             embedded: builtins.list[tuple[set[str], QueryVector]] = []
             begun = self._read(
-                partial(self._begun, query, asked, wanted, limit, filter, embedded),
+                partial(self._begun, query, asked, wanted, months, limit, filter, embedded),
                 hits_unless_waiting,
             )
             if not isinstance(begun, _Waiting):
@@ -493,7 +495,9 @@ class HybridMemory(IndexedMemory):
                 if self._named_now(asked) != begun.named:
                     return None
                 first = First(begun.keyword, None) if begun.holds(self._vectors) else None
-                return self._vectors.ranked(wanted, vector, limit, filter, self._fusion, first)
+                return self._vectors.ranked(
+                    wanted, vector, limit, filter, self._fusion, first, months
+                )
 
             found = self._read(pick, hits)
             if found is not None:
@@ -501,7 +505,11 @@ class HybridMemory(IndexedMemory):
         with self._lock.writing(), self._using(write=False) as (rows, _):
             vector = self._query_vector(query, self._named_now(asked))
             return (
-                hits(rows, self._vectors.ranked(wanted, vector, limit, filter, self._fusion)) or []
+                hits(
+                    rows,
+                    self._vectors.ranked(wanted, vector, limit, filter, self._fusion, None, months),
+                )
+                or []
             )
 
     def _begun(
@@ -509,6 +517,7 @@ class HybridMemory(IndexedMemory):
         query: str,
         asked: set[str],
         wanted: Sequence[str],
+        months: tuple[int, ...],
         limit: int,
         chosen: MessageFilter | None,
         embedded: builtins.list[tuple[set[str], QueryVector]],
@@ -527,7 +536,8 @@ class HybridMemory(IndexedMemory):
             if not earlier.done:
                 return _Waiting(named, earlier, keyword, index, index.changes)
             made = earlier.result()[0]
-            return index.ranked(wanted, made, limit, chosen, self._fusion, First(keyword, None))
+            first = First(keyword, None)
+            return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
         vector = QueryVector(
             lambda: self._query_vector(query, named), index.scan_beside(dense_depth)
         )
@@ -541,7 +551,8 @@ class HybridMemory(IndexedMemory):
         if not vector.ranked():
             return _Waiting(named, vector, keyword, index, index.changes)
         made, nearest = vector.result()
-        return index.ranked(wanted, made, limit, chosen, self._fusion, First(keyword, nearest))
+        first = First(keyword, nearest)
+        return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
 
     def _query_vector(self, query: str, named: set[str]) -> np.ndarray:
         """The vector of `query` with the speakers `named` left out (fusion's dense_query)."""

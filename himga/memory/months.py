@@ -5,36 +5,44 @@ Questions about a conversation name when things happened ("What did Maria donate
 its session's: himga.memory.times). The hybrid memory counts the fused score of a turn said in a
 month the query names more (himga.memory.fusion, `Fusion.date_boost`).
 
-A month is named by its English name among the query's terms, with the year when the query
-names one (a four-digit number; with several, any of them), else in any year; "May" only beside
-a year, being also a verb. A year alone names no month.
+A month is named by its full English name, a word of the query as written (any case; "Julie"
+and "marching" are no months), with the years among the next YEAR_REACH words ("December 2023",
+"7 July, 2023", "May 3, 2023", "July 2022 or 2023"; a year is a number from FIRST_YEAR to
+LAST_YEAR), else in any year. "May" and "March", which are also verbs, name a month only with a
+year beside them. A year alone names no month.
 """
 
+import re
 from collections.abc import Collection
 
 import numpy as np
 
 from himga.memory.facets import NO_TIME
-from himga.memory.text import terms
+from himga.memory.times import MONTHS
 
-_MONTH_NAMES = (
-    "january february march april may june july august september october november december"
-)
-# The stems of the month names, as himga.memory.text makes a query's terms ("july" -> "juli").
-_MONTH_TERMS = {terms(name)[0]: number for number, name in enumerate(_MONTH_NAMES.split(), 1)}
-_MAY = 5
+YEAR_REACH = 3
+"""How many words after a month's name may hold its years."""
+FIRST_YEAR, LAST_YEAR = 1900, 2199
+_VERBS = {"may", "march"}
+_WORD = re.compile(r"[^\W_]+")
 
 
-def named_months(asked: Collection[str]) -> tuple[int, ...]:
-    """The months a query of terms `asked` (himga.memory.text.query_terms) names, in order,
-    each as year * 100 + month, the year 0 for a month in any year."""
-    if _MONTH_TERMS.keys().isdisjoint(asked):  # most queries: no month named
-        return ()
-    months = sorted({_MONTH_TERMS[term] for term in asked if term in _MONTH_TERMS})
-    years = sorted({int(term) for term in asked if len(term) == 4 and term.isdigit()} - {0})
-    if not years:
-        months = [month for month in months if month != _MAY]
-    return tuple(year * 100 + month for year in years or [0] for month in months)
+def named_months(query: str) -> tuple[int, ...]:
+    """The months `query` (as written) names, in order, each as year * 100 + month, the year 0
+    for a month in any year."""
+    words = _WORD.findall(query.lower())
+    found: set[int] = set()
+    for at, word in enumerate(words):
+        month = MONTHS.get(word)
+        if month is None:
+            continue
+        reach = words[at + 1 : at + 1 + YEAR_REACH]
+        years = {int(w) for w in reach if w.isdigit() and FIRST_YEAR <= int(w) <= LAST_YEAR}
+        if years:
+            found.update(year * 100 + month for year in years)
+        elif word not in _VERBS:
+            found.add(month)
+    return tuple(sorted(found))
 
 
 def said_in(times: np.ndarray, months: Collection[int]) -> np.ndarray:
@@ -46,9 +54,7 @@ def said_in(times: np.ndarray, months: Collection[int]) -> np.ndarray:
     since = np.where(timed, times, 0).astype("datetime64[us]").astype("datetime64[M]")
     count = since.astype(np.int64)
     year, month = 1970 + count // 12, count % 12 + 1
-    dated = year * 100 + month
     wanted = np.asarray(sorted(months), dtype=np.int64)
-    any_year = wanted[wanted < 100]
-    hit: np.ndarray = np.isin(dated, wanted[wanted >= 100]) | np.isin(month, any_year)
-    kept: np.ndarray = hit & timed
-    return kept
+    in_year = np.isin(year * 100 + month, wanted[wanted >= 100])
+    hit: np.ndarray = (in_year | np.isin(month, wanted[wanted < 100])) & timed
+    return hit

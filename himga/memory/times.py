@@ -29,7 +29,8 @@ _MICROSECOND = timedelta(microseconds=1)
 _MONTH_NAMES = (
     "january february march april may june july august september october november december"
 )
-_MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES.split(), 1)}
+MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES.split(), 1)}
+"""Each English month name, lower case, and its number."""
 _LOCOMO = re.compile(
     r"(\d{1,2}):(\d{2})\s*([ap])\.?\s*m\.?\s+on\s+(\d{1,2})\s+([a-z]+)\s*,?\s*(\d{4})",
     re.IGNORECASE | re.ASCII,
@@ -67,10 +68,10 @@ def parse_date_str(text: str) -> datetime | None:
 
 def _month(name: str) -> int | None:
     name = name.lower()
-    if name in _MONTHS:
-        return _MONTHS[name]
+    if name in MONTHS:
+        return MONTHS[name]
     if len(name) == 3:
-        return next((n for full, n in _MONTHS.items() if full.startswith(name)), None)
+        return next((n for full, n in MONTHS.items() if full.startswith(name)), None)
     return None
 
 

@@ -9,7 +9,7 @@ import pytest
 from himga.cli import main
 from himga.data import load_dataset
 from himga.eval import evaluate_retrieval
-from himga.eval.hybrid import DEFAULT, Candidate, evaluate, leave_one_out, prepare
+from himga.eval.hybrid import DEFAULT, Candidate, evaluate, leave_one_out, prepare, ranked
 from himga.memory.fusion import Fusion
 from himga.memory.keyword import KeywordMemory
 from tests.embeddings.models import default_embedder
@@ -59,3 +59,29 @@ def test_the_command_prints_each_fold_and_the_methods_side_by_side(
     assert out.count("chose ") == 2
     for label in ("keyword method alone", "issue's baseline", "hybrid method (the default)"):
         assert label in out
+
+
+def test_the_evaluation_ranks_as_the_hybrid_memory_does_months_and_all() -> None:
+    # What the README's figures were measured with is what a user searches with: the same
+    # turns in the same order, for the file's questions and for ones naming a month.
+    from dataclasses import replace
+
+    from himga.data.conversation import QAPair
+    from himga.memory.hybrid_sqlite import HybridSQLiteMemory
+
+    sample = load_dataset("locomo", FIXTURE)[0]
+    dated = [
+        QAPair(question=f"What did Ada say about the dog in {month}?", answer="", evidence=["D1:1"])
+        for month in ("March 2023", "April 2023", "April", "March 2022")
+    ]
+    sample = replace(sample, qa_pairs=[*sample.qa_pairs, *dated])
+    conversation = prepare(sample, default_embedder(), 100)
+    asked = [qa for qa in sample.qa_pairs if qa.evidence]
+    assert sum(bool(months) for months in conversation.months) == len(dated)
+    with HybridSQLiteMemory() as memory:
+        memory.store(
+            [(message, session) for session in sample.sessions for message in session.messages]
+        )
+        for index, qa in enumerate(asked):
+            found = [hit.turn_id for hit in memory.search(qa.question, 10)]
+            assert ranked(conversation, index, DEFAULT, 10) == found, qa.question

@@ -87,6 +87,7 @@ def test_limit_and_ties(method: Fusion) -> None:
         ("coverage", -0.5),
         ("date_boost", -1),
         ("date_boost", float("nan")),
+        ("date_boost", float("inf")),
         ("kind", "words"),
     ],
 )

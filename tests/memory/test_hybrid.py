@@ -8,6 +8,7 @@ The memory contract suite (tests/memory/test_contract.py) and `himga conformance
 (tests/conformance/test_kit.py) run over it as over every registry memory."""
 
 import dataclasses
+import re
 import shutil
 import signal
 import sqlite3
@@ -170,6 +171,15 @@ def test_a_turn_said_in_the_month_a_question_names_ranks_first(memory: HybridSQL
     assert [hit.turn_id for hit in dated] == ["T1", "T0", "T2"]
     scores = {hit.turn_id: hit.score for hit in dated}
     assert scores["T1"] == pytest.approx(2 * scores["T0"]) and scores["T0"] == scores["T2"]
+    kept = MessageFilter(session_ids=["k0", "k2"])  # a filter keeps the month's scores
+    filtered = memory.search("Where did Ada go kayaking in July 2023?", 3, filter=kept)
+    assert [hit.turn_id for hit in filtered] == ["T0", "T2"]
+    assert [hit.score for hit in filtered] == [scores["T0"], scores["T2"]]
+    only_july = MessageFilter(session_ids=["k1"])
+    assert (
+        memory.search("Where did Ada go kayaking in July 2023?", 3, filter=only_july)[0].score
+        == (scores["T1"])
+    )
     other_year = memory.search("Where did Ada go kayaking in July 2022?", 3)
     assert [hit.turn_id for hit in other_year] == ["T0", "T1", "T2"]
 
@@ -419,6 +429,13 @@ def test_eval_retrieval_loads_the_model_it_is_given_or_says_why_not(
     err = capsys.readouterr().err
     assert err.startswith("himga eval-retrieval: error: ") and said in err
     assert "Traceback" not in err
+
+
+def test_the_readme_names_every_option_of_the_kind() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    listed = readme.split("Any other option of the kind", 1)[1].split("--memory-option NAME", 1)[0]
+    named = set(re.findall(r"`(\w+)`", listed))
+    assert named == set(OPTION_NAMES) - {"embedding_model"}  # that one is --embedding-model
 
 
 def test_the_options_are_the_fusions_and_the_model_each_checked() -> None:
