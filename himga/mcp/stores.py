@@ -12,6 +12,7 @@ imported until the first tool call (`Opening`)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from himga.errors import HimgaError
+
+_log = logging.getLogger("himga.mcp")
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
@@ -90,12 +93,18 @@ class Embedded:
 
 
 class NoAnswer(HimgaError, ConnectionError):
-    """A call the server at `target` failed with a status no himga server gave (it was not
-    reached, or the call ran out of time): the tool's error says which server and how."""
+    """A call the server behind `himga mcp --target` failed with a status no himga server gave:
+    it was not reached or ran out of time (UNAVAILABLE, DEADLINE_EXCEEDED), or the channel
+    refused it (another code). The tool's error says which code; gRPC's own text, which names
+    addresses, goes to the log only."""
 
-    def __init__(self, target: str, error: Any) -> None:
-        code, details = error.code(), error.details()
-        super().__init__(f"the himga server at {target} did not answer: {code.name}: {details}")
+    def __init__(self, error: Any) -> None:
+        code = error.code()
+        if code.name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+            said = f"the himga server behind this MCP server did not answer ({code.name})"
+        else:
+            said = f"the call to the himga server behind this MCP server failed ({code.name})"
+        super().__init__(f"{said}; the MCP server's log says more")
 
 
 class Remote:
@@ -140,7 +149,8 @@ class Remote:
         except grpc.RpcError as error:
             translated = from_rpc_error(error)
             if translated is error:  # no answer of himga's: not reached, or out of time
-                raise NoAnswer(self._target, error) from error
+                _log.warning("the call %s to %s failed: %s", method, self._target, error)
+                raise NoAnswer(error) from error
             raise translated from error
 
     def close(self) -> None:

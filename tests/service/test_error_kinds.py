@@ -27,6 +27,7 @@ from himga.errors import (
 )
 from himga.kinds import Keeps, Kind, NoOptions
 from himga.llm.errors import LLMCallError, LLMConfigError, LLMError, TransientLLMError
+from himga.mcp.stores import NoAnswer
 from himga.memory import registry
 from himga.memory.base import BaseMemory
 from himga.memory.commit import CallerGone
@@ -66,6 +67,7 @@ EXAMPLES: dict[type[Exception], Exception] = {
 # calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
+LOCAL_ONLY |= {NoAnswer}  # himga mcp --target's: a server's call that failed without a reason
 # A database that cannot be reached, and an embeddings endpoint that does not answer, travel as
 # a store that cannot write; a model that cannot be used at all as what the server cannot do.
 # (A memory's error about one argument is the request error: InvalidRequest is InvalidArgument.)
@@ -73,6 +75,11 @@ SENT_AS: dict[type[Exception], type[Exception]] = {
     DatabaseUnavailable: StoreUnavailable,
     ModelUnreachable: StoreUnavailable,
     ModelError: Unsupported,
+}
+SENT_EXAMPLES: dict[type[Exception], Exception] = {
+    DatabaseUnavailable: DatabaseUnavailable("the database is unavailable (connection refused)"),
+    ModelUnreachable: ModelUnreachable("embeddings endpoint http://10.0.0.7:8081/v1: HTTP 503"),
+    ModelError: ModelError("model 'e5' is not in the model cache (/srv/models/e5): run `fetch`"),
 }
 
 
@@ -90,9 +97,8 @@ class RaisingMemory(BaseMemory):
             raise KeyError("a bug")
         if message.content == "one bad argument":
             raise InvalidArgument("page_token", "not a token of this listing")
-        if message.content == "DatabaseUnavailable":
-            raise DatabaseUnavailable("the database is unavailable (connection refused)")
-        raise next(e for c, e in EXAMPLES.items() if c.__name__ == message.content)
+        examples = {**EXAMPLES, **SENT_EXAMPLES}
+        raise next(e for c, e in examples.items() if c.__name__ == message.content)
 
     def retrieve(self, query: str) -> str:
         return ""
@@ -144,6 +150,21 @@ def test_a_lost_database_reaches_the_client_as_a_store_that_cannot_write(
         pytest.raises(StoreUnavailable, match="database is unavailable"),
     ):
         memory.ingest(message, Session(session_id="s"))
+
+
+@pytest.mark.parametrize("kind", SENT_AS, ids=lambda kind: kind.__name__)
+def test_an_error_sent_as_another_kind_reaches_the_client_as_that_kind_and_no_more(
+    kind: type[Exception], raising_server: str
+) -> None:
+    assert set(SENT_EXAMPLES) == set(SENT_AS)
+    message = Message(role="agent", content=kind.__name__)
+    with (
+        RemoteMemory(raising_server, f"kinds-{uuid.uuid4().hex}") as memory,
+        pytest.raises(HimgaError) as caught,
+    ):
+        memory.ingest(message, Session(session_id="s"))
+    assert type(caught.value) is SENT_AS[kind]
+    assert "10.0.0.7" not in str(caught.value) and "/srv/models" not in str(caught.value)
 
 
 def test_an_argument_error_reaches_the_client_as_a_request_error_naming_the_field(
