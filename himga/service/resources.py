@@ -6,10 +6,11 @@
   read-only or failing file system,
   an embeddings endpoint that does
   not answer)
-An embedding model that cannot be used at all (not fetched, a file missing or corrupt, an
-endpoint refusing it) is FAILED_PRECONDITION (reason UNSUPPORTED): asking again cannot help
-until the server's operator fixes it, as the server's log says how.
-Both changed nothing: the write rolled back. While the store cannot write, `StoreHealth` says
+Each changed nothing: the write rolled back. An endpoint that does not answer leaves health
+as it is (the store can still write). An embedding model that cannot be used at all (not
+fetched, a file missing or corrupt, an endpoint refusing it) is FAILED_PRECONDITION (reason
+UNSUPPORTED): asking again cannot help until the server's operator fixes it, as the server's
+log says how. While the store cannot write, `StoreHealth` says
 so (the server's health is NOT_SERVING) and probes the data directory each second; the first
 probe that can write a `PROBE_BYTES` file turns it back to SERVING. It probes once as the server
 starts too, so a server started on a full disk is NOT_SERVING from its first health check.

@@ -2937,9 +2937,10 @@ export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {j
  *                                            write committed: nothing was stored.
  *   SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
  *                                            stored; send it again (to another server).
- *   STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk), or the
- *                                            embeddings endpoint did not answer: nothing was
- *                                            stored; health is NOT_SERVING until it can.
+ *   STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
+ *                                            stored; health is NOT_SERVING until it can. Also:
+ *                                            the embeddings endpoint did not answer (nothing
+ *                                            stored; health unchanged); call again later.
  *   RESOURCE_EXHAUSTED  RESOURCE_EXHAUSTED   the server ran out of file descriptors or memory
  *                                            for the call: nothing changed; try later or less.
  *   UNSUPPORTED         FAILED_PRECONDITION  the namespace's memory cannot do what the call
