@@ -175,9 +175,12 @@ class InvalidArgument(HimgaError, ValueError):
         return shown(self.violations, self.more, self.unchecked)
 
     def whole(self) -> str:
-        """Every violation, none cut: what a command prints of its own arguments' mistakes (an
-        answer on the wire keeps to `shown`)."""
-        return "; ".join(map(str, self.violations))
+        """Every violation, none cut, and how many more were left unchecked: what a command
+        prints of its own arguments' mistakes (an answer on the wire keeps to `shown`)."""
+        said = list(map(str, self.violations))
+        if self.more or self.unchecked:
+            said.append(left_out(self.more, self.unchecked))
+        return "; ".join(said)
 
 
 class Unsupported(HimgaError, RuntimeError):

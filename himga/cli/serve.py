@@ -293,7 +293,7 @@ class _Serving:
 def _start(args: argparse.Namespace, closing: contextlib.ExitStack) -> _Serving:
     """The server `args` describe, started; what it holds is closed by `closing` when it
     stops (or when it fails to start). _Refused when it cannot start."""
-    from himga.errors import ModelError
+    from himga.errors import InvalidArgument, ModelError
     from himga.kinds import option_pairs
     from himga.service import fairness
     from himga.service.credentials import ServerTls
@@ -339,7 +339,8 @@ def _start(args: argparse.Namespace, closing: contextlib.ExitStack) -> _Serving:
         server, port = start_server(config)
     except (ValueError, ModelError) as error:  # an unreadable TLS file, a memory the place
         # cannot keep, a bad option, an embedding model missing or not what its card says
-        raise _Refused(str(error), 2) from error
+        said = error.whole() if isinstance(error, InvalidArgument) else str(error)
+        raise _Refused(said, 2) from error
     except RuntimeError as error:  # grpc cannot bind the address
         raise _Refused(f"cannot listen on {config.address}: {error}", 1) from error
     except OSError as error:  # a door cannot bind its address (or read its TLS files)
