@@ -12,6 +12,7 @@ stopped first; over a database, a server still serving the namespace with the ol
 refuses its calls until it is restarted with MODEL."""
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             forgotten, embedded = _in_data_dir(args.data_dir, args.namespace, options)
         else:
             forgotten, embedded = _in_database(args.database, args.namespace, options)
-    except (LookupError, FileNotFoundError, HimgaError) as error:
+    except (LookupError, FileNotFoundError, HimgaError, sqlite3.DatabaseError) as error:
         print(f"himga reembed: {error}", file=sys.stderr)
         return 1
     what = f"file {args.file}" if args.file is not None else f"namespace {args.namespace}"
@@ -79,8 +80,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _in_file(path: Path, options: Any) -> tuple[int, int]:
     from himga.memory.hybrid import embedder_of
-    from himga.memory.hybrid_sqlite import HybridSQLiteMemory, forget_vectors
+    from himga.memory.hybrid_sqlite import HybridSQLiteMemory, forget_vectors, is_hybrid_store
 
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if not is_hybrid_store(path):
+        raise LookupError(f"{path}: not a hybrid memory's store (it holds no embedding model)")
     forgotten = forget_vectors(path, embedder_of(options.embedding_model).model_id)
     with HybridSQLiteMemory(path, options) as memory:
         return forgotten, memory.embedded_at_open

@@ -35,6 +35,7 @@ registry's factory, `open_hybrid`, picks the engine from the place.
 from __future__ import annotations
 
 import builtins
+import shlex
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -73,7 +74,7 @@ def embedder_of(spec: str | Path) -> Embedder:
 def reembed_command(model: str, where: str) -> str:
     """The command that embeds a store again with `model` (`where`: its --data-dir or
     --database and --namespace arguments)."""
-    return f"himga reembed {where} --embedding-model {model}"
+    return f"himga reembed {where} --embedding-model {shlex.quote(model)}"
 
 
 def model_refusal(name: str, recorded: str, embedder: Embedder, spec: str, where: str) -> str:

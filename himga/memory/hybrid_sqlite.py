@@ -16,6 +16,7 @@ store of an earlier format is migrated as the keyword memory's is. Layout:
 
 import builtins
 import json
+import shlex
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -55,7 +56,7 @@ class HybridSQLiteMemory(HybridMemory, SQLiteKeywordMemory):
         where: str = "",
     ) -> None:
         self._set_model(options or HybridOptions())
-        self._where = where or (f"--file {path}" if path is not None else "")
+        self._where = where  # the reembed arguments a refusal names ("": this file's own)
         super().__init__(path)
 
     @classmethod
@@ -68,7 +69,7 @@ class HybridSQLiteMemory(HybridMemory, SQLiteKeywordMemory):
         return cls(
             namespace_path(data_dir, namespace),
             options,
-            where=f"--data-dir {data_dir} --namespace {namespace}",
+            where=f"--data-dir {shlex.quote(str(data_dir))} --namespace {shlex.quote(namespace)}",
         )
 
     def _open(self) -> None:
@@ -95,7 +96,8 @@ class HybridSQLiteMemory(HybridMemory, SQLiteKeywordMemory):
             )
         recorded = None if row is None else str(row[0])
         if any_vector:
-            check_model(name, recorded, self._embedder, self._fusion.embedding_model, self._where)
+            where = self._where or (f"--file {shlex.quote(str(self.path))}" if self.path else "")
+            check_model(name, recorded, self._embedder, self._fusion.embedding_model, where)
         if not has_vectors or recorded != self._embedder.model_id:
             with self._begin("IMMEDIATE"):
                 db.execute(VECTORS)
@@ -124,8 +126,8 @@ class _HybridSQLiteRows(_SQLiteRows):
             if row is not None and row[0] != self._model_id:
                 raise IncompatibleStoreError(
                     f"the store was embedded again with model {row[0]!r} since this memory "
-                    f"opened it with {self._model_id!r}: open it again with that model (a "
-                    "server: restart it with --embedding-model naming that model)"
+                    f"opened it with {self._model_id!r}: open it again with the model that "
+                    "made them (a server: restart it with that model's --embedding-model)"
                 )
         return now
 
@@ -199,6 +201,19 @@ def _has_table(db: sqlite3.Connection, table: str) -> bool:
 def namespace_path(data_dir: Path, namespace: str) -> Path:
     """The database file of `namespace`'s hybrid memory in a server's data directory."""
     return namespace_file(data_dir, FOLDER, namespace, ".sqlite3")
+
+
+def is_hybrid_store(path: Path) -> bool:
+    """Whether the SQLite file at `path` is a hybrid memory's store (it records the model of
+    its vectors), read without writing; sqlite3.DatabaseError when it is no SQLite database."""
+    db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        if not _has_table(db, "himga_meta"):
+            return False
+        found = db.execute("SELECT 1 FROM himga_meta WHERE key = ?", (MODEL_KEY,))
+        return found.fetchone() is not None
+    finally:
+        db.close()
 
 
 def forget_vectors(path: Path, model_id: str) -> int:

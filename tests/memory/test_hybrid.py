@@ -297,6 +297,20 @@ def test_a_file_of_its_own_of_another_model_names_the_command_that_embeds_that_f
     for argv in (["--file", str(path), "--namespace", "ns"], ["--data-dir", str(path.parent)]):
         assert main(["reembed", *argv, "--embedding-model", default]) == 2
         assert "--namespace is needed with --data-dir" in capsys.readouterr().err
+    # a keyword store, a file that is no database, and no file are refused, and left as they were
+    with SQLiteKeywordMemory(path.parent / "words.db") as words:
+        words.store(said())
+    (path.parent / "notes.txt").write_text("not a database", encoding="utf-8")
+    for name, said_why in [
+        ("words.db", "not a hybrid memory's store"),
+        ("notes.txt", "not a database"),
+        ("absent.db", "no such file"),
+    ]:
+        other = path.parent / name
+        before = other.read_bytes() if other.exists() else None
+        assert main(["reembed", "--file", str(other), "--embedding-model", default]) == 1
+        assert said_why in capsys.readouterr().err
+        assert (other.read_bytes() if other.exists() else None) == before
 
 
 def test_reembed_refuses_a_namespace_without_a_hybrid_memory(
