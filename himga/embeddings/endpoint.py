@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from himga.embeddings.base import Embedder, ModelError
-from himga.errors import ModelUnreachable
+from himga.errors import InvalidArgument, ModelUnreachable
 
 KEY_VARIABLES = ("HIMGA_EMBEDDINGS_API_KEY", "OPENAI_API_KEY")
 LOCAL_SERVER_KEY = "EMPTY"
@@ -28,6 +28,9 @@ REQUEST_SIZE = 256
 _PROBE = "dimension probe"
 _LATER = {408, 409, 429}
 """HTTP statuses that ask for the call again later (as OpenAI's SDK retries them), like 5xx."""
+_REFUSED_TEXTS = {400, 413, 422}
+"""HTTP statuses that refuse the texts of one call (OpenAI's and vLLM's 400 for a text past the
+model's window, TEI's 413 and 422), not the model."""
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -77,7 +80,7 @@ class OpenAIEmbedder(Embedder):
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout)
-        self.dimension = int(self._request([_PROBE]).shape[1])
+        self.dimension = int(self._request([_PROBE], probe=True).shape[1])
 
     def close(self) -> None:
         self._sdk.close()
@@ -89,7 +92,11 @@ class OpenAIEmbedder(Embedder):
         ]
         return np.concatenate(parts)
 
-    def _request(self, texts: list[str]) -> np.ndarray:
+    def _request(self, texts: list[str], probe: bool = False) -> np.ndarray:
+        """The vectors of `texts`. ModelUnreachable when the endpoint does not answer now;
+        InvalidArgument when it refuses these texts (HTTP 400, 413, 422: too long, say), which
+        other texts may pass; ModelError when it refuses the model (any other status, or any
+        at the probe that opens it)."""
         where = f"embeddings endpoint {self._sdk.base_url} (model {self.model!r})"
         try:
             answer = self._sdk.embeddings.create(
@@ -99,6 +106,9 @@ class OpenAIEmbedder(Embedder):
             failed = f"{where}: HTTP {error.status_code}: {error.message}"
             if error.status_code in _LATER or error.status_code >= 500:
                 raise ModelUnreachable(failed) from None
+            if error.status_code in _REFUSED_TEXTS and not probe:  # no address: the caller's
+                said = f"the embeddings endpoint refused it: HTTP {error.status_code}"
+                raise InvalidArgument("text", f"{said}: {error.message}") from None
             raise ModelError(failed) from None  # refused: asking again cannot help
         except self._openai.APIError as error:  # no answer: down, or timed out
             raise ModelUnreachable(f"{where}: {error}") from None

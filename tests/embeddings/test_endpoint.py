@@ -67,17 +67,27 @@ def test_the_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_failing_server_is_a_model_error_naming_the_endpoint() -> None:
     with running() as server:
         embedder = OpenAIEmbedder("letters", base_url=server.url)
-        server.status = 400
+        server.status = 401  # the model refused: asking again cannot help
         with pytest.raises(
-            ModelError, match=r"embeddings endpoint .*127\.0\.0\.1.* HTTP 400"
+            ModelError, match=r"embeddings endpoint .*127\.0\.0\.1.* HTTP 401"
         ) as refused:
             embedder.embed_passages(["text"])
-        assert not isinstance(refused.value, ModelUnreachable)  # asking again cannot help
+        assert not isinstance(refused.value, ModelUnreachable)
+        server.status = 400  # these texts refused (too long, say): the caller's, no address
+        with pytest.raises(
+            InvalidArgument, match="text: the embeddings endpoint refused it: HTTP 400"
+        ) as texts:
+            embedder.embed_passages(["text"])
+        assert "127.0.0.1" not in str(texts.value)
         server.status = 503  # overloaded: the SDK asks again, then it is worth a later call
         with pytest.raises(ModelUnreachable, match="HTTP 503"):
             embedder.embed_passages(["text"])
     with pytest.raises(ModelUnreachable, match="embeddings endpoint"):  # nobody answers now
         embedder.embed_passages(["text"])
+    with running() as server:
+        server.status = 400  # at the probe that opens it, any refusal is the model's
+        with pytest.raises(ModelError, match="HTTP 400"):
+            OpenAIEmbedder("letters", base_url=server.url)
 
 
 def test_an_empty_text_is_refused_before_any_request() -> None:

@@ -244,8 +244,8 @@ def test_an_endpoint_that_fails_stores_nothing_and_the_store_goes_on(tmp_path: P
     with running() as endpoint:
         store = SQLiteEpisodes(tmp_path / "e.sqlite3", OpenAIEmbedder("x", base_url=endpoint.url))
         store.record(episode(1, "Add pagination to the orders API"))
-        endpoint.status = 400
-        with pytest.raises(ModelError, match="HTTP 400"):
+        endpoint.status = 401
+        with pytest.raises(ModelError, match="HTTP 401"):
             store.record(episode(2, "Fix the flaky login test"))
         assert [e.id for e in store.list().episodes] == ["ep-0001"]
         assert list(_vectors(tmp_path / "e.sqlite3")) == ["ep-0001"]
