@@ -26,7 +26,7 @@ DEFAULT_MAX_TOKENS = 8191
 # Texts one request carries (the OpenAI API takes at most 2,048 inputs a request).
 REQUEST_SIZE = 256
 _PROBE = "dimension probe"
-_LATER = {408, 409, 429}
+_RETRY_LATER = {408, 409, 429}
 """HTTP statuses that ask for the call again later (as OpenAI's SDK retries them), like 5xx."""
 _REFUSED_TEXTS = {400, 413, 422}
 """HTTP statuses that refuse the texts of one call (OpenAI's and vLLM's 400 for a text past the
@@ -104,7 +104,7 @@ class OpenAIEmbedder(Embedder):
             )
         except self._openai.APIStatusError as error:
             failed = f"{where}: HTTP {error.status_code}: {error.message}"
-            if error.status_code in _LATER or error.status_code >= 500:
+            if error.status_code in _RETRY_LATER or error.status_code >= 500:
                 raise ModelUnreachable(failed) from None
             if error.status_code in _REFUSED_TEXTS and not probe:  # no address: the caller's
                 said = f"the embeddings endpoint refused it: HTTP {error.status_code}"
