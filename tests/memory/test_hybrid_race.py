@@ -20,14 +20,8 @@ from himga.memory.hybrid import HybridIndex
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.hybrid_sqlite import HybridSQLiteMemory
 from himga.memory.vectors import VectorIndex
+from tests.memory.test_hybrid import SAID, SESSION
 
-SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
-SAID = [
-    Message(role="Caroline", content="I went to an LGBTQ support group.", turn_id="C1"),
-    Message(role="Melanie", content="I like green tea in the morning.", turn_id="M1"),
-    Message(role="Caroline", content="The sunset over the lake was gorgeous.", turn_id="C2"),
-    Message(role="Melanie", content="My kids start school next week.", turn_id="M2"),
-]
 QUERY = "Where did Caroline go?"
 GUARD = 30
 """Seconds an event is waited for before the test calls it a hang (not a speed limit)."""
