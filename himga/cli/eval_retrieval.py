@@ -77,22 +77,13 @@ def run(args: argparse.Namespace) -> int:
     from himga.data import DatasetError, load_dataset
     from himga.errors import InvalidArgument, ModelError
     from himga.eval import evaluate_retrieval, format_report
-    from himga.kinds import option_pairs
-    from himga.memory.registry import DEFAULT_MEMORY, memory_options, open_memory
+    from himga.memory.registry import DEFAULT_MEMORY, command_options, open_memory
 
     name = args.memory or DEFAULT_MEMORY
     if args.leave_one_out and name == HYBRID:
         return _hybrid_leave_one_out(args)
     try:
-        given: dict[str, object] = dict(option_pairs(args.memory_option))
-        if args.embedding_model is not None:
-            if "embedding_model" in given:
-                raise InvalidArgument(
-                    "options.embedding_model",
-                    "given twice: by --embedding-model and by --memory-option",
-                )
-            given["embedding_model"] = args.embedding_model
-        options = memory_options(name, given)
+        options = command_options(name, args.memory_option, args.embedding_model)
         prepare = getattr(options, "prepare", None)  # the kinds whose options load a model
         if prepare is not None:
             prepare()

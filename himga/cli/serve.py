@@ -448,20 +448,11 @@ def _memory_options(memory: str, embedding_model: str | None, texts: list[str]) 
     which is `embedding_model=`), with its model loaded now if it has one (a missing or corrupt
     model is refused at start-up). _Refused, saying why, when they cannot be had."""
     from himga.errors import InvalidArgument, ModelError
-    from himga.kinds import option_pairs
-    from himga.memory.registry import memory_options
+    from himga.memory.registry import command_options
 
     flags = "--memory-option" if embedding_model is None else "--embedding-model"
     try:
-        given: dict[str, object] = dict(option_pairs(texts))
-        if embedding_model is not None:
-            if "embedding_model" in given:
-                raise InvalidArgument(
-                    "options.embedding_model",
-                    "given twice: by --embedding-model and by --memory-option",
-                )
-            given["embedding_model"] = embedding_model
-        options = memory_options(memory, given)
+        options = command_options(memory, texts, embedding_model)
     except InvalidArgument as error:  # an option the memory does not take, or a bad value
         raise _Refused(f"{flags} (memory {memory}): {error.whole()}", 2) from error
     prepare = getattr(options, "prepare", None)  # the kinds whose options load something

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from himga import kinds
+from himga.errors import InvalidArgument
 from himga.kinds import Keeps, Kind
 from himga.memory.base import BaseMemory
 from himga.memory.hybrid_options import HybridOptions
@@ -116,6 +117,21 @@ def memory_options(name: str, given: dict[str, object] | None = None) -> Any:
     """The options of memory `name`: its defaults, with `given` (option name -> value, as text
     or typed) in their place; InvalidArgument naming the option for a bad one."""
     return kinds.parse_options(name, memory_kind(name), given or {})
+
+
+def command_options(name: str, texts: list[str], embedding_model: str | None = None) -> Any:
+    """The options of memory `name` a command line gives: `--memory-option` NAME=VALUE `texts`,
+    and `--embedding-model` (`embedding_model=`, which must not be given both ways);
+    InvalidArgument naming the option for a bad one."""
+    given: dict[str, object] = dict(kinds.option_pairs(texts))
+    if embedding_model is not None:
+        if "embedding_model" in given:
+            raise InvalidArgument(
+                "options.embedding_model",
+                "given twice: by --embedding-model and by --memory-option",
+            )
+        given["embedding_model"] = embedding_model
+    return memory_options(name, given)
 
 
 def open_memory(name: str, namespace: str, place: Place, options: Any = None) -> BaseMemory:
