@@ -78,6 +78,20 @@ def add_parser(subparsers: Any) -> None:
         "default store)",
     )
     parser.add_argument(
+        "--embedding-model",
+        metavar="NAME|DIR",
+        help="embedded --memory hybrid: the embedding model, as `himga serve --embedding-model` "
+        "takes it (default: e5-small-v2)",
+    )
+    parser.add_argument(
+        "--memory-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="embedded: an option of the memory (repeatable), as `himga serve --memory-option` "
+        "takes it",
+    )
+    parser.add_argument(
         "--target", metavar="HOST:PORT", help="use the stores of a running `himga serve` instead"
     )
     parser.add_argument(
@@ -108,6 +122,20 @@ def run(args: argparse.Namespace) -> int:
     if args.target is not None and args.data_dir is not None:
         log.error("--target and --data-dir are exclusive: the server keeps its own files")
         return 2
+    memory_options: dict[str, Any] = {}
+    if args.embedding_model is not None or args.memory_option:
+        if args.target is not None:
+            log.error("--embedding-model and --memory-option are the server's own with --target")
+            return 2
+        from himga.errors import InvalidArgument
+        from himga.memory.registry import DEFAULT_MEMORY, command_options
+
+        kind = args.memory or DEFAULT_MEMORY
+        try:  # checked before the protocol starts; the model itself loads on the first call
+            memory_options[kind] = command_options(kind, args.memory_option, args.embedding_model)
+        except InvalidArgument as error:
+            log.error("--memory-option (memory %s): %s", kind, error.whole())
+            return 2
     wire: tuple[Any, Any] | None = None
     if args.http_port is None:
         try:
@@ -134,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     else:
 
         def make() -> stores.Stores:
-            return stores.embedded(args.data_dir, args.memory, args.episodes)
+            return stores.embedded(args.data_dir, args.memory, args.episodes, memory_options)
 
         memory = ""  # the embedded default, which --memory sets
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -195,10 +195,14 @@ class Opening:
 
 
 def embedded(
-    data_dir: Path | None, memory: str | None = None, episodes: str | None = None
+    data_dir: Path | None,
+    memory: str | None = None,
+    episodes: str | None = None,
+    memory_options: Mapping[str, Any] | None = None,
 ) -> Embedded:
     """The core over the stores of `data_dir` (None: kept in memory, gone at exit), with the
-    memory and episode store kinds named (None: the defaults `himga serve` uses), opened and
+    memory and episode store kinds named (None: the defaults `himga serve` uses) and the
+    options of memory kinds (by kind; the others' defaults), opened and
     built as `himga serve --data-dir` builds its own (himga.service.server.start_server: the
     same answers cut to the same size, a store that cannot write heard of); ValueError naming
     what is wrong with the kinds."""
@@ -210,7 +214,12 @@ def embedded(
     from himga.service.namespaces import Namespaces
     from himga.service.resources import StoreHealth
 
-    namespaces = Namespaces(memory or DEFAULT_MEMORY, data_dir, episodes=episodes or DEFAULT_STORE)
+    namespaces = Namespaces(
+        memory or DEFAULT_MEMORY,
+        data_dir,
+        episodes=episodes or DEFAULT_STORE,
+        memory_options=memory_options,
+    )
     episode_stores = EpisodeStores(namespaces)
     health = StoreHealth(data_dir)
     core = build_core(
