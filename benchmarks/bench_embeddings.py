@@ -13,6 +13,9 @@ the same texts, the strategies taking turns within the run:
   batching; not batch-independent: it shows what the other two cost);
 - `alone, N threads`: `alone` with as many onnxruntime threads as the process has cores (at most
   4) instead of the default (one);
+- `alone, N runs`: `alone` with as many runs of the model going at once, each on its own
+  thread, as the process has cores (at most 4): what himga does by default
+  (himga.embeddings.onnx.default_runs). Every other strategy keeps one run going at a time;
 - `one query`: each of QUERIES questions embedded alone as a Retrieve embeds its query, with the
   default threads and with N (its p50 in ms, not a rate).
 
@@ -90,14 +93,16 @@ def bench(name: str, texts: list[str], asked: list[str]) -> None:
     assert isinstance(opened, OnnxEmbedder)
     directory = opened.directory
     strategies: dict[str, Callable[[list[str]], np.ndarray]] = {}
-    alone = OnnxEmbedder(directory, batching="alone")
-    by_length = OnnxEmbedder(directory, batching="by_length")
+    alone = OnnxEmbedder(directory, batching="alone", runs=1)
+    by_length = OnnxEmbedder(directory, batching="by_length", runs=1)
     cores = max(1, min(4, len(os.sched_getaffinity(0))))
-    many = OnnxEmbedder(directory, batching="alone", threads=cores)
+    many = OnnxEmbedder(directory, batching="alone", threads=cores, runs=1)
+    side_by_side = OnnxEmbedder(directory, batching="alone", runs=cores)
     strategies["alone"] = alone.embed_passages
     strategies["by_length"] = by_length.embed_passages
     strategies["padded"] = lambda t: padded(alone, t)
     strategies[f"alone, {cores} threads"] = many.embed_passages
+    strategies[f"alone, {cores} runs"] = side_by_side.embed_passages
     tokens = sum(len(alone.token_ids(alone.passage_prefix + t)) for t in texts)
     print(
         f"\n{name} ({alone.model_id}; card batching: {opened.batching}); {len(texts)} turns, "

@@ -1,7 +1,9 @@
 """The `onnx` kind on the real default model (e5-small-v2, int8): meaning, the vectors' form,
-a text's vector whatever its batch-mates, truncation to the window, and refusals."""
+a text's vector whatever its batch-mates and however many runs go at once, truncation to the
+window, and refusals."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from himga.embeddings import DEFAULT_MODEL, ModelError, open_embedder
 from himga.embeddings.base import unit_rows
 from himga.embeddings.cache import models_dir
 from himga.embeddings.card import CARD, MODEL, TOKENIZER, read_card
-from himga.embeddings.onnx import OnnxEmbedder, default_threads
+from himga.embeddings.onnx import MOST_RUNS, OnnxEmbedder, default_runs, default_threads
 from himga.errors import InvalidArgument
 from tests.embeddings.models import default_embedder
 
@@ -210,7 +212,55 @@ def test_the_model_runs_on_one_thread_unless_told(monkeypatch: pytest.MonkeyPatc
     many = OnnxEmbedder(_model().directory)  # the same vectors on three threads
     text = ["Caroline: I went to an LGBTQ support group."]
     assert np.allclose(many.embed_passages(text), _model().embed_passages(text), atol=1e-5)
-    for bad in ("0", "-2", "four"):
-        monkeypatch.setenv("HIMGA_EMBEDDING_THREADS", bad)
-        with pytest.raises(ModelError, match="HIMGA_EMBEDDING_THREADS must be a positive"):
-            default_threads()
+
+
+def test_a_batch_keeps_a_run_going_on_each_core_unless_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("HIMGA_EMBEDDING_RUNS", raising=False)
+    assert default_runs() == min(MOST_RUNS, len(os.sched_getaffinity(0)))
+    monkeypatch.setenv("HIMGA_EMBEDDING_RUNS", "3")
+    assert default_runs() == 3
+    assert OnnxEmbedder(_model().directory).runs == 3
+
+
+@pytest.mark.parametrize("variable", ["HIMGA_EMBEDDING_THREADS", "HIMGA_EMBEDDING_RUNS"])
+@pytest.mark.parametrize("bad", ["0", "-2", "four", "1.5"])
+def test_a_bad_count_in_the_environment_is_refused_naming_it(
+    variable: str, bad: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, bad)
+    with pytest.raises(ModelError, match=f"{variable} must be a positive integer, not '{bad}'"):
+        OnnxEmbedder(_model().directory)
+
+
+@pytest.mark.parametrize("batching", ["alone", "by_length"])
+def test_runs_side_by_side_give_each_text_the_vector_of_runs_one_at_a_time(
+    batching: str,
+) -> None:
+    texts = [f"Melanie: I painted {n} pictures of the lake" for n in ("two", "six", "nine")]
+    texts += ["Caroline: adoption agencies", "ok", "Caroline: " + "I read a book " * 30] * 3
+    directory = _model().directory
+    one = OnnxEmbedder(directory, batching=batching, runs=1).embed_passages(texts)
+    assert np.array_equal(
+        OnnxEmbedder(directory, batching=batching, runs=3).embed_passages(texts), one
+    )
+
+
+def test_a_run_that_fails_fails_the_batch_and_the_next_batch_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = OnnxEmbedder(_model().directory, runs=2)
+    texts = ["Caroline: adoption agencies", "Melanie: the lake", "Caroline: a book", "ok"]
+    run = embedder._run
+
+    def failing(ids: list[list[int]], type_ids: list[list[int]]) -> np.ndarray:
+        if len(ids[0]) == len(embedder.token_ids(embedder.passage_prefix + "ok")):
+            raise ModelError("the model failed on this run")
+        return run(ids, type_ids)
+
+    monkeypatch.setattr(embedder, "_run", failing)
+    with pytest.raises(ModelError, match="failed on this run"):
+        embedder.embed_passages(texts)
+    monkeypatch.setattr(embedder, "_run", run)
+    assert np.array_equal(embedder.embed_passages(texts), _model().embed_passages(texts))
