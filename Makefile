@@ -194,7 +194,7 @@ eval-retrieval-loo: $(SETUP)
 model: $(SERVE_SETUP)
 	$(BIN)/himga models fetch $(EMBEDDING_MODEL)
 
-## bench-embeddings: the embedding model's turns and tokens per second on LoCoMo turns, each text alone beside batched by length
+## bench-embeddings: the embedding model's turns and tokens per second on LoCoMo turns, each text alone beside batched by length and runs side by side
 bench-embeddings: $(SETUP) model
 	$(PY) -m benchmarks.bench_embeddings --locomo $(LOCOMO)
 
