@@ -30,9 +30,10 @@ RUN_SIZE = 32
 def default_threads() -> int:
     """onnxruntime's threads a run: `HIMGA_EMBEDDING_THREADS`, else 1. A small model's run of
     a text or a few gains nothing from more on a CPU: each operator is too short to share, and
-    threads that do not spin wake for each one (measured by `make bench-embeddings`: one thread
-    embedded LoCoMo turns faster than two, and a query too; only a text of hundreds of tokens
-    went faster on two). The cores go to runs side by side instead (`default_runs`)."""
+    threads that do not spin wake for each one (measured by `make bench-embeddings`: on one
+    2-core machine one thread embedded LoCoMo turns faster than two, and a query too; on CI's,
+    two were 1.25x faster for a query and 1.70x for a batch, where two runs side by side were
+    1.94x). A batch's cores go to runs side by side instead (`default_runs`)."""
     return _positive("HIMGA_EMBEDDING_THREADS", 1)
 
 
@@ -40,7 +41,8 @@ def default_runs() -> int:
     """How many runs of the model a batch keeps going at once: `HIMGA_EMBEDDING_RUNS`, else the
     cores this process may use, at most MOST_RUNS. Runs side by side share nothing but the
     weights, so a batch of turns is embedded nearly that many times faster (`make
-    bench-embeddings`: on two cores 1.8x to 1.9x, the same vectors); a single text is one run.
+    bench-embeddings` on CI's two cores: 1.94x, 1.94x to 2.20x, the same vectors); a single
+    text is one run.
     1 keeps a batch on its caller's thread, leaving the other cores to a server's other calls
     while it ingests."""
     return _positive("HIMGA_EMBEDDING_RUNS", min(MOST_RUNS, len(os.sched_getaffinity(0))))
