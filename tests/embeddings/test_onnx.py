@@ -5,6 +5,7 @@ window, and refusals."""
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -264,3 +265,21 @@ def test_a_run_that_fails_fails_the_batch_and_the_next_batch_runs(
         embedder.embed_passages(texts)
     monkeypatch.setattr(embedder, "_run", run)
     assert np.array_equal(embedder.embed_passages(texts), _model().embed_passages(texts))
+
+
+def test_a_batch_runs_on_the_pool_and_a_single_text_in_its_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = OnnxEmbedder(_model().directory, runs=2)
+    run, where = embedder._run, []
+
+    def noted(ids: list[list[int]], type_ids: list[list[int]]) -> np.ndarray:
+        where.append(threading.current_thread().name)
+        return run(ids, type_ids)
+
+    monkeypatch.setattr(embedder, "_run", noted)
+    embedder.embed_queries(["Where did Caroline go?"])
+    assert where == [threading.current_thread().name]
+    where.clear()
+    embedder.embed_passages(["Caroline: adoption agencies", "Melanie: the lake", "ok"])
+    assert len(where) == 3 and all(name.startswith("himga-embed") for name in where)
