@@ -13,7 +13,7 @@ query, runs in its caller).
 import os
 import threading
 from collections import defaultdict
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import numpy as np
 
 from himga.embeddings.base import Embedder, ModelError
 from himga.embeddings.card import BATCHINGS, MODEL, TOKENIZER, Card, read_card, verify
+from himga.pools import started
 
 # Texts of one length sharing a run (batching "by_length"): past a few dozen, a bigger run
 # gains nothing on a CPU and holds more memory.
@@ -156,15 +157,11 @@ class OnnxEmbedder(Embedder):
             )
 
         pool = self._side_by_side() if len(runs) > 1 else None
-        going: list[Future[None]] = []
-        for chosen in runs:  # each run writes its own rows of `out`
-            try:
-                if pool is not None:
-                    going.append(pool.submit(run, chosen))
-                    continue
-            except RuntimeError:  # the interpreter is exiting: its pools take no more work
-                pass
-            run(chosen)
+        if pool is None:
+            for chosen in runs:
+                run(chosen)
+            return out
+        going = [started(pool, run, chosen) for chosen in runs]  # each writes its own rows
         wait(going)  # all of them ended before any error is raised
         for future in going:
             future.result()

@@ -12,9 +12,11 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
+
+from himga.pools import started
 
 T = TypeVar("T")
 
@@ -81,22 +83,6 @@ class QueryVector:
         """Wait until the vector (and the scan, if it runs beside) is done, whatever came of it
         or interrupts the caller meanwhile (`ended`)."""
         ended(self._done)
-
-
-def started(pool: ThreadPoolExecutor, work: Callable[..., T], *args: Any) -> Future[T]:
-    """`work(*args)` set going on `pool`, or done here when the pool takes no more work: the
-    interpreter shuts every pool down as it exits, before the atexit handlers run and while
-    daemon threads still run, and a search made then is made in its caller."""
-    try:
-        return pool.submit(work, *args)
-    except RuntimeError:  # cannot schedule new futures after (interpreter) shutdown
-        pass
-    done: Future[T] = Future()
-    try:
-        done.set_result(work(*args))
-    except Exception as error:
-        done.set_exception(error)
-    return done
 
 
 def ended(job: Future[T]) -> None:

@@ -49,7 +49,7 @@ from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
-from himga.memory.beside import BESIDE, Nearest, QueryVector, outlast, started
+from himga.memory.beside import BESIDE, Nearest, QueryVector, outlast
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Around, Dated, Fusion, dense_query, fuse_arrays, pairs, passage
@@ -62,6 +62,7 @@ from himga.memory.rows import Change, Rows, Version
 from himga.memory.text import query_terms
 from himga.memory.vectors import VectorIndex
 from himga.memory.windows import Windows
+from himga.pools import started
 from himga.storage.place import Place
 
 
