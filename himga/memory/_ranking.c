@@ -6,20 +6,32 @@
    are bit for bit those of that code. The interpreter's lock is released while it runs, so
    other threads (other calls of a server) go on meanwhile.
 
-   Per call: for each query term, its postings (the number of each turn holding it, once per
-   occurrence, ascending) are spread over the turns' windows into `freq`, a dense array over all
-   turns; the turns reached are listed, their share of the score added into `score`, and `freq`
-   cleared again. The best `limit` of the turns with a score are then kept in a bounded heap;
-   a filter (checks of columns against masks, a time range) drops turns just before the heap,
-   so the statistics stay those of every turn and the limit is filled from the turns it keeps.
-   Turn numbers may have holes (deleted turns): the arrays cover every number, `turns` counts
-   the stored turns only.
+   Per call, for each query term: its reach, the turns whose window holds it and the term's
+   weighted count in each, is made from its postings (the number of each turn holding it, once
+   per occurrence, ascending); its size gives the term's idf, and each turn reached has the
+   term's share of its score added into `scores`, a dense array over all turns. The best
+   `limit` of the turns with a score are then kept in a bounded heap; a filter (checks of columns
+   against masks, a time range) drops turns just before the heap, so the statistics stay those
+   of every turn and the limit is filled from the turns it keeps. Turn numbers may have holes
+   (deleted turns): the arrays cover every number, `turns` counts the stored turns only.
+
+   A reach is made in one of two ways, with the same result to the bit. Where each window's turns
+   are numbered one after another (a session stored in one go, or alone), the windows are walked
+   in turn order and the counts gathered in a small buffer of the turns still open, which leaves
+   the reach in turn order, written one entry after another. From the first posting whose window
+   is not (sessions stored interleaved), the rest are spread over a dense array of counts, as the
+   core did before it walked them in order, and a turn reached both ways has its count moved
+   over, so each turn's count is still summed in the order of the postings; that array is made
+   the first time a call needs it.
    Ranking is bound by memory, not arithmetic: at a million turns nearly every turn reached
    misses the cache, so each loop asks AHEAD entries early for the memory it will touch (at 1M
-   messages this halved the time of a call; `make bench-keyword-1m`).
+   messages this halved the time of a call; `make bench-keyword-1m`), and walking the windows in
+   order rather than spreading them over dense counts took 0.74x to 0.75x of the time there
+   (0.93x to 0.98x where every session is stored interleaved; benchmarks/README.md).
    The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
-   so a call touches only the turns it reaches, however many turns are stored. They cost 24 bytes
-   a stored turn (and a quarter more, for growth) for each search running at once, and stay
+   so a call touches only the turns it reaches, however many turns are stored. They cost 12 bytes
+   a stored turn (and a quarter more, for growth; 12 more where sessions interleave) for each
+   search running at once, with 12 bytes for each turn the longest reach holds, and stay
    allocated for the next. */
 
 #define PY_SSIZE_T_CLEAN
@@ -41,33 +53,34 @@
 #define PREFETCH(address) ((void)0)
 #endif
 
-/* What a call holds of one turn, side by side: the pass over a term's postings writes `freq`
-   and the pass over the turns it reached reads both. 16 bytes, so a cell never straddles two
-   cache lines and a window's five cells take 80 bytes: at a million turns each cell touched is
-   a cache miss, and searches running at once share the memory's bandwidth. (The turn's length
-   norm is computed again for each term that reaches it, from the window length the pass
-   reads anyway, by the same expression, so to the same bits.) */
-typedef struct {
-    double freq;         /* the current term's weighted count in the turn's window */
-    double score;        /* the turn's score so far */
-} Cell;
+/* The length norm of windows up to NORMS terms long is computed once a call, not once a turn
+   reached (by the same expression, so to the same bits). */
+#define NORMS 256
 
-/* Dense per-turn arrays for one call; freq and score zero between calls. */
+/* What a call works in, kept for the next. `scores` and `scored` are made with the scratch;
+   `counts` and `reached` the first time a window's turns are not numbered one after another. */
 typedef struct Scratch {
     struct Scratch *next;
-    Py_ssize_t size;
-    Cell *cells;         /* one a turn number */
-    int32_t *reached;    /* the turns whose window holds the current term */
+    Py_ssize_t size;     /* the turn numbers the dense arrays cover */
+    double *scores;      /* a turn's score so far, one a turn number; zero between calls */
     int32_t *scored;     /* the turns with a score */
+    double *counts;      /* the current term's weighted count in a turn's window; or NULL */
+    int32_t *reached;    /* the turns whose window holds the current term; or NULL */
+    int32_t *reach;      /* the current term's reach: the turns, */
+    double *reach_counts; /* and the term's weighted count in each */
+    Py_ssize_t reach_room;
 } Scratch;
 
 static Scratch *free_scratch = NULL; /* guarded by the GIL */
 
 static void scratch_free(Scratch *s) {
     if (s == NULL) return;
-    free(s->cells);
-    free(s->reached);
+    free(s->scores);
     free(s->scored);
+    free(s->counts);
+    free(s->reached);
+    free(s->reach);
+    free(s->reach_counts);
     free(s);
 }
 
@@ -86,10 +99,9 @@ static Scratch *scratch_take(Py_ssize_t size) {
     s = calloc(1, sizeof(Scratch));
     if (s == NULL) return NULL;
     s->size = room;
-    s->cells = calloc((size_t)room, sizeof(Cell));
-    s->reached = malloc((size_t)room * sizeof(int32_t));
+    s->scores = calloc((size_t)room, sizeof(double));
     s->scored = malloc((size_t)room * sizeof(int32_t));
-    if (!s->cells || !s->reached || !s->scored) {
+    if (!s->scores || !s->scored) {
         scratch_free(s);
         return NULL;
     }
@@ -99,6 +111,27 @@ static Scratch *scratch_take(Py_ssize_t size) {
 static void scratch_give(Scratch *s) {
     s->next = free_scratch;
     free_scratch = s;
+}
+
+/* Room in the scratch for a reach of `most` entries; -1 when out of memory. Without the GIL. */
+static int reach_room(Scratch *s, Py_ssize_t most) {
+    if (most <= s->reach_room) return 0;
+    free(s->reach);
+    free(s->reach_counts);
+    s->reach_room = 0;
+    s->reach = malloc((size_t)most * sizeof(int32_t));
+    s->reach_counts = malloc((size_t)most * sizeof(double));
+    if (s->reach == NULL || s->reach_counts == NULL) return -1;
+    s->reach_room = most;
+    return 0;
+}
+
+/* The dense counts of the general way, zeroed; -1 when out of memory. Without the GIL. */
+static int counts_made(Scratch *s) {
+    if (s->counts != NULL) return 0;
+    s->counts = calloc((size_t)s->size, sizeof(double));
+    s->reached = malloc((size_t)s->size * sizeof(int32_t));
+    return s->counts != NULL && s->reached != NULL ? 0 : -1;
 }
 
 typedef struct {
@@ -194,102 +227,268 @@ static inline int kept_by_filter(const Call *c, int32_t turn) {
     return 1;
 }
 
-/* Add `count` occurrences of a term in `turn` to the windows holding it (the turn itself at
-   own_weight, its neighbours at near_weight), in session order; list the turns first reached. */
-static inline int spread(const Call *c, Cell *cells, int32_t *reached, Py_ssize_t *n_reached,
-                         int32_t turn, Py_ssize_t count) {
-    int32_t back[MAX_NEAR_TURNS], other = turn;
-    int held = 0;
-    while (held < c->near_turns) {
+/* How making a term's reach can fail. */
+enum {
+    BAD_POSTING = -1,
+    BAD_LINK = -2,
+    NO_MEMORY = -3,
+};
+
+/* The turns in the window of `turn`, its session's neighbours up to near_turns each side:
+   `back` of them before it, from `back_turns[back - 1]` (the farthest) on, and `ahead` after it
+   from `ahead_turns[0]` (the nearest) on. Ahead is not walked when `near` is zero (the
+   neighbours get nothing). Returns BAD_LINK on a link to no stored turn, else 0. */
+static inline int window(const Call *c, int32_t turn, double near, int32_t *back_turns, int *back,
+                         int32_t *ahead_turns, int *ahead) {
+    int32_t other = turn;
+    *back = 0;
+    while (*back < c->near_turns) {
         other = c->before[other];
-        if (bad_link(other, c->size)) return -1;
+        if (bad_link(other, c->size)) return BAD_LINK;
         if (other < 0) break;
-        back[held++] = other;
+        back_turns[(*back)++] = other;
     }
-    double near = (double)count * c->near_weight, own = (double)count * c->own_weight;
-    if (near != 0.0) {
-        for (int i = held - 1; i >= 0; i--) {
-            int32_t at = back[i];
-            if (cells[at].freq == 0.0) reached[(*n_reached)++] = at;
-            cells[at].freq = cells[at].freq + near;
-        }
-    }
-    if (cells[turn].freq == 0.0) reached[(*n_reached)++] = turn;
-    cells[turn].freq = cells[turn].freq + own;
     other = turn;
-    for (int ahead = 0; ahead < c->near_turns; ahead++) {
+    *ahead = 0;
+    while (*ahead < c->near_turns) {
         other = c->after[other];
-        if (bad_link(other, c->size)) return -1;
+        if (bad_link(other, c->size)) return BAD_LINK;
         if (other < 0 || near == 0.0) break;
-        if (cells[other].freq == 0.0) reached[(*n_reached)++] = other;
-        cells[other].freq = cells[other].freq + near;
+        ahead_turns[(*ahead)++] = other;
     }
+    if (near == 0.0) *back = 0;
     return 0;
 }
 
-/* The ranking proper; runs without the GIL. On a broken index it sets c->error and leaves the
-   scratch dirty (the caller drops it). */
+/* A term's reach, in turn order, while each window's turns are numbered one after another:
+   the windows are walked in turn order and each turn's count summed in a small buffer of the
+   turns still open, in the order of the postings (the order the definition sums them in); a
+   turn before the first of the current window can be reached by no later posting, so it is
+   written out. Stops at the first posting whose window's turns are not numbered one after
+   another, with every open turn written out: `*stop` is where (`size` when none). Returns how
+   many turns it wrote, or BAD_POSTING, BAD_LINK. */
+static Py_ssize_t reach_in_order(const Call *c, const int32_t *posting, Py_ssize_t size,
+                                 int32_t *turns, double *counts, Py_ssize_t *stop) {
+    double open[2 * MAX_NEAR_TURNS + 1];
+    int32_t back_turns[MAX_NEAR_TURNS], ahead_turns[MAX_NEAR_TURNS];
+    int64_t low = 0;  /* open[k] is the count of turn low + k, for k below held */
+    int held = 0;
+    Py_ssize_t n = 0, i = 0;
+    while (i < size) {
+        if (i + AHEAD < size) {
+            int32_t soon = posting[i + AHEAD];
+            if ((uint32_t)soon < (uint32_t)c->size) {
+                PREFETCH(&c->before[soon]);
+                PREFETCH(&c->after[soon]);
+            }
+        }
+        int32_t turn = posting[i];
+        Py_ssize_t count = 1;
+        while (i + count < size && posting[i + count] == turn) count++;
+        if (turn < 0 || (Py_ssize_t)turn >= c->size) return BAD_POSTING;
+        double near = (double)count * c->near_weight, own = (double)count * c->own_weight;
+        int back, ahead;
+        if (window(c, turn, near, back_turns, &back, ahead_turns, &ahead) < 0) return BAD_LINK;
+        int in_order = (int64_t)turn - back >= low;  /* always, when the windows are in order */
+        for (int k = 0; k < back; k++) in_order &= back_turns[k] == turn - 1 - k;
+        for (int k = 0; k < ahead; k++) in_order &= ahead_turns[k] == turn + 1 + k;
+        if (!in_order) break;
+        i += count;
+        int64_t first = (int64_t)turn - back;
+        int done = first - low < held ? (int)(first - low) : held;
+        for (int k = 0; k < done; k++) {
+            turns[n] = (int32_t)(low + k);
+            counts[n++] = open[k];
+        }
+        memmove(open, open + done, (size_t)(held - done) * sizeof(double));
+        held -= done;
+        low = first;  /* the open turns now start at the window's first */
+        int width = back + 1 + ahead;
+        for (int k = held; k < width; k++) open[k] = 0.0;
+        if (width > held) held = width;
+        for (int k = 0; k < back; k++) open[k] = open[k] + near;
+        open[back] = open[back] + own;
+        for (int k = back + 1; k < width; k++) open[k] = open[k] + near;
+    }
+    for (int k = 0; k < held; k++) {
+        turns[n] = (int32_t)(low + k);
+        counts[n++] = open[k];
+    }
+    *stop = i;
+    return n;
+}
+
+/* Where `turn` is in the ascending `turns[0..n)`, or -1. */
+static Py_ssize_t find_turn(const int32_t *turns, Py_ssize_t n, int32_t turn) {
+    Py_ssize_t low = 0, high = n;
+    while (low < high) {
+        Py_ssize_t middle = low + (high - low) / 2;
+        if (turns[middle] < turn) low = middle + 1;
+        else high = middle;
+    }
+    return low < n && turns[low] == turn ? low : -1;
+}
+
+/* The rest of a term's reach, as reach_rest makes it. */
+typedef struct {
+    double *counts;            /* dense, one a turn number */
+    int32_t *reached;          /* the turns it reached, in the order first reached */
+    Py_ssize_t n_reached;
+    const int32_t *in_order;   /* the part in order: its turns, ascending, */
+    double *in_order_counts;   /* and their counts */
+    Py_ssize_t n_in_order;
+    int32_t last_in_order;     /* its last turn, -1 when empty */
+} Rest;
+
+/* Adds `add` to the count of turn `at`; first reached, it is listed, and a count the part in
+   order holds for it is moved over (and set to zero there: read as not reached). */
+static inline void add_count(Rest *rest, int32_t at, double add) {
+    double *counts = rest->counts;
+    if (counts[at] == 0.0) {
+        rest->reached[rest->n_reached++] = at;
+        Py_ssize_t held = at <= rest->last_in_order
+                              ? find_turn(rest->in_order, rest->n_in_order, at) : -1;
+        if (held >= 0) {
+            counts[at] = rest->in_order_counts[held];
+            rest->in_order_counts[held] = 0.0;
+        }
+    }
+    counts[at] = counts[at] + add;
+}
+
+/* The rest of a term's reach, from posting `from` on, in general: the windows spread over the
+   scratch's dense counts, each turn's count summed in the order of the postings. A turn the
+   part in order (`in_order[0..n)`, ascending) already holds has its count moved over when first
+   reached here, and its count there set to zero (read as not reached). The turns are listed in
+   `s->reached`, in the order they were first reached, their counts left in `s->counts`.
+   Returns how many, or BAD_POSTING, BAD_LINK, NO_MEMORY. */
+static Py_ssize_t reach_rest(const Call *c, Scratch *s, const int32_t *posting, Py_ssize_t size,
+                             Py_ssize_t from, const int32_t *in_order, double *in_order_counts,
+                             Py_ssize_t n) {
+    if (counts_made(s) < 0) return NO_MEMORY;
+    Rest rest = {s->counts, s->reached, 0, in_order, in_order_counts, n,
+                 n > 0 ? in_order[n - 1] : -1};
+    double *counts = s->counts;
+    int32_t back_turns[MAX_NEAR_TURNS], ahead_turns[MAX_NEAR_TURNS];
+    for (Py_ssize_t i = from; i < size;) {
+        if (i + AHEAD < size) {
+            int32_t soon = posting[i + AHEAD];
+            if ((uint32_t)soon < (uint32_t)c->size) {
+                PREFETCH(&c->before[soon]);
+                PREFETCH(&c->after[soon]);
+                PREFETCH(&counts[soon]);
+            }
+        }
+        int32_t turn = posting[i];
+        Py_ssize_t count = 1;
+        while (i + count < size && posting[i + count] == turn) count++;
+        i += count;
+        if (turn < 0 || (Py_ssize_t)turn >= c->size) return BAD_POSTING;
+        double near = (double)count * c->near_weight, own = (double)count * c->own_weight;
+        int back, ahead;
+        if (window(c, turn, near, back_turns, &back, ahead_turns, &ahead) < 0) return BAD_LINK;
+        for (int k = back - 1; k >= 0; k--) add_count(&rest, back_turns[k], near);
+        add_count(&rest, turn, own);
+        for (int k = 0; k < ahead; k++) add_count(&rest, ahead_turns[k], near);
+    }
+    return rest.n_reached;
+}
+
+/* What adding a term's share to the scores needs. */
+typedef struct {
+    double *scores;            /* dense, one a turn number */
+    int32_t *scored;           /* the turns with a score, in the order first reached */
+    Py_ssize_t n_scored;
+    const int32_t *window_lengths;
+    double norms[NORMS];       /* the length norm of a window of each length below NORMS */
+    double k1, b, average;
+    double idf;                /* the current term's */
+} Shares;
+
+/* Adds the current term's share to the score of turn `at`, where its weighted count is
+   `frequency`: the definition's expression, in its order. */
+static inline void add_share(Shares *shares, int32_t at, double frequency) {
+    double held = shares->scores[at];
+    if (held == 0.0) shares->scored[shares->n_scored++] = at;  /* first reached by this query */
+    int32_t length = shares->window_lengths[at];
+    double k1 = shares->k1, b = shares->b;
+    double length_norm = (uint32_t)length < NORMS
+                             ? shares->norms[length]
+                             : k1 * (1 - b + b * (double)length / shares->average);
+    shares->scores[at] = held + shares->idf * frequency * (k1 + 1) / (frequency + length_norm);
+}
+
+/* The ranking proper; runs without the GIL. On a broken index or out of memory it sets
+   c->error and leaves the scratch dirty (the caller drops it). */
 static void run(Call *c, Scratch *s) {
-    Cell *cells = s->cells;
-    int32_t *reached = s->reached, *scored = s->scored;
-    Py_ssize_t n_scored = 0;
+    double *scores = s->scores;
+    int32_t *scored = s->scored;
     double average = c->total_length > 0 ? (double)c->total_length / (double)c->turns : 1.0;
-    double k1 = c->k1, b = c->b;
+    Shares shares = {scores, scored, 0, c->window_lengths, {0}, c->k1, c->b, average, 0.0};
+    for (int length = 0; length < NORMS; length++)
+        shares.norms[length] = c->k1 * (1 - c->b + c->b * (double)length / average);
 
     for (Py_ssize_t t = 0; t < c->terms; t++) {
         const int32_t *posting = c->postings[t];
-        Py_ssize_t size = c->posting_sizes[t], n_reached = 0;
-        for (Py_ssize_t i = 0; i < size;) {
-            if (i + AHEAD < size) {
-                int32_t soon = posting[i + AHEAD];
-                if ((uint32_t)soon < (uint32_t)c->size) {
-                    PREFETCH(&c->before[soon]);
-                    PREFETCH(&c->after[soon]);
-                    PREFETCH(&cells[soon]);
-                }
-            }
-            int32_t turn = posting[i];
-            Py_ssize_t count = 1;
-            while (i + count < size && posting[i + count] == turn) count++;
-            i += count;
-            if (turn < 0 || (Py_ssize_t)turn >= c->size) {
-                c->error = "a posting names a turn that is not stored";
-                return;
-            }
-            if (spread(c, cells, reached, &n_reached, turn, count) < 0) {
-                c->error = "a window link names a turn that is not stored";
-                return;
-            }
+        Py_ssize_t size = c->posting_sizes[t];
+        Py_ssize_t most = size * (2 * (Py_ssize_t)c->near_turns + 1);  /* each turn once */
+        if (reach_room(s, most < c->size ? most : c->size) < 0) {
+            c->error = "out of memory";
+            return;
         }
-        double idf = log(1.0 + ((double)(c->turns - n_reached) + 0.5) / ((double)n_reached + 0.5));
-        for (Py_ssize_t r = 0; r < n_reached; r++) {
-            if (r + AHEAD < n_reached) {
-                int32_t soon = reached[r + AHEAD];
-                PREFETCH(&cells[soon]);
+        int32_t *turns = s->reach;
+        double *counts = s->reach_counts;
+        Py_ssize_t stop, n_rest = 0;
+        Py_ssize_t n = reach_in_order(c, posting, size, turns, counts, &stop);
+        if (n >= 0 && stop < size) n_rest = reach_rest(c, s, posting, size, stop, turns, counts, n);
+        if (n < 0 || n_rest < 0) {
+            n = n < 0 ? n : n_rest;
+            c->error = n == NO_MEMORY     ? "out of memory"
+                     : n == BAD_POSTING ? "a posting names a turn that is not stored"
+                                        : "a window link names a turn that is not stored";
+            return;
+        }
+        Py_ssize_t moved = 0;  /* turns of the part in order that the rest reached too */
+        if (n_rest > 0)
+            for (Py_ssize_t r = 0; r < n; r++) moved += counts[r] == 0.0;
+        Py_ssize_t reach = n - moved + n_rest;
+        shares.idf = log(1.0 + ((double)(c->turns - reach) + 0.5) / ((double)reach + 0.5));
+        /* The term's share of each score: the part in order, then the rest. */
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (r + AHEAD < n) {
+                int32_t soon = turns[r + AHEAD];
+                PREFETCH(&scores[soon]);
                 PREFETCH(&c->window_lengths[soon]);
             }
-            int32_t at = reached[r];
-            Cell *cell = &cells[at];
-            double frequency = cell->freq;
-            cell->freq = 0.0;
-            double held = cell->score;
-            if (held == 0.0) scored[n_scored++] = at;  /* first reached by this query */
-            double length_norm = k1 * (1 - b + b * (double)c->window_lengths[at] / average);
-            cell->score = held + idf * frequency * (k1 + 1) / (frequency + length_norm);
+            double frequency = counts[r];
+            if (frequency == 0.0) continue;  /* moved to the rest */
+            add_share(&shares, turns[r], frequency);
+        }
+        for (Py_ssize_t r = 0; r < n_rest; r++) {
+            if (r + AHEAD < n_rest) {
+                int32_t soon = s->reached[r + AHEAD];
+                PREFETCH(&scores[soon]);
+                PREFETCH(&c->window_lengths[soon]);
+                PREFETCH(&s->counts[soon]);
+            }
+            int32_t at = s->reached[r];
+            double frequency = s->counts[at];
+            s->counts[at] = 0.0;
+            add_share(&shares, at, frequency);
         }
     }
 
-    Py_ssize_t kept = 0;
+    Py_ssize_t kept = 0, n_scored = shares.n_scored;
     double boost = 1 + c->speaker_boost;
     int filtered = c->n_checks > 0 || c->timed;
     for (Py_ssize_t r = 0; r < n_scored; r++) {
         if (r + AHEAD < n_scored) {
-            PREFETCH(&cells[scored[r + AHEAD]]);
+            PREFETCH(&scores[scored[r + AHEAD]]);
             PREFETCH(&c->speakers[scored[r + AHEAD]]);
         }
         int32_t at = scored[r];
-        Hit hit = {cells[at].score, at};
-        cells[at].score = 0.0;
+        Hit hit = {scores[at], at};
+        scores[at] = 0.0;
         /* Filtered out after scoring: the statistics stay those of every turn stored. */
         if (filtered && !kept_by_filter(c, at)) continue;
         /* A full heap whose worst beats even the boosted score: no need to look further. */

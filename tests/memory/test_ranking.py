@@ -197,3 +197,24 @@ def test_other_methods_score_as_their_definition_does(
     assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
         {f"T{n}": score for n, score in expected.items()}, rel=1e-12
     )
+
+
+def test_a_session_resumed_after_another_scores_as_its_definition_does() -> None:
+    # The C core walks a term's windows in turn order while their turns are numbered one after
+    # another, and the rest of its postings in general. Here session 0 is stored in one go, then
+    # resumed after a turn of session 1: the window of turn 4 holds turns 2 to 5 and 7, so
+    # "kayak" reaches turns 2, 3 and 4 both ways, and each must still be scored once.
+    said = ["kayak lake", "boat", "kayak", "sunset", "kayak mug", "dog", "kayak", "kayak paddles"]
+    turns = [(0, SPEAKERS[n % 2], text) for n, text in enumerate(said[:6])]
+    turns += [(1, "Cleo Park", said[6]), (0, "Ada", said[7]), (1, "Cleo Park", "frisbee")]
+    turns += [(0, "Bruno", "kayak")]
+    memory = KeywordMemory()
+    memory.ingest_many(
+        (Message(role=speaker, content=text, turn_id=f"T{n}"), Session(session_id=f"s{session}"))
+        for n, (session, speaker, text) in enumerate(turns)
+    )
+    for query in ("kayak", "kayak boat", "Ada kayak sunset"):
+        found = memory.search(query, limit=len(turns))
+        assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
+            {f"T{n}": score for n, score in reference(turns, query).items()}, rel=1e-12
+        )

@@ -85,11 +85,28 @@ def test_a_posting_outside_the_turns_is_refused(turn: int) -> None:
         _rank([array("i", [0, turn])], _turns(5))
 
 
-def test_a_broken_window_link_is_refused() -> None:
+def _resumed() -> dict[str, array[int]]:
+    """Five turns: a session of 0, 1, 3 and 4 (resumed after turn 2, a session of its own)."""
     turns = _turns(5)
-    turns["after"][2] = 7
+    turns["before"] = array("i", [-1, 0, -1, 1, 3])
+    turns["after"] = array("i", [1, 3, -1, 4, -1])
+    return turns
+
+
+@pytest.mark.parametrize(
+    ("turns", "postings", "broken"),
+    [
+        (_turns(5), [2], ("after", 2, 7)),  # met while the windows are in turn order
+        (_resumed(), [0, 4], ("after", 4, 9)),  # met after a window out of order (turn 0's)
+    ],
+)
+def test_a_broken_window_link_is_refused(
+    turns: dict[str, array[int]], postings: list[int], broken: tuple[str, int, int]
+) -> None:
+    links, turn, to = broken
+    turns[links][turn] = to
     with pytest.raises(ValueError, match="link"):
-        _rank([array("i", [2])], turns)
+        _rank([array("i", postings)], turns)
     # and the next call, on sound arrays, is not disturbed by the refused one
     assert _rank([array("i", [2])], _turns(5))[0][0] == 2
 
