@@ -260,6 +260,23 @@ static inline int window(const Call *c, int32_t turn, double near, int32_t *back
     return 0;
 }
 
+/* How many times the posting at `i` lists its turn (the term's count in that turn); asks early
+   for the links of the turn AHEAD postings on, and for its entry in `dense` (unless NULL). */
+static inline Py_ssize_t posting_run(const Call *c, const int32_t *posting, Py_ssize_t size,
+                                     Py_ssize_t i, const double *dense) {
+    if (i + AHEAD < size) {
+        int32_t soon = posting[i + AHEAD];
+        if ((uint32_t)soon < (uint32_t)c->size) {
+            PREFETCH(&c->before[soon]);
+            PREFETCH(&c->after[soon]);
+            if (dense != NULL) PREFETCH(&dense[soon]);
+        }
+    }
+    Py_ssize_t count = 1;
+    while (i + count < size && posting[i + count] == posting[i]) count++;
+    return count;
+}
+
 /* A term's reach, in turn order, while each window's turns are numbered one after another:
    the windows are walked in turn order and each turn's count summed in a small buffer of the
    turns still open, in the order of the postings (the order the definition sums them in); a
@@ -275,16 +292,8 @@ static Py_ssize_t reach_in_order(const Call *c, const int32_t *posting, Py_ssize
     int held = 0;
     Py_ssize_t n = 0, i = 0;
     while (i < size) {
-        if (i + AHEAD < size) {
-            int32_t soon = posting[i + AHEAD];
-            if ((uint32_t)soon < (uint32_t)c->size) {
-                PREFETCH(&c->before[soon]);
-                PREFETCH(&c->after[soon]);
-            }
-        }
         int32_t turn = posting[i];
-        Py_ssize_t count = 1;
-        while (i + count < size && posting[i + count] == turn) count++;
+        Py_ssize_t count = posting_run(c, posting, size, i, NULL);
         if (turn < 0 || (Py_ssize_t)turn >= c->size) return BAD_POSTING;
         double near = (double)count * c->near_weight, own = (double)count * c->own_weight;
         int back, ahead;
@@ -371,17 +380,8 @@ static Py_ssize_t reach_rest(const Call *c, Scratch *s, const int32_t *posting, 
     double *counts = s->counts;
     int32_t back_turns[MAX_NEAR_TURNS], ahead_turns[MAX_NEAR_TURNS];
     for (Py_ssize_t i = from; i < size;) {
-        if (i + AHEAD < size) {
-            int32_t soon = posting[i + AHEAD];
-            if ((uint32_t)soon < (uint32_t)c->size) {
-                PREFETCH(&c->before[soon]);
-                PREFETCH(&c->after[soon]);
-                PREFETCH(&counts[soon]);
-            }
-        }
         int32_t turn = posting[i];
-        Py_ssize_t count = 1;
-        while (i + count < size && posting[i + count] == turn) count++;
+        Py_ssize_t count = posting_run(c, posting, size, i, counts);
         i += count;
         if (turn < 0 || (Py_ssize_t)turn >= c->size) return BAD_POSTING;
         double near = (double)count * c->near_weight, own = (double)count * c->own_weight;
