@@ -15,14 +15,15 @@
    of every turn and the limit is filled from the turns it keeps. Turn numbers may have holes
    (deleted turns): the arrays cover every number, `turns` counts the stored turns only.
 
-   A reach is made in one of two ways, with the same result to the bit. Where each window's turns
-   are numbered one after another (a session stored in one go, or alone), the windows are walked
-   in turn order and the counts gathered in a small buffer of the turns still open, which leaves
-   the reach in turn order, written one entry after another. From the first posting whose window
-   is not (sessions stored interleaved), the rest are spread over a dense array of counts, as the
-   core did before it walked them in order, and a turn reached both ways has its count moved
-   over, so each turn's count is still summed in the order of the postings; that array is made
-   the first time a call needs it.
+   A reach is made in one of two ways, with the same result to the bit. In a store of at least
+   IN_ORDER_FROM turn numbers, where each window's turns are numbered one after another (a
+   session stored in one go, or alone), the windows are walked in turn order and the counts
+   gathered in a small buffer of the turns still open, which leaves the reach in turn order,
+   written one entry after another. From the first posting whose window is not (sessions stored
+   interleaved), and in smaller stores from the first, the postings' windows are spread over a
+   dense array of counts, as the core did before it walked them in order, and a turn reached
+   both ways has its count moved over, so each turn's count is still summed in the order of the
+   postings; that array is made the first time a call needs it.
    Ranking is bound by memory, not arithmetic: at a million turns nearly every turn reached
    misses the cache, so each loop asks AHEAD entries early for the memory it will touch (at 1M
    messages this halved the time of a call; `make bench-keyword-1m`), and walking the windows in
@@ -30,9 +31,9 @@
    (0.93x to 0.98x where every session is stored interleaved; benchmarks/README.md).
    The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
    so a call touches only the turns it reaches, however many turns are stored. They cost 12 bytes
-   a stored turn (and a quarter more, for growth; 12 more where sessions interleave) for each
-   search running at once, with 12 bytes for each turn the longest reach holds, and stay
-   allocated for the next. */
+   a stored turn (and a quarter more, for growth; 12 more below IN_ORDER_FROM turn numbers or
+   where sessions interleave) for each search running at once, with 12 bytes for each turn the
+   longest reach holds, and stay allocated for the next. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -52,6 +53,12 @@
 #else
 #define PREFETCH(address) ((void)0)
 #endif
+
+/* From how many turn numbers on a term's windows are walked in turn order where they can be:
+   below, the dense counts stay in the cache and spreading over them is quicker (on CI's 2-core
+   machine the two crossed between 100k and 200k turns; benchmarks/README.md). */
+#define IN_ORDER_FROM 131072
+static Py_ssize_t in_order_from = IN_ORDER_FROM;  /* guarded by the GIL; tests set it */
 
 /* The length norm of windows up to NORMS terms long is computed once a call, not once a turn
    reached (by the same expression, so to the same bits). */
@@ -201,6 +208,7 @@ typedef struct {
     const int64_t *times;
     Py_ssize_t times_size;
     long long low, high;
+    int in_order;        /* whether to walk windows in turn order where they can be */
     /* outputs */
     Hit *best;
     Py_ssize_t found;
@@ -438,8 +446,8 @@ static void run(Call *c, Scratch *s) {
         }
         int32_t *turns = s->reach;
         double *counts = s->reach_counts;
-        Py_ssize_t stop, n_rest = 0;
-        Py_ssize_t n = reach_in_order(c, posting, size, turns, counts, &stop);
+        Py_ssize_t stop = 0, n = 0, n_rest = 0;
+        if (c->in_order) n = reach_in_order(c, posting, size, turns, counts, &stop);
         if (n >= 0 && stop < size) n_rest = reach_rest(c, s, posting, size, stop, turns, counts, n);
         if (n < 0 || n_rest < 0) {
             n = n < 0 ? n : n_rest;
@@ -662,7 +670,7 @@ static PyObject *rank(PyObject *module, PyObject *args) {
         .n_checks = n_checks, .check_columns = check_columns, .check_masks = check_masks,
         .check_sizes = check_sizes, .column_sizes = column_sizes, .timed = timed,
         .times = timed ? times_view.buf : NULL, .times_size = timed ? times_view.len / 8 : 0,
-        .low = low, .high = high,
+        .low = low, .high = high, .in_order = size >= in_order_from,
     };
     Py_BEGIN_ALLOW_THREADS
     run(&call, scratch);
@@ -744,8 +752,27 @@ static PyObject *numbers(PyObject *module, PyObject *text) {
     return result;
 }
 
+PyDoc_STRVAR(in_order_from_doc,
+"_in_order_from(turns) -> int\n\n"
+"For tests: from how many turn numbers on rank() walks a term's windows in turn order where\n"
+"their turns are numbered one after another (below, it spreads them over dense counts); the\n"
+"two ways give the same scores, to the bit. Returns the number before.");
+
+static PyObject *set_in_order_from(PyObject *module, PyObject *turns) {
+    Py_ssize_t value = PyLong_AsSsize_t(turns);
+    if (value == -1 && PyErr_Occurred()) return NULL;
+    if (value < 0) {
+        PyErr_SetString(PyExc_ValueError, "_in_order_from takes a number of turns >= 0");
+        return NULL;
+    }
+    Py_ssize_t before = in_order_from;
+    in_order_from = value;
+    return PyLong_FromSsize_t(before);
+}
+
 static PyMethodDef methods[] = {
     {"rank", rank, METH_VARARGS, rank_doc},
+    {"_in_order_from", set_in_order_from, METH_O, in_order_from_doc},
     {"numbers", numbers, METH_O, numbers_doc},
     {NULL, NULL, 0, NULL},
 };

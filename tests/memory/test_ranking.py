@@ -17,6 +17,9 @@ from himga.memory.filters import MessageFilter
 from himga.memory.ranking import DEFAULT_METHOD, Method, idf, speaker_key
 from himga.memory.text import query_terms, terms
 
+# Each test runs with both ways the C core makes a reach (tests/memory/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_ways")
+
 WORDS = ["kayak", "lake", "paddles", "sunset", "boat", "pottery", "mug", "dog", "frisbee"]
 SPEAKERS = ["Ada", "Bruno", "Cleo Park"]
 # (session, speaker, words): a turn of a conversation whose sessions may interleave

@@ -10,6 +10,9 @@ import pytest
 from himga.memory import _ranking
 from himga.memory.ranking import DEFAULT_METHOD, Selection, rank
 
+# Each test runs with both ways the C core makes a reach (tests/memory/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_ways")
+
 
 def _turns(count: int) -> dict[str, array[int]]:
     """`count` turns of one session, each of length 1, said by speaker 0."""
