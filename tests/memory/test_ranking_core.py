@@ -4,6 +4,8 @@ reading outside its arrays; what it ranks is checked against the definition in t
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
+from functools import partial
 
 import pytest
 
@@ -97,15 +99,16 @@ def _resumed() -> dict[str, array[int]]:
 
 
 @pytest.mark.parametrize(
-    ("turns", "postings", "broken"),
+    ("made", "postings", "broken"),
     [
-        (_turns(5), [2], ("after", 2, 7)),  # met while the windows are in turn order
-        (_resumed(), [0, 4], ("after", 4, 9)),  # met after a window out of order (turn 0's)
+        (partial(_turns, 5), [2], ("after", 2, 7)),  # met while the windows are in turn order
+        (_resumed, [0, 4], ("after", 4, 9)),  # met after a window out of order (turn 0's)
     ],
 )
 def test_a_broken_window_link_is_refused(
-    turns: dict[str, array[int]], postings: list[int], broken: tuple[str, int, int]
+    made: Callable[[], dict[str, array[int]]], postings: list[int], broken: tuple[str, int, int]
 ) -> None:
+    turns = made()
     links, turn, to = broken
     turns[links][turn] = to
     with pytest.raises(ValueError, match="link"):
