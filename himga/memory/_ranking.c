@@ -33,7 +33,7 @@
    so a call touches only the turns it reaches, however many turns are stored. They cost 12 bytes
    a stored turn (and a quarter more, for growth; 12 more below IN_ORDER_FROM turn numbers or
    where sessions interleave) for each search running at once, with 12 bytes for each turn the
-   longest reach holds, and stay allocated for the next. */
+   longest reach holds from IN_ORDER_FROM turn numbers on, and stay allocated for the next. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -440,7 +440,7 @@ static void run(Call *c, Scratch *s) {
         const int32_t *posting = c->postings[t];
         Py_ssize_t size = c->posting_sizes[t];
         Py_ssize_t most = size * (2 * (Py_ssize_t)c->near_turns + 1);  /* each turn once */
-        if (reach_room(s, most < c->size ? most : c->size) < 0) {
+        if (c->in_order && reach_room(s, most < c->size ? most : c->size) < 0) {
             c->error = "out of memory";
             return;
         }
