@@ -514,8 +514,8 @@ def bench_retrieve(
         }
         # Each hybrid variant takes turns with the budget's parts alone: in one rotation with
         # the others, whose float32 copies are scanned whole, every Retrieve starts from caches
-        # the others emptied (at 100k the hybrid's p50 rose from 4.2-4.6 to 5.7-6.1 ms that way,
-        # the embedding's by 0.5 ms at most, keyword's and tantivy's by 0.05: benchmarks/README.md).
+        # the others emptied (at 100k the hybrid's p50 rose from 4.2-4.6 to 5.3-6.1 ms that way,
+        # the embedding's by up to 0.5 ms, keyword's and tantivy's by 0.06: benchmarks/README.md).
         p50s: dict[str, list[float]] = {}
         ratios: dict[str, list[float]] = {name: [] for name in memories}
         for _ in range(RUNS):
