@@ -18,10 +18,10 @@ vector and is still found by its words.
   caller ranks the keyword method's best `keyword_depth` turns under the lock; then the
   vectors' nearest `dense_depth` turns (their sketches scanned there, beside, when the
   embedding is done before the keyword side, the lock held until the scan ends; else by the
-  caller, which lets the lock go while it waits) and the keyword hits' own cosines go to
-  `fusion.fuse`. A filter never changes a turn's score (the fused ranking of every turn,
-  restricted to those it admits, as the keyword kinds' filters are): both sides look deeper
-  until `limit` admitted turns are found (HybridIndex.ranked).
+  caller, which copies the keyword hits' rows and lets the lock go while it waits) and the
+  keyword hits' own cosines go to `fusion.fuse`. A filter never changes a turn's score (the
+  fused ranking of every turn, restricted to those it admits, as the keyword kinds' filters
+  are): both sides look deeper until `limit` admitted turns are found (HybridIndex.ranked).
 - The model: its id is recorded beside the vectors. A store written with another model is
   refused (IncompatibleStoreError) with the command that embeds it again (`himga reembed`,
   himga.cli.reembed); a store holding turns without vectors (one written by an earlier himga
@@ -60,7 +60,7 @@ from himga.memory.months import named_months, said_in
 from himga.memory.ranking import Turns
 from himga.memory.rows import Change, Rows, Version
 from himga.memory.text import query_terms
-from himga.memory.vectors import VectorIndex
+from himga.memory.vectors import Gathered, VectorIndex
 from himga.memory.windows import Windows
 from himga.pools import started
 from himga.storage.place import Place
@@ -207,6 +207,7 @@ class HybridIndex(DerivedIndex):
         """Hold the vectors of stored turns (embedded when the store opened)."""
         if len(keys):
             self.vectors.add(keys, vectors)
+            self.changes += 1  # a search's rows copied before (First.gathered) are not these
 
     def _remove(self, numbers: Iterable[int]) -> None:
         held = [n for n in numbers if n in self.vectors]
@@ -256,8 +257,10 @@ class HybridIndex(DerivedIndex):
         full = self.full_match(wanted)
         dated = self._dated(months)
         for _ in range(MOST_DEEPER + 1):
+            gathered = None
             if first is not None:
-                (keyword_keys, keyword_scores), found, first = first.keyword, first.nearest, None
+                (keyword_keys, keyword_scores), found = first.keyword, first.nearest
+                gathered, first = first.gathered, None
                 if found is None:  # the scan has the cores to itself
                     found = self.vectors.nearest(query, dense_depth, None)
             else:
@@ -265,7 +268,9 @@ class HybridIndex(DerivedIndex):
                     wanted, keyword_depth, query, dense_depth
                 )
             near, near_cosines = found
-            dense_keys, cosines, stats = self._dense(query, near, near_cosines, keyword_keys)
+            dense_keys, cosines, stats = self._dense(
+                query, near, near_cosines, keyword_keys, gathered
+            )
             if not keyword_keys.size and not dense_keys.size:
                 return []
             fused = fuse_arrays(
@@ -315,18 +320,29 @@ class HybridIndex(DerivedIndex):
         return lambda query: nearest(query, depth, None, alone=False)
 
     def _dense(
-        self, query: np.ndarray, keys: np.ndarray, cosines: np.ndarray, keyword_keys: np.ndarray
+        self,
+        query: np.ndarray,
+        keys: np.ndarray,
+        cosines: np.ndarray,
+        keyword_keys: np.ndarray,
+        gathered: Gathered | None = None,
     ) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
         """The dense side: the nearest turns' `keys` and `cosines` and the keyword hits' own
         cosines (nan for a hit without a vector, which fusion leaves out), as float64, with
-        the query's cosine statistics."""
+        the query's cosine statistics. `gathered`: the keyword hits' rows, when the caller
+        copied them while the query was embedded (First)."""
         if not len(self.vectors):
             return _NO_KEYS, _NO_COSINES, (0.0, 0.0)
         near = set(keys.tolist())
-        others = [key for key in keyword_keys.tolist() if key not in near]
-        if others:
-            own = self.vectors.similarities(query, others)
-            keys = np.concatenate((keys, np.asarray(others, dtype=np.int64)))
+        others = np.fromiter(
+            (key not in near for key in keyword_keys.tolist()), dtype=bool, count=keyword_keys.size
+        )
+        if others.any():
+            if gathered is None:
+                own = self.vectors.similarities(query, keyword_keys[others])
+            else:  # every hit's cosine from its copied row: cheaper than picking some out
+                own = self.vectors.similarities(query, gathered)[others]
+            keys = np.concatenate((keys, keyword_keys[others]))
             cosines = np.concatenate((cosines, own))
         # exact moments: a delete leaves the statistics, so the scores, storing less would
         return keys, cosines.astype(np.float64), self.vectors.stats(query)
@@ -339,11 +355,13 @@ _NO_COSINES = np.zeros(0, dtype=np.float64)
 @dataclass(frozen=True, slots=True)
 class First:
     """What a search found at its first depths (`first_depths`) before it ranked: the keyword
-    side (HybridIndex.keyword_side), and the vectors' nearest turns when they were found beside
-    it (None: not yet)."""
+    side (HybridIndex.keyword_side), the vectors' nearest turns when they were found beside
+    it (None: not yet), and the keyword hits' rows when they were copied while the query was
+    embedded (None: not copied)."""
 
     keyword: tuple[np.ndarray, np.ndarray]
     nearest: Nearest | None
+    gathered: Gathered | None = None
 
 
 def first_depths(limit: int, fusion: Fusion) -> tuple[int, int]:
@@ -496,7 +514,11 @@ class HybridMemory(IndexedMemory):
             ) -> builtins.list[tuple[int, float]] | None:
                 if self._named_now(asked) != begun.named:
                     return None
-                first = First(begun.keyword, None) if begun.holds(self._vectors) else None
+                first = (
+                    First(begun.keyword, None, begun.gathered)
+                    if begun.holds(self._vectors)
+                    else None
+                )
                 return self._vectors.ranked(
                     wanted, vector, limit, filter, self._fusion, first, months
                 )
@@ -536,7 +558,7 @@ class HybridMemory(IndexedMemory):
             earlier = embedded[0][1]
             keyword = index.keyword_side(wanted, keyword_depth)
             if not earlier.done:
-                return _Waiting(named, earlier, keyword, index, index.changes)
+                return _Waiting.of(named, earlier, keyword, index)
             made = earlier.result()[0]
             first = First(keyword, None)
             return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
@@ -551,7 +573,7 @@ class HybridMemory(IndexedMemory):
                 vector.wait()
             raise
         if not vector.ranked():
-            return _Waiting(named, vector, keyword, index, index.changes)
+            return _Waiting.of(named, vector, keyword, index)
         made, nearest = vector.result()
         first = First(keyword, nearest)
         return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
@@ -570,13 +592,24 @@ class HybridMemory(IndexedMemory):
 class _Waiting:
     """A search whose keyword side was ranked before its query's vector was made: the speakers
     left out of the embedded query, the vector to come, and the keyword side with the index it
-    was ranked on and that index's count of changes then."""
+    was ranked on, that index's count of changes then and the keyword hits' rows copied out of
+    it (`of`)."""
 
     named: set[str]
     vector: QueryVector
     keyword: tuple[np.ndarray, np.ndarray]
     index: HybridIndex
     changes: int
+    gathered: Gathered
+
+    @classmethod
+    def of(
+        cls, named: set[str], vector: QueryVector, keyword: tuple[np.ndarray, np.ndarray],
+        index: HybridIndex,
+    ) -> _Waiting:  # fmt: skip
+        """The search waiting for `vector`, its keyword hits' rows copied now, under the lock
+        and while the query is embedded, so that what follows the vector has less to do."""
+        return cls(named, vector, keyword, index, index.changes, index.vectors.gathered(keyword[0]))
 
     def holds(self, index: HybridIndex) -> bool:
         """Whether the keyword side is still `index`'s: the same index, unchanged since."""

@@ -24,8 +24,11 @@ Not safe for a write beside any other call: the memory's lock orders writes; sea
 and lookups change nothing, so any number may run together.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -247,18 +250,24 @@ class VectorIndex:
 
     # --- reads -----------------------------------------------------------------------------
 
-    def similarities(self, query: npt.ArrayLike, keys: Sequence[int] | Keys) -> Floats:
+    def similarities(self, query: npt.ArrayLike, keys: Sequence[int] | Keys | Gathered) -> Floats:
         """The cosine of `query` with each key's vector, in the keys' order; NaN for a key
-        without a vector."""
+        without a vector. `keys` may be given as their rows gathered earlier (`gathered`)."""
         q = self._query(query)
+        found = keys if isinstance(keys, Gathered) else self.gathered(keys)
+        out = np.full(found.count, np.nan, dtype=np.float32)
+        if found.held.size:
+            out[found.held] = _scores(found.rows, q)
+        return out
+
+    def gathered(self, keys: Sequence[int] | Keys) -> Gathered:
+        """A copy of `keys`' rows, to be scored later by `similarities` (valid while the index
+        is unchanged: the caller's to know)."""
         key_list = _key_list(keys)
-        out = np.full(len(key_list), np.nan, dtype=np.float32)
         slot = self._slot.get
         slots = np.fromiter((slot(k, -1) for k in key_list), dtype=np.intp, count=len(key_list))
         held = np.flatnonzero(slots >= 0)
-        if held.size:
-            out[held] = _scores(self._matrix[slots[held]], q)
-        return out
+        return Gathered(len(key_list), held, self._matrix[slots[held]])
 
     def nearest(
         self,
@@ -348,6 +357,16 @@ class VectorIndex:
             _FIXED * _FIXED * n
         )  # no BLAS threads
         return mean, float(np.sqrt(max(square - mean * mean, 0.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """Some keys' rows copied out of a VectorIndex (VectorIndex.gathered): how many keys, the
+    places among them of those with a vector, and those vectors' rows."""
+
+    count: int
+    held: npt.NDArray[np.intp]
+    rows: Floats
 
 
 _FIXED = 1 << 20

@@ -156,6 +156,22 @@ def test_similarities_are_cosines_in_the_order_asked_with_nan_for_missing() -> N
     assert index.similarities(np.array([1.0, 0.0]), []).shape == (0,)
 
 
+def test_rows_gathered_earlier_are_scored_as_they_were_when_gathered() -> None:
+    """A search copies its keyword hits' rows while its query is embedded (hybrid's First):
+    scored later they give the keys' cosines as the index held them then, whatever it holds
+    by the time the vector comes."""
+    index = VectorIndex(2)
+    index.add([10, 20], np.array([[3, 4], [0, -2]], dtype=np.float32))
+    query = np.array([0.0, 5.0])
+    gathered = index.gathered([20, 99, 10])
+    then = index.similarities(query, [20, 99, 10])
+    np.testing.assert_array_equal(index.similarities(query, gathered), then)  # nan alike
+    index.remove([10])  # the last row moves into the freed one
+    index.add([20, 99], np.array([[1, 0], [0, 1]], dtype=np.float32))
+    np.testing.assert_array_equal(index.similarities(query, gathered), then)
+    assert index.similarities(query, index.gathered([])).shape == (0,)
+
+
 @pytest.mark.parametrize("share", [0.01, 0.05, 0.2, 0.5, 0.97])
 def test_allowed_limits_the_search_to_the_keys_it_holds(share: float) -> None:
     """Narrow filters are searched over their own rows, wide ones by the full scan checked
