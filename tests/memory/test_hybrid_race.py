@@ -3,6 +3,7 @@
 interpreter's exit do to it while the embedding or the scan beside is under way. Every ordering
 is forced with events."""
 
+import dataclasses
 import subprocess
 import sys
 import threading
@@ -211,3 +212,48 @@ def test_a_scan_beside_on_a_shut_down_pool_runs_in_the_caller(
     monkeypatch.setattr(hybrid, "BESIDE", refusing)
     with sketched._lock.reading():
         assert index.ranked(["caroline"], vector, 5, None, sketched._fusion) == expected
+
+
+def test_the_keyword_hits_rows_copied_while_waiting_score_as_the_index_scores_them(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search whose keyword side is ranked before its vector is made copies the hits' rows
+    while it waits, and scores those of them the vectors' search did not return from the copy:
+    it answers, scores and all, as the same search looking the rows up after the vector."""
+    teas = [
+        Message(role="Melanie", content="Tea with lemon helps my throat.", turn_id="T1"),
+        Message(role="Caroline", content="We drank tea by the lake.", turn_id="T2"),
+        Message(role="Melanie", content="The tea shop closed early today.", turn_id="T3"),
+    ]
+    # the vectors' search returns the best `limit` (2) turns: the other hits need their cosines
+    options = HybridOptions(dense_depth=1)
+    with HybridSQLiteMemory(path, options) as memory:
+        memory.store(said([*SAID, *teas]))
+        embed, of = type(memory.embedder).embed_queries, hybrid._Waiting.of
+        copied: list[object] = []
+        keep = [True]
+        waiting = threading.Event()
+
+        def after_the_keyword_side(self: object, texts: Sequence[str]) -> object:
+            assert waiting.wait(GUARD)  # the caller waits for the vector: make it
+            return embed(self, texts)  # type: ignore[arg-type]
+
+        def noted(cls: type, *args: object) -> object:
+            found = of(*args)  # type: ignore[arg-type]
+            copied.append(found.gathered)
+            if not keep[0]:  # the search falls back to looking the rows up after the vector
+                found = dataclasses.replace(found, gathered=None)  # type: ignore[arg-type]
+            waiting.set()
+            return found
+
+        monkeypatch.setattr(type(memory.embedder), "embed_queries", after_the_keyword_side)
+        monkeypatch.setattr(hybrid._Waiting, "of", classmethod(noted))
+        with_copy = memory.search("tea in the morning", 2)
+        waiting.clear()
+        keep[0] = False
+        looked_up = memory.search("tea in the morning", 2)
+        assert len(copied) == 2 and copied[0].count >= 4  # type: ignore[attr-defined]
+        assert [(hit.turn_id, hit.score) for hit in with_copy] == [
+            (hit.turn_id, hit.score) for hit in looked_up
+        ]
+        assert len(with_copy) == 2
