@@ -37,8 +37,9 @@ setup: $(SETUP) $(NODE) model
 	bash scripts/chromium.sh
 	bash scripts/postgres.sh
 
-# Reinstalled when the package's build changes, the C ranking core included.
-$(SETUP): pyproject.toml setup.py himga/memory/_ranking.c himga/memory/_sketch.c
+# Reinstalled when the package's build changes, its C included.
+C_SOURCES = himga/memory/_ranking.c himga/memory/_sketch.c himga/memory/_fusion.c
+$(SETUP): pyproject.toml setup.py $(C_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# "himga", this distribution's name before it became himga-memory, in an older .venv/
@@ -47,7 +48,7 @@ $(SETUP): pyproject.toml setup.py himga/memory/_ranking.c himga/memory/_sketch.c
 	touch $@ $(SERVE_SETUP)
 
 # Only what serving needs: no tests, generators, linters or the extras' SDKs.
-$(SERVE_SETUP): pyproject.toml setup.py himga/memory/_ranking.c himga/memory/_sketch.c
+$(SERVE_SETUP): pyproject.toml setup.py $(C_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip uninstall --quiet --yes himga
 	$(PY) -m pip install --quiet -e .

@@ -1,10 +1,11 @@
-"""The two parts of himga that are not pure Python, in C: the ranking's heavy part and the
-vector sketches' scan.
+"""The parts of himga that are not pure Python, in C: the ranking's heavy part, the vector
+sketches' scan and the hybrid fusion's scores.
 
 Everything else about the package is in pyproject.toml; setuptools reads both. `make setup`
 (pip install -e .) builds them with the C compiler Python was built with. No FMA contraction in
-the ranking: its scores are bit for bit those of the definition's Python (himga/memory/_ranking.c
-says why). The scan is integer arithmetic, the same on every machine at any optimisation.
+the ranking and the fusion: their scores are bit for bit those of the definition's Python
+(himga/memory/_ranking.c says why). The scan is integer arithmetic, the same on every machine at
+any optimisation.
 """
 
 from setuptools import Extension, setup
@@ -14,6 +15,11 @@ setup(
         Extension(
             "himga.memory._ranking",
             sources=["himga/memory/_ranking.c"],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
+        Extension(
+            "himga.memory._fusion",
+            sources=["himga/memory/_fusion.c"],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),
         Extension(

@@ -39,7 +39,6 @@ import shlex
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -52,7 +51,7 @@ from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
 from himga.memory.beside import BESIDE, Nearest, QueryVector, outlast
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
-from himga.memory.fusion import Around, Dated, Fusion, dense_query, fuse_arrays, pairs, passage
+from himga.memory.fusion import Dated, Fusion, Links, dense_query, fuse_arrays, pairs, passage
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.indexed import IndexedMemory
 from himga.memory.method import DEFAULT_METHOD
@@ -61,7 +60,6 @@ from himga.memory.ranking import Turns
 from himga.memory.rows import Change, Rows, Version
 from himga.memory.text import query_terms
 from himga.memory.vectors import Gathered, VectorIndex
-from himga.memory.windows import Windows
 from himga.pools import started
 from himga.storage.place import Place
 
@@ -252,7 +250,7 @@ class HybridIndex(DerivedIndex):
         to every turn or MOST_DEEPER times) until `limit` of them are found."""
         keyword_depth, dense_depth = first_depths(limit, fusion)
         allowed = self.facets.selector(chosen, self.windows) if chosen else None
-        around = _neighbours(self.windows)
+        around = Links(*self.windows.links())
         stored = len(self.windows)
         full = self.full_match(wanted)
         dated = self._dated(months)
@@ -373,21 +371,6 @@ GROWTH = 4
 """How much deeper both sides look when a filter admits fewer than `limit` of the fused turns."""
 MOST_DEEPER = 4
 """How many times they look deeper at most (depths up to GROWTH ** MOST_DEEPER times)."""
-
-
-def _neighbours(windows: Windows) -> Around:
-    """The turns just before and after each candidate in its session (Around)."""
-
-    def around(candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        inside, before, after = windows.besides(candidates.tolist())
-        count = len(inside)
-        held = np.arange(count) if count == candidates.size else np.asarray(inside, dtype=np.intp)
-        owners = np.concatenate((held, held))
-        beside = np.fromiter(chain(before, after), dtype=np.int64, count=2 * count)
-        known = beside >= 0
-        return owners[known], beside[known]
-
-    return around
 
 
 # --- the memory --------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from __future__ import annotations
 from array import array
 from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from itertools import pairwise
-from operator import itemgetter
 
 from himga.memory.ranking import DEFAULT_METHOD, Method, Selection, is_named, rank
 
@@ -303,32 +302,11 @@ class Windows:
         none)."""
         return self._before[number], self._after[number]
 
-    def besides(self, numbers: Sequence[int]) -> tuple[Sequence[int], Sequence[int], Sequence[int]]:
-        """For many turns at once, as `holds` and `beside` tell of one: which of `numbers` are
-        stored (their indexes in `numbers`), and the turns just before and just after each of
-        those (-1 for none). Read by the hybrid memory for each of its fused candidates, so in
-        a few C-level gathers rather than a call per turn."""
-        end = len(self._session_of)
-        if not numbers:
-            return [], (), ()
-        if min(numbers) >= 0 and max(numbers) < end:
-            inside: Sequence[int] = range(len(numbers))
-            chosen = numbers
-        else:
-            inside = [i for i, n in enumerate(numbers) if 0 <= n < end]
-            chosen = [numbers[i] for i in inside]
-            if not chosen:
-                return [], (), ()
-        at = itemgetter(*chosen)
-        one = len(chosen) == 1  # itemgetter of one index gives the item, not a tuple
-        sessions, before, after = (
-            (at(column),) if one else at(column)
-            for column in (self._session_of, self._before, self._after)
-        )
-        if NO_SESSION not in sessions:
-            return inside, before, after
-        held = [j for j, session in enumerate(sessions) if session != NO_SESSION]
-        return [inside[j] for j in held], [before[j] for j in held], [after[j] for j in held]
+    def links(self) -> tuple[array[int], array[int], array[int]]:
+        """Each turn number's session number (NO_SESSION: no turn) and the turns just before and
+        after it in its session (-1: none), as `besides` reads them: for the hybrid fusion in C
+        (himga.memory.fusion.Links), which reads them while the caller holds the index."""
+        return self._session_of, self._before, self._after
 
     def best(
         self,
