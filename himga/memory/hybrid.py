@@ -331,17 +331,22 @@ class HybridIndex(DerivedIndex):
         copied them while the query was embedded (First)."""
         if not len(self.vectors):
             return _NO_KEYS, _NO_COSINES, (0.0, 0.0)
-        near = set(keys.tolist())
-        others = np.fromiter(
-            (key not in near for key in keyword_keys.tolist()), dtype=bool, count=keyword_keys.size
-        )
-        if others.any():
-            if gathered is None:
+        if gathered is not None:
+            # every hit's cosine from its copied row, the nearest turns' first: fusion keeps a
+            # key's first cosine, so a hit among them counts with its cosine from the search
+            keys = np.concatenate((keys, keyword_keys))
+            cosines = np.concatenate((cosines, self.vectors.similarities(query, gathered)))
+        else:
+            near = set(keys.tolist())
+            others = np.fromiter(
+                (key not in near for key in keyword_keys.tolist()),
+                dtype=bool,
+                count=keyword_keys.size,
+            )
+            if others.any():
+                keys = np.concatenate((keys, keyword_keys[others]))
                 own = self.vectors.similarities(query, keyword_keys[others])
-            else:  # every hit's cosine from its copied row: cheaper than picking some out
-                own = self.vectors.similarities(query, gathered)[others]
-            keys = np.concatenate((keys, keyword_keys[others]))
-            cosines = np.concatenate((cosines, own))
+                cosines = np.concatenate((cosines, own))
         # exact moments: a delete leaves the statistics, so the scores, storing less would
         return keys, cosines.astype(np.float64), self.vectors.stats(query)
 
