@@ -84,7 +84,7 @@ PyDoc_STRVAR(scores_doc,
 "The candidates (int64, ascending: the keys either side gave) and their scores (float64) by\n"
 "fusion's method: what fusion._scores computes of the same arguments, to the bit, with the\n"
 "neighbours of a candidate read from `sessions`, `before` and `after` (int32 by turn number:\n"
-"-1 for no turn, no neighbour) as Windows.besides reads them. Keys given twice count at their\n"
+"-1 for no turn, no neighbour) as Windows.holds and beside tell. Keys given twice count at their\n"
 "first place; nan cosines are left out.");
 
 static PyObject *scores(PyObject *module, PyObject *args) {

@@ -188,8 +188,8 @@ class Links:
     """Where each turn sits in its session, by turn number (Windows.links): its session's number
     (-1: no turn) and the turns just before and after it (-1: none), int32. Given to
     `fuse_arrays` in place of an Around, the method's scores are computed in C
-    (himga.memory._fusion), each candidate's neighbours read from these as Windows.besides reads
-    them, to the same bits as `_scores`."""
+    (himga.memory._fusion), each candidate's neighbours read from these as Windows.holds and
+    Windows.beside tell them, to the same bits as `_scores`."""
 
     sessions: array[int]
     before: array[int]

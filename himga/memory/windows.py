@@ -304,7 +304,7 @@ class Windows:
 
     def links(self) -> tuple[array[int], array[int], array[int]]:
         """Each turn number's session number (NO_SESSION: no turn) and the turns just before and
-        after it in its session (-1: none), as `besides` reads them: for the hybrid fusion in C
+        after it in its session (-1: none), as `holds` and `beside` tell: for the hybrid fusion in C
         (himga.memory.fusion.Links), which reads them while the caller holds the index."""
         return self._session_of, self._before, self._after
 
