@@ -192,7 +192,8 @@ static PyObject *scores(PyObject *module, PyObject *args) {
                 for (int side = 0; side < 2; side++) {
                     if (sides[side] < 0) continue;
                     Py_ssize_t j = place_of(near, denses, sides[side]);
-                    if (j >= 0 && z[j] > best) best = z[j];
+                    if (j >= 0 && (isnan(z[j]) || z[j] > best)) best = z[j];  /* np.maximum */
+                    if (isnan(best)) break;
                 }
                 if (isfinite(best)) score[i] += beside_weight * best;
             }
