@@ -24,7 +24,7 @@ EMBEDDING_MODEL ?= e5-small-v2
 .PHONY: help setup generate check-generated lint typecheck test serve bench bench-validate bench-mcp \
         bench-validate-cli bench-service bench-async bench-memory bench-episodes bench-api bench-http \
         bench-isolation bench-bad-bodies bench-postgres bench-concurrent bench-keyword-1m bench-hybrid screenshot-browser soak eval-retrieval eval-retrieval-loo eval-episodes eval-qa clean \
-        model bench-embeddings
+        model bench-embeddings sanitize
 
 ## help: list the targets with what each does
 help:
@@ -78,6 +78,11 @@ lint: $(SETUP) $(NODE)
 ## typecheck: mypy on the hand-written code
 typecheck: $(SETUP)
 	$(BIN)/mypy
+
+## sanitize: the C modules built with AddressSanitizer and UBSan, the memory tests run over them
+sanitize: $(SETUP) model
+	bash scripts/postgres.sh
+	bash scripts/sanitize.sh $(PY)
 
 ## test: every test of the project
 test: $(SETUP) $(NODE) model
