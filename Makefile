@@ -90,11 +90,13 @@ test: $(SETUP) $(NODE) model
 	bash scripts/postgres.sh
 	$(BIN)/pytest
 
-## serve: the server on its embedded store ($(DATA_DIR)/): gRPC on $(PORT), HTTP and the page on $(HTTP_PORT)
-# Installs what serving needs only. The default memory needs no embedding model; for the
-# `hybrid` kind, `make model` fetches its default one (a server without it says so).
-serve: $(SERVE_SETUP)
-	$(BIN)/himga serve --host $(HOST) --port $(PORT) --http-port $(HTTP_PORT) --data-dir $(DATA_DIR)
+## serve: the server on its embedded store ($(DATA_DIR)/), memory $(MEMORY): gRPC on $(PORT), HTTP and the page on $(HTTP_PORT)
+# Installs what serving needs only. The default memory needs no embedding model; MEMORY=hybrid
+# fetches one first (EMBEDDING_MODEL, as `make model` does) and serves with it.
+HYBRID := $(filter hybrid,$(MEMORY))
+serve: $(SERVE_SETUP) $(if $(HYBRID),model)
+	$(BIN)/himga serve --host $(HOST) --port $(PORT) --http-port $(HTTP_PORT) --data-dir $(DATA_DIR) \
+	  --memory $(MEMORY) $(if $(HYBRID),--embedding-model $(EMBEDDING_MODEL))
 
 ## bench: every benchmark (each prints ratios to a baseline measured in the same run)
 bench: bench-validate bench-validate-cli bench-cold-start bench-service bench-async bench-memory bench-episodes bench-api \
