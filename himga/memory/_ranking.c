@@ -29,6 +29,13 @@
    messages this halved the time of a call; `make bench-keyword-1m`), and walking the windows in
    order rather than spreading them over dense counts took 0.74x to 0.75x of the time there
    (0.93x to 0.98x where every session is stored interleaved; benchmarks/README.md).
+   Walking in order, a call reads a turn's neighbours, window length and speaker from its cell
+   (CELL_*: 4 bytes a turn, kept by himga.memory.windows through cells() below) rather than from
+   four columns of 4 bytes each, so it brings a quarter of the memory in: at a million turns a
+   call took 0.68x to 0.72x of the time it took reading the columns, 0.83x to 0.87x at 200k,
+   the same answers (benchmarks/README.md); below IN_ORDER_FROM, where the columns stay in the
+   cache, unpacking the cells cost more than it saved (1.05x to 1.08x at 100k), so the columns
+   are read there, by a copy of the ranking made without the cells' tests (run_with).
    The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
    so a call touches only the turns it reaches, however many turns are stored. They cost 12 bytes
    a stored turn (and a quarter more, for growth; 12 more below IN_ORDER_FROM turn numbers or
@@ -53,6 +60,12 @@
 #else
 #define PREFETCH(address) ((void)0)
 #endif
+/* For the parts made twice, with cells and without, so neither pays for the other's tests. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
 
 /* From how many turn numbers on a term's windows are walked in turn order where they can be:
    below, the dense counts stay in the cache and spreading over them is quicker (on CI's 2-core
@@ -63,6 +76,18 @@ static Py_ssize_t in_order_from = IN_ORDER_FROM;  /* guarded by the GIL; tests s
 /* The length norm of windows up to NORMS terms long is computed once a call, not once a turn
    reached (by the same expression, so to the same bits). */
 #define NORMS 256
+
+/* A turn's cell (cells()): bits 0-1 how many turns before it in its session its window holds,
+   bits 2-3 how many after (so near_turns of at most CELL_MOST_NEAR), bit 4 whether those are
+   numbered one after another (the window is turn - before .. turn + after), bits 5-15 its window
+   length, bits 16-31 its speaker's number; a length or speaker too large for its bits (or no
+   speaker) is CELL_LENGTH_ESCAPE / CELL_SPEAKER_ESCAPE, read from its column instead. */
+#define CELL_MOST_NEAR 3
+#define CELL_IN_ORDER 16u
+#define CELL_LENGTH_SHIFT 5
+#define CELL_LENGTH_ESCAPE 2047u
+#define CELL_SPEAKER_SHIFT 16
+#define CELL_SPEAKER_ESCAPE 65535u
 
 /* What a call works in, kept for the next. `scores` and `scored` are made with the scratch;
    `counts` and `reached` the first time a window's turns are not numbered one after another. */
@@ -209,6 +234,7 @@ typedef struct {
     Py_ssize_t times_size;
     long long low, high;
     int in_order;        /* whether to walk windows in turn order where they can be */
+    const uint32_t *cells; /* each turn's cell, when walking in order (else NULL) */
     /* outputs */
     Hit *best;
     Py_ssize_t found;
@@ -269,12 +295,14 @@ static inline int window(const Call *c, int32_t turn, double near, int32_t *back
 }
 
 /* How many times the posting at `i` lists its turn (the term's count in that turn); asks early
-   for the links of the turn AHEAD postings on, and for its entry in `dense` (unless NULL). */
-static inline Py_ssize_t posting_run(const Call *c, const int32_t *posting, Py_ssize_t size,
-                                     Py_ssize_t i, const double *dense) {
+   for the links of the turn AHEAD postings on (unless `links` is 0: its cell is read instead),
+   and for its entry in `dense` (unless NULL). */
+static ALWAYS_INLINE Py_ssize_t posting_run(const Call *c, const int32_t *posting,
+                                            Py_ssize_t size, Py_ssize_t i, int links,
+                                            const double *dense) {
     if (i + AHEAD < size) {
         int32_t soon = posting[i + AHEAD];
-        if ((uint32_t)soon < (uint32_t)c->size) {
+        if ((uint32_t)soon < (uint32_t)c->size && links) {
             PREFETCH(&c->before[soon]);
             PREFETCH(&c->after[soon]);
             if (dense != NULL) PREFETCH(&dense[soon]);
@@ -292,8 +320,9 @@ static inline Py_ssize_t posting_run(const Call *c, const int32_t *posting, Py_s
    written out. Stops at the first posting whose window's turns are not numbered one after
    another, with every open turn written out: `*stop` is where (`size` when none). Returns how
    many turns it wrote, or BAD_POSTING, BAD_LINK. */
-static Py_ssize_t reach_in_order(const Call *c, const int32_t *posting, Py_ssize_t size,
-                                 int32_t *turns, double *counts, Py_ssize_t *stop) {
+static ALWAYS_INLINE Py_ssize_t reach_in_order(const Call *c, const int32_t *posting,
+                                               Py_ssize_t size, int32_t *turns, double *counts,
+                                               Py_ssize_t *stop, const uint32_t *cells) {
     double open[2 * MAX_NEAR_TURNS + 1];
     int32_t back_turns[MAX_NEAR_TURNS], ahead_turns[MAX_NEAR_TURNS];
     int64_t low = 0;  /* open[k] is the count of turn low + k, for k below held */
@@ -301,15 +330,31 @@ static Py_ssize_t reach_in_order(const Call *c, const int32_t *posting, Py_ssize
     Py_ssize_t n = 0, i = 0;
     while (i < size) {
         int32_t turn = posting[i];
-        Py_ssize_t count = posting_run(c, posting, size, i, NULL);
+        Py_ssize_t count = posting_run(c, posting, size, i, cells == NULL, NULL);
         if (turn < 0 || (Py_ssize_t)turn >= c->size) return BAD_POSTING;
         double near = (double)count * c->near_weight, own = (double)count * c->own_weight;
-        int back, ahead;
-        if (window(c, turn, near, back_turns, &back, ahead_turns, &ahead) < 0) return BAD_LINK;
-        int in_order = (int64_t)turn - back >= low;  /* always, when the windows are in order */
-        for (int k = 0; k < back; k++) in_order &= back_turns[k] == turn - 1 - k;
-        for (int k = 0; k < ahead; k++) in_order &= ahead_turns[k] == turn + 1 + k;
-        if (!in_order) break;
+        int back = 0, ahead = 0;
+        if (cells != NULL) {
+            if (i + AHEAD < size) {
+                int32_t soon = posting[i + AHEAD];
+                if ((uint32_t)soon < (uint32_t)c->size) PREFETCH(&cells[soon]);
+            }
+            uint32_t cell = cells[turn];
+            if (near != 0.0) {  /* else the neighbours get nothing: the window is the turn */
+                if (!(cell & CELL_IN_ORDER)) break;
+                back = (int)(cell & 3u);
+                ahead = (int)((cell >> 2) & 3u);
+                /* a cell is trusted for the window's shape, never for memory */
+                if (turn < back || (Py_ssize_t)turn + ahead >= c->size) return BAD_LINK;
+            }
+            if ((int64_t)turn - back < low) break;
+        } else {
+            if (window(c, turn, near, back_turns, &back, ahead_turns, &ahead) < 0) return BAD_LINK;
+            int in_order = (int64_t)turn - back >= low;  /* always, when windows are in order */
+            for (int k = 0; k < back; k++) in_order &= back_turns[k] == turn - 1 - k;
+            for (int k = 0; k < ahead; k++) in_order &= ahead_turns[k] == turn + 1 + k;
+            if (!in_order) break;
+        }
         i += count;
         int64_t first = (int64_t)turn - back;
         int done = first - low < held ? (int)(first - low) : held;
@@ -389,7 +434,7 @@ static Py_ssize_t reach_rest(const Call *c, Scratch *s, const int32_t *posting, 
     int32_t back_turns[MAX_NEAR_TURNS], ahead_turns[MAX_NEAR_TURNS];
     for (Py_ssize_t i = from; i < size;) {
         int32_t turn = posting[i];
-        Py_ssize_t count = posting_run(c, posting, size, i, counts);
+        Py_ssize_t count = posting_run(c, posting, size, i, 1, counts);
         i += count;
         if (turn < 0 || (Py_ssize_t)turn >= c->size) return BAD_POSTING;
         double near = (double)count * c->near_weight, own = (double)count * c->own_weight;
@@ -415,10 +460,17 @@ typedef struct {
 
 /* Adds the current term's share to the score of turn `at`, where its weighted count is
    `frequency`: the definition's expression, in its order. */
-static inline void add_share(Shares *shares, int32_t at, double frequency) {
+static ALWAYS_INLINE void add_share(Shares *shares, int32_t at, double frequency,
+                                    const uint32_t *cells) {
     double held = shares->scores[at];
     if (held == 0.0) shares->scored[shares->n_scored++] = at;  /* first reached by this query */
-    int32_t length = shares->window_lengths[at];
+    int32_t length;
+    if (cells != NULL) {
+        uint32_t packed = (cells[at] >> CELL_LENGTH_SHIFT) & CELL_LENGTH_ESCAPE;
+        length = packed == CELL_LENGTH_ESCAPE ? shares->window_lengths[at] : (int32_t)packed;
+    } else {
+        length = shares->window_lengths[at];
+    }
     double k1 = shares->k1, b = shares->b;
     double length_norm = (uint32_t)length < NORMS
                              ? shares->norms[length]
@@ -426,9 +478,8 @@ static inline void add_share(Shares *shares, int32_t at, double frequency) {
     shares->scores[at] = held + shares->idf * frequency * (k1 + 1) / (frequency + length_norm);
 }
 
-/* The ranking proper; runs without the GIL. On a broken index or out of memory it sets
-   c->error and leaves the scratch dirty (the caller drops it). */
-static void run(Call *c, Scratch *s) {
+/* The ranking, reading each turn's cell from `cells`, or (NULL) the columns. */
+static ALWAYS_INLINE void run_with(Call *c, Scratch *s, const uint32_t *cells) {
     double *scores = s->scores;
     int32_t *scored = s->scored;
     double average = c->total_length > 0 ? (double)c->total_length / (double)c->turns : 1.0;
@@ -447,7 +498,7 @@ static void run(Call *c, Scratch *s) {
         int32_t *turns = s->reach;
         double *counts = s->reach_counts;
         Py_ssize_t stop = 0, n = 0, n_rest = 0;
-        if (c->in_order) n = reach_in_order(c, posting, size, turns, counts, &stop);
+        if (c->in_order) n = reach_in_order(c, posting, size, turns, counts, &stop, cells);
         if (n >= 0 && stop < size) n_rest = reach_rest(c, s, posting, size, stop, turns, counts, n);
         if (n < 0 || n_rest < 0) {
             n = n < 0 ? n : n_rest;
@@ -466,11 +517,12 @@ static void run(Call *c, Scratch *s) {
             if (r + AHEAD < n) {
                 int32_t soon = turns[r + AHEAD];
                 PREFETCH(&scores[soon]);
-                PREFETCH(&c->window_lengths[soon]);
+                if (cells != NULL) PREFETCH(&cells[soon]);
+                else PREFETCH(&c->window_lengths[soon]);
             }
             double frequency = counts[r];
             if (frequency == 0.0) continue;  /* moved to the rest */
-            add_share(&shares, turns[r], frequency);
+            add_share(&shares, turns[r], frequency, cells);
         }
         for (Py_ssize_t r = 0; r < n_rest; r++) {
             if (r + AHEAD < n_rest) {
@@ -482,7 +534,7 @@ static void run(Call *c, Scratch *s) {
             int32_t at = s->reached[r];
             double frequency = s->counts[at];
             s->counts[at] = 0.0;
-            add_share(&shares, at, frequency);
+            add_share(&shares, at, frequency, cells);
         }
     }
 
@@ -492,7 +544,8 @@ static void run(Call *c, Scratch *s) {
     for (Py_ssize_t r = 0; r < n_scored; r++) {
         if (r + AHEAD < n_scored) {
             PREFETCH(&scores[scored[r + AHEAD]]);
-            PREFETCH(&c->speakers[scored[r + AHEAD]]);
+            if (cells != NULL) PREFETCH(&cells[scored[r + AHEAD]]);
+            else PREFETCH(&c->speakers[scored[r + AHEAD]]);
         }
         int32_t at = scored[r];
         Hit hit = {scores[at], at};
@@ -501,7 +554,13 @@ static void run(Call *c, Scratch *s) {
         if (filtered && !kept_by_filter(c, at)) continue;
         /* A full heap whose worst beats even the boosted score: no need to look further. */
         if (kept == c->limit && hit.score * boost < c->best[0].score) continue;
-        int32_t speaker = c->speakers[at];
+        int32_t speaker;
+        if (cells != NULL) {
+            uint32_t packed = cells[at] >> CELL_SPEAKER_SHIFT;
+            speaker = packed == CELL_SPEAKER_ESCAPE ? c->speakers[at] : (int32_t)packed;
+        } else {
+            speaker = c->speakers[at];
+        }
         if (speaker >= 0 && speaker < c->named_size && c->named[speaker]) hit.score *= boost;
         if (kept < c->limit) {
             c->best[kept] = hit;
@@ -513,6 +572,13 @@ static void run(Call *c, Scratch *s) {
     }
     qsort(c->best, (size_t)kept, sizeof(Hit), compare_hits);
     c->found = kept;
+}
+
+/* The ranking proper; runs without the GIL. On a broken index or out of memory it sets
+   c->error and leaves the scratch dirty (the caller drops it). */
+static void run(Call *c, Scratch *s) {
+    if (c->cells != NULL) run_with(c, s, c->cells);
+    else run_with(c, s, NULL);
 }
 
 /* A buffer of C ints (array("i"), an int32 numpy array), read-only, contiguous. */
@@ -528,14 +594,32 @@ static int int32_view(PyObject *object, Py_buffer *view, const char *what) {
     return 0;
 }
 
+/* A buffer of unsigned 32-bit ints (array('I')), contiguous; writable when `flags` says so. */
+static int uint32_view(PyObject *object, Py_buffer *view, int flags, const char *what) {
+    if (PyObject_GetBuffer(object, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | flags) < 0)
+        return -1;
+    const char *format = view->format ? view->format : "B";
+    if (*format == '@' || *format == '=' || *format == '<') format++;
+    if (view->itemsize != 4 || (strcmp(format, "I") != 0 && strcmp(format, "L") != 0)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a buffer of unsigned 32-bit ints (array('I'))",
+                     what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(rank_doc,
 "rank(postings, before, after, window_lengths, speakers, named, turns, total_length, limit,\n"
-"     near_turns, own_weight, near_weight, k1, b, speaker_boost, checks=None, times=None)\n"
+"     near_turns, own_weight, near_weight, k1, b, speaker_boost, checks=None, times=None,\n"
+"     cells=None)\n"
 "     -> [(turn, score), ...]\n\n"
 "The best `limit` turns, best first, ties to the earlier turn; see himga.memory.ranking.\n"
 "`turns` is how many turns are stored; the arrays cover every turn number (len(before)).\n"
 "`checks`: (column, mask) pairs, a turn kept when mask[column[turn]] is non-zero for each;\n"
-"`times`: (array('q') of times, low, high), a turn kept when low <= its time < high.");
+"`times`: (array('q') of times, low, high), a turn kept when low <= its time < high.\n"
+"`cells`: each turn number's cell as cells() makes it (array('I'), near_turns at most 3), read\n"
+"in place of the links, lengths and speakers where the windows are walked in turn order.");
 
 static PyObject *rank(PyObject *module, PyObject *args) {
     PyObject *postings_arg, *before_arg, *after_arg, *lengths_arg, *speakers_arg, *named_arg;
@@ -543,11 +627,11 @@ static PyObject *rank(PyObject *module, PyObject *args) {
     long long total_length;
     int near_turns;
     double own_weight, near_weight, k1, b, speaker_boost;
-    PyObject *checks_arg = Py_None, *times_arg = Py_None;
-    if (!PyArg_ParseTuple(args, "OOOOOOnLniddddd|OO:rank", &postings_arg, &before_arg, &after_arg,
+    PyObject *checks_arg = Py_None, *times_arg = Py_None, *cells_arg = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOOnLniddddd|OOO:rank", &postings_arg, &before_arg, &after_arg,
                           &lengths_arg, &speakers_arg, &named_arg, &turns, &total_length, &limit,
                           &near_turns, &own_weight, &near_weight, &k1, &b, &speaker_boost,
-                          &checks_arg, &times_arg))
+                          &checks_arg, &times_arg, &cells_arg))
         return NULL;
     if (turns < 0 || turns > INT32_MAX || total_length < 0) {
         PyErr_SetString(PyExc_ValueError, "turns and total_length must be >= 0 (turns < 2**31)");
@@ -555,6 +639,10 @@ static PyObject *rank(PyObject *module, PyObject *args) {
     }
     if (near_turns < 0 || near_turns > MAX_NEAR_TURNS) {
         PyErr_Format(PyExc_ValueError, "near_turns must be 0 to %d", MAX_NEAR_TURNS);
+        return NULL;
+    }
+    if (cells_arg != Py_None && near_turns > CELL_MOST_NEAR) {
+        PyErr_Format(PyExc_ValueError, "cells hold windows of near_turns up to %d", CELL_MOST_NEAR);
         return NULL;
     }
     if (!(own_weight > 0) || !(near_weight >= 0) || !(k1 >= 0) || !(b >= 0 && b <= 1) ||
@@ -580,8 +668,8 @@ static PyObject *rank(PyObject *module, PyObject *args) {
     const int32_t **check_columns = NULL;
     const unsigned char **check_masks = NULL;
     Py_ssize_t *check_sizes = NULL, *column_sizes = NULL;
-    Py_buffer times_view;
-    int timed = 0;
+    Py_buffer times_view, cells_view;
+    int timed = 0, celled = 0;
     long long low = 0, high = 0;
     Py_buffer *views = PyMem_Calloc((size_t)n_terms, sizeof(Py_buffer));
     const int32_t **postings = PyMem_Calloc((size_t)n_terms, sizeof(int32_t *));
@@ -653,6 +741,14 @@ static PyObject *rank(PyObject *module, PyObject *args) {
             goto done;
         }
     }
+    if (cells_arg != Py_None) {
+        if (uint32_view(cells_arg, &cells_view, 0, "cells") < 0) goto done;
+        celled = 1;
+        if (cells_view.len / 4 < size) {
+            PyErr_SetString(PyExc_ValueError, "cells holds fewer than len(before) entries");
+            goto done;
+        }
+    }
     Py_ssize_t room = limit < size ? limit : size;
     best = PyMem_Malloc((size_t)(room > 0 ? room : 1) * sizeof(Hit));
     scratch = scratch_take(size);
@@ -671,6 +767,7 @@ static PyObject *rank(PyObject *module, PyObject *args) {
         .check_sizes = check_sizes, .column_sizes = column_sizes, .timed = timed,
         .times = timed ? times_view.buf : NULL, .times_size = timed ? times_view.len / 8 : 0,
         .low = low, .high = high, .in_order = size >= in_order_from,
+        .cells = celled && size >= in_order_from ? cells_view.buf : NULL,
     };
     Py_BEGIN_ALLOW_THREADS
     run(&call, scratch);
@@ -699,6 +796,7 @@ done:
     for (int i = 0; i < held; i++) PyBuffer_Release(&links[i]);
     for (Py_ssize_t i = 0; i < 2 * checked; i++) PyBuffer_Release(&check_views[i]);
     if (timed) PyBuffer_Release(&times_view);
+    if (celled) PyBuffer_Release(&cells_view);
     PyMem_Free(check_views);
     PyMem_Free(check_columns);
     PyMem_Free(check_masks);
@@ -710,6 +808,75 @@ done:
     PyMem_Free(postings);
     PyMem_Free(sizes);
     Py_DECREF(terms);
+    return result;
+}
+
+PyDoc_STRVAR(cells_doc,
+"cells(cells, numbers, before, after, window_lengths, speakers, near_turns) -> None\n\n"
+"Writes the cell of each turn number of `numbers` (array('i')) into `cells` (array('I'), one\n"
+"a turn number), from the columns rank() takes: its neighbours up to near_turns (at most 3)\n"
+"each side, whether they are numbered one after another, its window length and speaker.\n"
+"ValueError on a number or link outside the columns.");
+
+static PyObject *cells(PyObject *module, PyObject *args) {
+    PyObject *arrays[6];
+    int near_turns;
+    if (!PyArg_ParseTuple(args, "OOOOOOi:cells", &arrays[0], &arrays[1], &arrays[2], &arrays[3],
+                          &arrays[4], &arrays[5], &near_turns))
+        return NULL;
+    if (near_turns < 0 || near_turns > CELL_MOST_NEAR) {
+        PyErr_Format(PyExc_ValueError, "cells hold windows of near_turns 0 to %d", CELL_MOST_NEAR);
+        return NULL;
+    }
+    const char *names[6] = {"cells", "numbers", "before", "after", "window_lengths", "speakers"};
+    Py_buffer views[6];
+    int held = 0;
+    PyObject *result = NULL;
+    if (uint32_view(arrays[0], &views[0], PyBUF_WRITABLE, names[0]) < 0) return NULL;
+    for (held = 1; held < 6; held++)
+        if (int32_view(arrays[held], &views[held], names[held]) < 0) goto done;
+    Py_ssize_t size = views[0].len / 4;
+    for (int k = 2; k < 6; k++) {
+        if (views[k].len / 4 < size) {
+            PyErr_Format(PyExc_ValueError, "%s holds fewer entries than cells", names[k]);
+            goto done;
+        }
+    }
+    uint32_t *out = views[0].buf;
+    const int32_t *numbers = views[1].buf, *before = views[2].buf, *after = views[3].buf;
+    const int32_t *lengths = views[4].buf, *speakers = views[5].buf;
+    for (Py_ssize_t i = 0; i < views[1].len / 4; i++) {
+        int32_t turn = numbers[i];
+        if (turn < 0 || turn >= size) {
+            PyErr_SetString(PyExc_ValueError, "a number is not a turn number of the columns");
+            goto done;
+        }
+        uint32_t in_order = 1, counted[2] = {0, 0};
+        const int32_t *links[2] = {before, after};
+        for (int side = 0; side < 2; side++) {
+            int32_t other = turn;
+            while ((int)counted[side] < near_turns) {
+                other = links[side][other];
+                if (bad_link(other, size)) {
+                    PyErr_SetString(PyExc_ValueError, "a link names no turn number of the columns");
+                    goto done;
+                }
+                if (other < 0) break;
+                counted[side]++;
+                int32_t step = (int32_t)counted[side];
+                in_order &= other == (side == 0 ? turn - step : turn + step);
+            }
+        }
+        uint32_t length = lengths[turn] >= 0 && (uint32_t)lengths[turn] < CELL_LENGTH_ESCAPE
+                              ? (uint32_t)lengths[turn] : CELL_LENGTH_ESCAPE;
+        uint32_t speaker = speakers[turn] >= 0 && (uint32_t)speakers[turn] < CELL_SPEAKER_ESCAPE
+                               ? (uint32_t)speakers[turn] : CELL_SPEAKER_ESCAPE;
+        out[turn] = counted[0] | counted[1] << 2 | (in_order ? CELL_IN_ORDER : 0u) |
+                    length << CELL_LENGTH_SHIFT | speaker << CELL_SPEAKER_SHIFT;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (int k = 0; k < held; k++) PyBuffer_Release(&views[k]);
     return result;
 }
 
@@ -772,6 +939,7 @@ static PyObject *set_in_order_from(PyObject *module, PyObject *turns) {
 
 static PyMethodDef methods[] = {
     {"rank", rank, METH_VARARGS, rank_doc},
+    {"cells", cells, METH_VARARGS, cells_doc},
     {"_in_order_from", set_in_order_from, METH_O, in_order_from_doc},
     {"numbers", numbers, METH_O, numbers_doc},
     {NULL, NULL, 0, NULL},
@@ -782,4 +950,9 @@ static struct PyModuleDef module = {
     "The heavy part of himga.memory.ranking.rank, in C, run without the GIL.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__ranking(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__ranking(void) {
+    PyObject *made = PyModule_Create(&module);
+    if (made != NULL && PyModule_AddIntConstant(made, "CELL_MOST_NEAR", CELL_MOST_NEAR) < 0)
+        Py_CLEAR(made);
+    return made;
+}

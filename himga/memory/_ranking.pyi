@@ -21,7 +21,21 @@ def rank(
     speaker_boost: float,
     checks: Sequence[tuple[array[int], bytes]] | None = None,
     times: tuple[array[int], int, int] | None = None,
+    cells: array[int] | None = None,
     /,
 ) -> list[tuple[int, float]]: ...
+
+CELL_MOST_NEAR: int
+
+def cells(
+    cells: array[int],
+    numbers: array[int],
+    before: array[int],
+    after: array[int],
+    window_lengths: array[int],
+    speakers: array[int],
+    near_turns: int,
+    /,
+) -> None: ...
 def numbers(text: str, /) -> bytes: ...
 def _in_order_from(turns: int, /) -> int: ...

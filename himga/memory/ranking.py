@@ -80,6 +80,7 @@ def rank(
     limit: int,
     method: Method = DEFAULT_METHOD,
     allowed: Selection | None = None,
+    cells: array[int] | None = None,
 ) -> list[tuple[int, float]]:
     """The best `limit` turns as (turn number, score), best first, ties to the earlier turn.
 
@@ -96,6 +97,10 @@ def rank(
     With `allowed`, only the turns it selects are returned, so `limit` is filled from them; the
     statistics (idf, average length) stay those of every turn stored, so an allowed turn scores
     exactly what it scores without a filter.
+
+    `cells`: each turn number's cell (himga.memory._ranking.cells of these columns), which a
+    large store's ranking reads in place of the columns (4 bytes a turn for 16); they must
+    agree with the columns, as Windows keeps them.
 
     Computed in C (himga.memory._ranking), without the interpreter's lock, in the same order of
     operations as the definition above; tests/memory/test_ranking.py holds it to that.
@@ -118,6 +123,7 @@ def rank(
         method.speaker_boost,
         None if allowed is None else allowed.checks,
         None if allowed is None else allowed.times,
+        cells,
     )
 
 

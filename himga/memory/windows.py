@@ -9,7 +9,9 @@ in its session (sessions link their turns in number order), its speaker and its 
 these arrays, links itself after the last turn of its session and adds its length to the
 windows of the turns just before it; nothing else changes. A delete or a replacement relinks
 the turns it touches and recomputes the windows of the turns within near_turns of them, nothing
-else. About 24 bytes a turn.
+else. Each turn's cell (its neighbours, window length and speaker packed in 4 bytes, which the
+ranking core reads in a large store: himga.memory._ranking) is rewritten with what changes it.
+About 28 bytes a turn.
 
 Every keyword memory holds one in the index it derives (himga.memory.derived), rebuilt from its
 store (which keeps only each turn's session, speaker and own length) when it opens.
@@ -21,6 +23,7 @@ from array import array
 from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from itertools import pairwise
 
+from himga.memory._ranking import CELL_MOST_NEAR, cells
 from himga.memory.ranking import DEFAULT_METHOD, Method, Selection, is_named, rank
 
 NO_SESSION = -1
@@ -46,6 +49,8 @@ class Windows:
         self._before = _numbers()
         self._after = _numbers()
         self._speakers = _numbers()  # turn number -> its speaker's number (-1: no turn)
+        # turn number -> its cell, of the columns above; none for windows cells cannot hold
+        self._cells: array[int] | None = array("I") if method.near_turns <= CELL_MOST_NEAR else None
         self._speaker_numbers: dict[str, int] = {}  # speaker's key -> its number
         # a speaker key's first term -> the keys starting with it: a query names only these
         self._keys_by_term: dict[str, list[str]] = {}
@@ -106,6 +111,7 @@ class Windows:
             self._session_numbers,
         )
         near, total, number = self.method.near_turns, self.total_length, len(own)
+        first, older = number, []  # older: turns before these whose windows take them in
         for session_key, length in zip(sessions, lengths, strict=True):
             session = session_numbers.get(session_key)
             if session is None:
@@ -121,6 +127,8 @@ class Windows:
                     window += own[earlier]
                     windows[earlier] += length
                     total += length
+                    if earlier < first:
+                        older.append(earlier)
                     earlier = before[earlier]
                     if earlier < 0:
                         break
@@ -133,6 +141,8 @@ class Windows:
         self.total_length = total
         self._speakers.extend(map(self._speaker_number, speakers))
         self.count += len(sessions)
+        older.extend(range(first, number))
+        self._rewrite_cells(older)
 
     def _speaker_number(self, key: str) -> int:
         speaker = self._speaker_numbers.get(key)
@@ -143,12 +153,34 @@ class Windows:
 
     def skip_to(self, number: int) -> None:
         """Holes up to `number`: numbers that hold no turn (none when `number` <= `end`)."""
-        missing = number - len(self._lengths)
+        start = len(self._lengths)
+        missing = number - start
         self._session_of.extend([NO_SESSION] * missing)
         for column in (self._lengths, self._windows):
             column.extend([0] * missing)
         for column in (self._before, self._after, self._speakers):
             column.extend([-1] * missing)
+        self._rewrite_cells(range(start, number))
+
+    def _rewrite_cells(self, numbers: Iterable[int]) -> None:
+        """Rewrite the cells of these turn numbers from the columns, once every column covers
+        them (a cell for each number up to `end`)."""
+        if self._cells is None:
+            return
+        missing = len(self._lengths) - len(self._cells)
+        if missing > 0:
+            self._cells.frombytes(bytes(4 * missing))
+        wanted = array("i", numbers)
+        if wanted:
+            cells(
+                self._cells,
+                wanted,
+                self._before,
+                self._after,
+                self._windows,
+                self._speakers,
+                self.method.near_turns,
+            )
 
     def _session_number(self, key: Hashable) -> int:
         number = self._session_numbers.setdefault(key, len(self._last))
@@ -231,6 +263,7 @@ class Windows:
             self._lengths[n] = self._windows[n] = 0
             self._speakers[n] = -1
         self._recompute(touched)
+        self._rewrite_cells(touched | gone)
         self.count -= len(gone)
         return len(gone)
 
@@ -255,7 +288,9 @@ class Windows:
                 self._link(n, session)
             self._lengths[n] = length
             self._speakers[n] = self._speaker_number(speaker)
-        self._recompute(touched | self._near(numbers))
+        touched |= self._near(numbers)
+        self._recompute(touched)
+        self._rewrite_cells(touched)
 
     def session_numbers(self, keys: Iterable[Hashable]) -> set[int]:
         """The session numbers of the sessions with these keys (unknown keys have none)."""
@@ -338,4 +373,5 @@ class Windows:
             limit,
             self.method,
             allowed,
+            self._cells,
         )
