@@ -187,11 +187,11 @@ def _measure(
             order = (False, True) if b % 2 == 0 else (True, False)
             for together in order:
                 rates[together].append(_timed(ask, ask_later if together else None, part, pid))
-        alone = statistics.fmean(rate for rate, _ in rates[False])
-        together = statistics.fmean(rate for rate, _ in rates[True])
-        one.append(alone)
-        many.append(together)
-        ratios.append(together / alone)
+        alone_rate = statistics.fmean(rate for rate, _ in rates[False])
+        together_rate = statistics.fmean(rate for rate, _ in rates[True])
+        one.append(alone_rate)
+        many.append(together_rate)
+        ratios.append(together_rate / alone_rate)
         for mode, kept in ((False, cores_one), (True, cores_many)):
             taken = [cores for _, cores in rates[mode]]
             kept.append(tuple(statistics.fmean(side) for side in zip(*taken, strict=True)))  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ Each of RUNS runs measures everything in turn; the tables give min / median / ma
 each ratio taken within its run.
 """
 
+import functools
 import json
 import os
 import statistics
@@ -125,8 +126,11 @@ def search_run(
             query=query.text,
             limit=LIMIT,
         )
-        latencies.append(timed(lambda r=request: stub.SearchEpisodes(r)))
-    scans = [timed(lambda q=q: scan(scan_dir, q.task, q.text)) for q in episode_set.queries[:SCANS]]
+        latencies.append(timed(functools.partial(stub.SearchEpisodes, request)))
+    scans = [
+        timed(functools.partial(scan, scan_dir, q.task, q.text))
+        for q in episode_set.queries[:SCANS]
+    ]
     median = statistics.median(latencies)
     return {
         "search median ms": median * 1000,

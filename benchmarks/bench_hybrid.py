@@ -52,6 +52,7 @@ times; figures are min / median / max over the runs and every ratio is taken wit
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import socket
@@ -107,6 +108,11 @@ def _fastest(call: Callable[[], Any]) -> tuple[float, Any]:
     return best, answer
 
 
+def _nearest_keys(index: Any, query: Any) -> Any:
+    """The keys of `query`'s K nearest in `index` (a VectorIndex)."""
+    return index.nearest(query, K)[0]
+
+
 def _in_turns(engines: dict[str, Callable[[Any], Any]], asked: Sequence[Any]) -> dict[str, Any]:
     """Every engine answers every question, taking turns (the order rotating), after WARM_UP;
     per engine: the fastest latency of each question and the answers."""
@@ -118,7 +124,7 @@ def _in_turns(engines: dict[str, Callable[[Any], Any]], asked: Sequence[Any]) ->
     answers: dict[str, list[Any]] = {name: [] for name in names}
     for i, question in enumerate(asked):
         for name in names[i % len(names) :] + names[: i % len(names)]:
-            took, answer = _fastest(lambda name=name, q=question: engines[name](q))
+            took, answer = _fastest(functools.partial(engines[name], question))
             times[name].append(took)
             answers[name].append(answer)
     return {"times": times, "answers": answers}
@@ -181,8 +187,8 @@ def bench_model(embedder: Any, locomo: str, asked: list[str]) -> tuple[np.ndarra
     query_times: list[float] = []
     query_vectors = []
     for question in asked:
-        took, found = _fastest(lambda question=question: embedder.embed_queries([question]))
-        query_times.append(took)
+        seconds, found = _fastest(functools.partial(embedder.embed_queries, [question]))
+        query_times.append(seconds)
         query_vectors.append(found[0])
     print(f"one query embedded: p50 {_p50(query_times):.2f} ms over {len(asked)} questions")
     print(f"(model alone at median {median_alone:.1f} turns/s)\n")
@@ -282,12 +288,12 @@ def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.nd
     }
     for label, vectors in sets.items():
         index = VectorIndex(vectors.shape[1])
-        index.add(np.arange(len(vectors)), vectors)
+        index.add(np.arange(len(vectors), dtype=np.int64), vectors)
         sketched = VectorIndex(vectors.shape[1], sketch=SketchOptions())
-        sketched.add(np.arange(len(vectors)), vectors)
+        sketched.add(np.arange(len(vectors), dtype=np.int64), vectors)
         variants: dict[str, Callable[[Any], Any]] = {
-            "exact float32 (VectorIndex)": lambda q, index=index: index.nearest(q, K)[0],
-            SKETCHED: lambda q, sketched=sketched: sketched.nearest(q, K)[0],
+            "exact float32 (VectorIndex)": functools.partial(_nearest_keys, index),
+            SKETCHED: functools.partial(_nearest_keys, sketched),
         }
         built = _graphs(vectors, GRAPH_CONNECTIVITY)
         variants |= {name: search for name, (search, _, _) in built.items()}

@@ -99,7 +99,9 @@ def main() -> None:
                 def send_batches() -> None:
                     nonlocal batches
                     with grpc.insecure_channel(target, options=options) as own:
-                        big = own.unary_unary("/himga.memory.v1.MemoryService/IngestBatch")
+                        big: grpc.UnaryUnaryMultiCallable[bytes, bytes] = own.unary_unary(
+                            "/himga.memory.v1.MemoryService/IngestBatch"
+                        )
                         while not stop.is_set():
                             big(large, timeout=600)
                             batches += 1

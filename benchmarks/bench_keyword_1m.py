@@ -40,6 +40,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.baselines import Tantivy
 from benchmarks.corpus import dictionary, natural, questions
@@ -181,14 +182,14 @@ def _ranking_share(memory: KeywordMemory, asked: list[str]) -> float:
     spent = [0.0]
     rank = _ranking.rank
 
-    def timed(*args: object) -> object:
+    def timed(*args: Any) -> Any:
         start = time.perf_counter()
         try:
             return rank(*args)
         finally:
             spent[0] += time.perf_counter() - start
 
-    _ranking.rank = timed  # type: ignore[assignment]
+    _ranking.rank = timed
     try:
         start = time.perf_counter()
         for question in asked:

@@ -38,6 +38,7 @@ from typing import Any
 
 from benchmarks.corpus import natural, questions
 from himga.memory import PostgresKeywordMemory, SQLiteKeywordMemory
+from himga.memory.rows import Rows, Version
 from himga.service import RemoteMemory
 from himga.storage.postgres import Database
 from tests import postgres_cluster
@@ -266,7 +267,7 @@ def latency(postgres: postgres_cluster.Postgres, locomo: str, size: int) -> None
 class _Rereading(PostgresKeywordMemory):
     """A memory that reads the namespace anew after any delete or correction (the baseline)."""
 
-    def _apply_changes(self, connection: Any, generation: int) -> bool:
+    def _apply_changes(self, rows: Rows, now: Version) -> bool:
         return False
 
 

@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -106,7 +107,8 @@ def load_natural(channel: grpc.Channel, locomo: str) -> None:
 def measure(channel: grpc.Channel, calls: int, asked: list[str]) -> dict[str, float]:
     """One run: the floor, Ingest and Retrieve in calls/s; IngestBatch in messages/s; Retrieve
     of the natural namespace one at a time and IN_FLIGHT at a time, and the floor so too."""
-    health = health_pb2_grpc.HealthStub(channel)
+    # Any: the typeshed stub of HealthStub does not declare its methods.
+    health: Any = health_pb2_grpc.HealthStub(channel)
     stub = memory_pb2_grpc.MemoryServiceStub(channel)
     check = health_pb2.HealthCheckRequest()
     ingest = pb.IngestRequest(namespace="bench", message=MESSAGE, session=SESSION)

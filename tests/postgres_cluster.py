@@ -98,7 +98,8 @@ class Postgres:
             raise subprocess.CalledProcessError(
                 done.returncode, done.args, done.stdout, done.stderr
             )
-        return done.stdout
+        output: str = done.stdout
+        return output
 
     def sql(self, statement: str) -> str:
         """Run `statement` on its database, as the superuser; the rows, `|`-separated."""

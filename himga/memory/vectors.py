@@ -123,7 +123,7 @@ class VectorIndex:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def add(self, keys: Sequence[int], vectors: npt.ArrayLike) -> None:
+    def add(self, keys: Sequence[int] | Keys, vectors: npt.ArrayLike) -> None:
         """Store `vectors` (n x dimension) under `keys`, replacing the vectors of keys already
         stored; a key given twice keeps its last vector. Refused whole (nothing stored) when a
         vector has the wrong length, a non-finite value or no length at all."""
