@@ -32,7 +32,7 @@
    Walking in order, a call reads a turn's neighbours, window length and speaker from its cell
    (CELL_*: 4 bytes a turn, kept by himga.memory.windows through cells() below) rather than from
    four columns of 4 bytes each, so it brings a quarter of the memory in: at a million turns a
-   call took 0.68x to 0.72x of the time it took reading the columns, 0.83x to 0.87x at 200k,
+   call took 0.71x to 0.72x of the time it took reading the columns, 0.83x to 0.85x at 200k,
    the same answers (benchmarks/README.md); below IN_ORDER_FROM, where the columns stay in the
    cache, unpacking the cells cost more than it saved (1.05x to 1.08x at 100k), so the columns
    are read there, by a copy of the ranking made without the cells' tests (run_with).
@@ -618,8 +618,10 @@ PyDoc_STRVAR(rank_doc,
 "`turns` is how many turns are stored; the arrays cover every turn number (len(before)).\n"
 "`checks`: (column, mask) pairs, a turn kept when mask[column[turn]] is non-zero for each;\n"
 "`times`: (array('q') of times, low, high), a turn kept when low <= its time < high.\n"
-"`cells`: each turn number's cell as cells() makes it (array('I'), near_turns at most 3), read\n"
-"in place of the links, lengths and speakers where the windows are walked in turn order.");
+"`cells`: each turn number's cell as cells() makes it (array('I'), near_turns at most 3). From\n"
+"131,072 turn numbers on (IN_ORDER_FROM), every turn's window length and speaker are read from\n"
+"its cell, and its window's turns too while they are numbered one after another (the links\n"
+"after that); below, the cells are not read.");
 
 static PyObject *rank(PyObject *module, PyObject *args) {
     PyObject *postings_arg, *before_arg, *after_arg, *lengths_arg, *speakers_arg, *named_arg;
