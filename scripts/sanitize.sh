@@ -23,13 +23,24 @@ rm -f himga/memory/*.so
 CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g" \
   LDFLAGS="-fsanitize=address,undefined" \
   "$python" setup.py -q build_ext --inplace >/dev/null
-# The sanitizers' runtime must be loaded before the interpreter's own libraries. Children the
-# tests start (servers, killed writers) load it with the modules instead: the runner takes it
-# out of their environment, so PostgreSQL's programs run as they are.
-preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-# A finding ends the process at once with its report on stderr, which pytest then leaves to
-# the process (--capture=sys: only Python's output is captured).
-LD_PRELOAD="$preload" \
+# The sanitizers' runtime must be loaded before the interpreter's own libraries, so that every
+# allocation gets its guard zones. The runner takes it out of the environment of the children the
+# tests start, so PostgreSQL's programs run as they are; a Python child (a killed writer) loads it
+# with the modules it imports, too late to guard the heap: there undefined behaviour and the
+# modules' stack and globals are checked, the heap in the tests' own process.
+preload=""
+for runtime in libasan.so libubsan.so; do
+  found="$(gcc -print-file-name="$runtime")"
+  [ -f "$found" ] || { echo "sanitize: gcc has no $runtime (Debian: apt-get install gcc)" >&2; exit 1; }
+  preload="$preload $found"
+done
+# PYTHONMALLOC=malloc: every object and buffer the interpreter allocates comes from malloc, which
+# the sanitizer guards, not from the interpreter's own pools of small blocks, where an overflow
+# into the next block would go unseen. A finding ends the process at once with its report on
+# stderr, which pytest then leaves to the process (--capture=sys: only Python's output is
+# captured).
+LD_PRELOAD="${preload# }" \
+  PYTHONMALLOC=malloc \
   ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:verify_asan_link_order=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   PYTHONPATH="$work" \
