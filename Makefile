@@ -92,9 +92,11 @@ test: $(SETUP) $(NODE) model
 
 ## serve: the server on its embedded store ($(DATA_DIR)/), memory $(MEMORY): gRPC on $(PORT), HTTP and the page on $(HTTP_PORT)
 # Installs what serving needs only. The default memory needs no embedding model; MEMORY=hybrid
-# fetches one first (EMBEDDING_MODEL, as `make model` does) and serves with it.
+# fetches one first (EMBEDDING_MODEL, as `make model` does) and serves with it. A model directory
+# or an openai:MODEL@URL endpoint is served as it is, nothing fetched.
 HYBRID := $(filter hybrid,$(MEMORY))
-serve: $(SERVE_SETUP) $(if $(HYBRID),model)
+FETCHED := $(if $(or $(findstring /,$(EMBEDDING_MODEL)),$(findstring :,$(EMBEDDING_MODEL)),$(wildcard $(EMBEDDING_MODEL)/model.onnx)),,model)
+serve: $(SERVE_SETUP) $(if $(HYBRID),$(FETCHED))
 	$(BIN)/himga serve --host $(HOST) --port $(PORT) --http-port $(HTTP_PORT) --data-dir $(DATA_DIR) \
 	  --memory $(MEMORY) $(if $(HYBRID),--embedding-model $(EMBEDDING_MODEL))
 
