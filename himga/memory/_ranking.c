@@ -38,9 +38,10 @@
    are read there, by a copy of the ranking made without the cells' tests (run_with).
    The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
    so a call touches only the turns it reaches, however many turns are stored. They cost 12 bytes
-   a stored turn (and a quarter more, for growth; 12 more below IN_ORDER_FROM turn numbers or
-   where sessions interleave) for each search running at once, with 12 bytes for each turn the
-   longest reach holds from IN_ORDER_FROM turn numbers on, and stay allocated for the next. */
+   a stored turn (and a quarter more, for growth, the scores rounded up to a whole huge page
+   from one on; 12 more below IN_ORDER_FROM turn numbers or where sessions interleave) for each
+   search running at once, with 12 bytes for each turn the longest reach holds from
+   IN_ORDER_FROM turn numbers on, and stay allocated for the next. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -49,8 +50,17 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define MAX_NEAR_TURNS 64
+/* The turns still open while a term's windows are walked in order, a ring: a power of two (so
+   its index may wrap) above 2 * MAX_NEAR_TURNS + 1. Moving the open counts down an array after
+   each window, by memmove, took 7% to 9% of a call at a million turns (benchmarks/README.md). */
+#define OPEN_RING 256u
+_Static_assert((OPEN_RING & (OPEN_RING - 1)) == 0 && OPEN_RING >= 2 * MAX_NEAR_TURNS + 1,
+               "the open turns' ring: a power of two that holds the widest window");
 /* How many entries ahead the loops over turns ask for the memory they will touch: at a million
    turns each turn reached is a cache miss, and the loops would otherwise wait for each in turn.
    A hint only; it changes no result. */
@@ -116,6 +126,29 @@ static void scratch_free(Scratch *s) {
     free(s);
 }
 
+/* From how many bytes on the dense scores ask for huge pages (the size of one on x86-64 Linux,
+   and on arm64 with pages of 4 KB). A call at a million turns touches its scores at random,
+   each in a page of its own, and with pages of 4 KB most touches missed the TLB as well as the
+   cache: huge pages took 0.91x of a call's time there (benchmarks/README.md). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* `bytes` of zeroes for a dense array; NULL when out of memory. From HUGE_PAGE on, where the
+   system has huge pages, aligned to one and asked to be backed by them (a hint the system may
+   refuse: the array then stays in small pages, the same to every result). */
+static void *dense_zeroed(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= HUGE_PAGE) {
+        bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        void *memory = NULL;
+        if (posix_memalign(&memory, HUGE_PAGE, bytes) != 0) return NULL;
+        (void)madvise(memory, bytes, MADV_HUGEPAGE);
+        memset(memory, 0, bytes);
+        return memory;
+    }
+#endif
+    return calloc(bytes, 1);
+}
+
 /* A scratch of at least `size` turns, zeroed; NULL when out of memory. Call with the GIL. */
 static Scratch *scratch_take(Py_ssize_t size) {
     Scratch *s = free_scratch;
@@ -131,7 +164,7 @@ static Scratch *scratch_take(Py_ssize_t size) {
     s = calloc(1, sizeof(Scratch));
     if (s == NULL) return NULL;
     s->size = room;
-    s->scores = calloc((size_t)room, sizeof(double));
+    s->scores = dense_zeroed((size_t)room * sizeof(double));
     s->scored = malloc((size_t)room * sizeof(int32_t));
     if (!s->scores || !s->scored) {
         scratch_free(s);
@@ -323,9 +356,11 @@ static ALWAYS_INLINE Py_ssize_t posting_run(const Call *c, const int32_t *postin
 static ALWAYS_INLINE Py_ssize_t reach_in_order(const Call *c, const int32_t *posting,
                                                Py_ssize_t size, int32_t *turns, double *counts,
                                                Py_ssize_t *stop, const uint32_t *cells) {
-    double open[2 * MAX_NEAR_TURNS + 1];
+    double open[OPEN_RING];
     int32_t back_turns[MAX_NEAR_TURNS], ahead_turns[MAX_NEAR_TURNS];
-    int64_t low = 0;  /* open[k] is the count of turn low + k, for k below held */
+    int64_t low = 0;  /* OPEN(k) is the count of turn low + k, for k below held */
+    unsigned first_open = 0;
+#define OPEN(k) open[(first_open + (unsigned)(k)) % OPEN_RING]
     int held = 0;
     Py_ssize_t n = 0, i = 0;
     while (i < size) {
@@ -360,22 +395,23 @@ static ALWAYS_INLINE Py_ssize_t reach_in_order(const Call *c, const int32_t *pos
         int done = first - low < held ? (int)(first - low) : held;
         for (int k = 0; k < done; k++) {
             turns[n] = (int32_t)(low + k);
-            counts[n++] = open[k];
+            counts[n++] = OPEN(k);
         }
-        memmove(open, open + done, (size_t)(held - done) * sizeof(double));
+        first_open += (unsigned)done;
         held -= done;
         low = first;  /* the open turns now start at the window's first */
         int width = back + 1 + ahead;
-        for (int k = held; k < width; k++) open[k] = 0.0;
+        for (int k = held; k < width; k++) OPEN(k) = 0.0;
         if (width > held) held = width;
-        for (int k = 0; k < back; k++) open[k] = open[k] + near;
-        open[back] = open[back] + own;
-        for (int k = back + 1; k < width; k++) open[k] = open[k] + near;
+        for (int k = 0; k < back; k++) OPEN(k) = OPEN(k) + near;
+        OPEN(back) = OPEN(back) + own;
+        for (int k = back + 1; k < width; k++) OPEN(k) = OPEN(k) + near;
     }
     for (int k = 0; k < held; k++) {
         turns[n] = (int32_t)(low + k);
-        counts[n++] = open[k];
+        counts[n++] = OPEN(k);
     }
+#undef OPEN
     *stop = i;
     return n;
 }
@@ -543,9 +579,9 @@ static ALWAYS_INLINE void run_with(Call *c, Scratch *s, const uint32_t *cells) {
     int filtered = c->n_checks > 0 || c->timed;
     for (Py_ssize_t r = 0; r < n_scored; r++) {
         if (r + AHEAD < n_scored) {
+            /* Not the speaker's cell or column: once the heap is full, few turns get so far
+               that it is read, and asking for it for every turn took 7% of a call at 1M. */
             PREFETCH(&scores[scored[r + AHEAD]]);
-            if (cells != NULL) PREFETCH(&cells[scored[r + AHEAD]]);
-            else PREFETCH(&c->speakers[scored[r + AHEAD]]);
         }
         int32_t at = scored[r];
         Hit hit = {scores[at], at};

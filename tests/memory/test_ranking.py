@@ -221,3 +221,24 @@ def test_a_session_resumed_after_another_scores_as_its_definition_does() -> None
         assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
             {f"T{n}": score for n, score in reference(turns, query).items()}, rel=1e-12
         )
+
+
+def test_a_long_session_scores_every_turn_as_its_definition_does() -> None:
+    # Walking a term's windows in turn order, the C core keeps the counts of the turns still open
+    # in a ring of 256; a session of 700 turns, a term in every third and some runs of it, goes
+    # round it several times.
+    said = [
+        ("kayak lake" if n % 3 == 0 else "boat") + (" kayak" if n % 7 == 0 else "")
+        for n in range(700)
+    ]
+    turns = [(0, SPEAKERS[n % 2], text) for n, text in enumerate(said)]
+    memory = KeywordMemory()
+    memory.ingest_many(
+        (Message(role=speaker, content=text, turn_id=f"T{n}"), Session(session_id=f"s{session}"))
+        for n, (session, speaker, text) in enumerate(turns)
+    )
+    for query in ("kayak", "Ada kayak boat"):
+        found = memory.search(query, limit=len(turns))
+        assert {hit.turn_id: hit.score for hit in found} == pytest.approx(
+            {f"T{n}": score for n, score in reference(turns, query).items()}, rel=1e-12
+        )

@@ -139,6 +139,20 @@ def test_bad_parameters_are_refused() -> None:
         _ranking.rank(*args, 2, 0.0, 0.5, 1.2, 0.75, 1.0)
 
 
+def test_a_store_whose_scores_fill_huge_pages_ranks_only_the_turns_reached() -> None:
+    # From 2 MB of scores on (262,144 turn numbers) the dense scores are aligned to huge pages
+    # and zeroed by the core itself. Every hit must be a turn a posting's window reaches, each
+    # window of the same shape scoring the same, call after call on the reused scratch.
+    turns = _turns(300_000)
+    for posting in ([1000, 150_000, 299_000], [2000, 200_000]):
+        found = _rank([array("i", posting)], turns, limit=100)
+        reached = {turn + step for turn in posting for step in range(-2, 3)}
+        assert {turn for turn, _ in found} == reached
+        scores = dict(found)
+        assert len({scores[turn] for turn in posting}) == 1
+        assert len({scores[turn + step] for turn in posting for step in (-2, -1, 1, 2)}) == 1
+
+
 def test_nothing_to_rank_gives_no_hits() -> None:
     assert _rank([], _turns(3)) == []
     assert _rank([array("i", [1])], _turns(3), limit=0) == []
