@@ -57,7 +57,7 @@
 #define MAX_NEAR_TURNS 64
 /* The turns still open while a term's windows are walked in order, a ring: a power of two (so
    its index may wrap) above 2 * MAX_NEAR_TURNS + 1. Moving the open counts down an array after
-   each window, by memmove, took 7% to 9% of a call at a million turns (benchmarks/README.md). */
+   each window, by memmove, took 5% to 9% of a call at a million turns (benchmarks/README.md). */
 #define OPEN_RING 256u
 _Static_assert((OPEN_RING & (OPEN_RING - 1)) == 0 && OPEN_RING >= 2 * MAX_NEAR_TURNS + 1,
                "the open turns' ring: a power of two that holds the widest window");
