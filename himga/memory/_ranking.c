@@ -25,7 +25,7 @@
    both ways has its count moved over, so each turn's count is still summed in the order of the
    postings; that array is made the first time a call needs it.
    Ranking is bound by memory, not arithmetic: at a million turns nearly every turn reached
-   misses the cache, so each loop asks AHEAD entries early for the memory it will touch (at 1M
+   misses the cache, so the loops ask AHEAD entries early for the memory they will touch (at 1M
    messages this halved the time of a call; `make bench-keyword-1m`), and walking the windows in
    order rather than spreading them over dense counts took 0.74x to 0.75x of the time there
    (0.93x to 0.98x where every session is stored interleaved; benchmarks/README.md).
@@ -38,10 +38,12 @@
    are read there, by a copy of the ranking made without the cells' tests (run_with).
    The dense arrays are reused from call to call (a free list guarded by the interpreter's lock),
    so a call touches only the turns it reaches, however many turns are stored. They cost 12 bytes
-   a stored turn (and a quarter more, for growth, the scores rounded up to a whole huge page
-   from one on; 12 more below IN_ORDER_FROM turn numbers or where sessions interleave) for each
-   search running at once, with 12 bytes for each turn the longest reach holds from
-   IN_ORDER_FROM turn numbers on, and stay allocated for the next. */
+   a stored turn (and a quarter more, for growth; 12 more below IN_ORDER_FROM turn numbers or
+   where sessions interleave) for each search running at once, with 12 bytes for each turn the
+   longest reach holds from IN_ORDER_FROM turn numbers on, and stay allocated for the next. On
+   Linux the scores of 2 MB and more are rounded up to whole huge pages and resident in full as
+   the scratch is made (with small pages they would become resident as calls reach them, at a
+   million turns within the first few calls). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -56,11 +58,10 @@
 
 #define MAX_NEAR_TURNS 64
 /* The turns still open while a term's windows are walked in order, a ring: a power of two (so
-   its index may wrap) above 2 * MAX_NEAR_TURNS + 1. Moving the open counts down an array after
-   each window, by memmove, took 5% to 9% of a call at a million turns (benchmarks/README.md). */
+   its index may wrap) of at least 2 * MAX_NEAR_TURNS + 1. Moving the open counts down an array
+   after each window, by memmove, took 5% to 9% of a call at a million turns
+   (benchmarks/README.md). */
 #define OPEN_RING 256u
-_Static_assert((OPEN_RING & (OPEN_RING - 1)) == 0 && OPEN_RING >= 2 * MAX_NEAR_TURNS + 1,
-               "the open turns' ring: a power of two that holds the widest window");
 /* How many entries ahead the loops over turns ask for the memory they will touch: at a million
    turns each turn reached is a cache miss, and the loops would otherwise wait for each in turn.
    A hint only; it changes no result. */
@@ -137,7 +138,7 @@ static void scratch_free(Scratch *s) {
    refuse: the array then stays in small pages, the same to every result). */
 static void *dense_zeroed(size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= HUGE_PAGE) {
+    if (bytes >= HUGE_PAGE && bytes <= SIZE_MAX - (HUGE_PAGE - 1)) {
         bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
         void *memory = NULL;
         if (posix_memalign(&memory, HUGE_PAGE, bytes) != 0) return NULL;
@@ -161,6 +162,7 @@ static Scratch *scratch_take(Py_ssize_t size) {
         scratch_free(s);
     }
     Py_ssize_t room = size < 1024 ? 1024 : size + size / 4;
+    if ((size_t)room > SIZE_MAX / sizeof(double)) return NULL;  /* its arrays' bytes overflow */
     s = calloc(1, sizeof(Scratch));
     if (s == NULL) return NULL;
     s->size = room;
@@ -356,6 +358,7 @@ static ALWAYS_INLINE Py_ssize_t posting_run(const Call *c, const int32_t *postin
 static ALWAYS_INLINE Py_ssize_t reach_in_order(const Call *c, const int32_t *posting,
                                                Py_ssize_t size, int32_t *turns, double *counts,
                                                Py_ssize_t *stop, const uint32_t *cells) {
+    Py_BUILD_ASSERT((OPEN_RING & (OPEN_RING - 1)) == 0 && OPEN_RING >= 2 * MAX_NEAR_TURNS + 1);
     double open[OPEN_RING];
     int32_t back_turns[MAX_NEAR_TURNS], ahead_turns[MAX_NEAR_TURNS];
     int64_t low = 0;  /* OPEN(k) is the count of turn low + k, for k below held */
