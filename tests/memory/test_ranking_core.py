@@ -141,8 +141,9 @@ def test_bad_parameters_are_refused() -> None:
 
 def test_a_store_whose_scores_fill_huge_pages_ranks_only_the_turns_reached() -> None:
     # From 2 MB of scores on (a quarter more than a store's turn numbers, for growth: from about
-    # 210,000 turn numbers) they are aligned to huge pages and zeroed by the core itself. Every hit must be a turn a posting's window reaches, each
-    # window of the same shape scoring the same, call after call on the reused scratch.
+    # 210,000 turn numbers) they are aligned to huge pages and zeroed by the core itself. Every
+    # hit must be a turn a posting's window reaches, each window of the same shape scoring the
+    # same, call after call on the reused scratch.
     turns = _turns(300_000)
     for posting in ([1000, 150_000, 299_000], [2000, 200_000]):
         found = _rank([array("i", posting)], turns, limit=100)
