@@ -8,12 +8,13 @@ from __future__ import annotations
 from array import array
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from himga.memory import _ranking
 from himga.memory.ranking import DEFAULT_METHOD, Method, rank
 from himga.memory.windows import Windows
+from tests.memory.in_order import walked_in_order_from
 
 # The cell's layout, as _ranking.c defines it: the reader's side of that definition.
 IN_ORDER, LENGTH_SHIFT, LENGTH_ESCAPE, SPEAKER_SHIFT, SPEAKER_ESCAPE = 16, 5, 2047, 16, 65535
@@ -96,8 +97,7 @@ def test_the_core_ranks_with_cells_exactly_as_with_the_columns(
 ) -> None:
     windows = _written(data, near)
     stored = [n for n in range(windows.end) if windows.holds(n)]
-    if not stored:
-        return
+    assume(stored)  # a ranking needs a stored turn for its postings
     postings = [
         array("i", sorted(data.draw(st.lists(st.sampled_from(stored), min_size=1, max_size=12))))
         for _ in range(data.draw(st.integers(1, 3)))
@@ -106,12 +106,9 @@ def test_the_core_ranks_with_cells_exactly_as_with_the_columns(
     limit = data.draw(st.integers(1, 12))
     columns = (windows._before, windows._after, windows._windows, windows._speakers)
     statistics = (windows.count, windows.total_length, limit, windows.method)
-    before = _ranking._in_order_from(0)  # cells are read where windows are walked in order
-    try:
+    with walked_in_order_from(0):  # cells are read where windows are walked in order
         with_cells = rank(postings, *columns, named, *statistics, None, windows._cells)
         without = rank(postings, *columns, named, *statistics, None, None)
-    finally:
-        _ranking._in_order_from(before)
     assert with_cells == without
 
 
@@ -179,16 +176,12 @@ def test_cells_that_reach_past_the_columns_are_refused_not_followed() -> None:
     columns = _columns(4, 1, 0)
     cells = _cells_of(columns)
     cells[3] |= 3 << 2  # the last turn's window said to reach three turns past it
-    before = _ranking._in_order_from(0)  # cells are read where windows are walked in order
-    try:
-        with pytest.raises(ValueError, match="window link"):
-            _ranking.rank(
-                [array("i", [3])], columns["before"], columns["after"], columns["lengths"],
-                columns["speakers"], b"\x00", 4, 4, 10, 2, 1.0, 0.5, 1.2, 0.75, 1.0, None, None,
-                cells,
-            )  # fmt: skip
-    finally:
-        _ranking._in_order_from(before)
+    with walked_in_order_from(0), pytest.raises(ValueError, match="window link"):
+        _ranking.rank(
+            [array("i", [3])], columns["before"], columns["after"], columns["lengths"],
+            columns["speakers"], b"\x00", 4, 4, 10, 2, 1.0, 0.5, 1.2, 0.75, 1.0, None, None,
+            cells,
+        )  # fmt: skip
 
 
 def test_bad_cells_are_refused_by_name() -> None:
