@@ -60,6 +60,14 @@ class Embedder(abc.ABC):
                 raise InvalidArgument(
                     f"texts[{index}]", "must not be empty: an empty text has no vector"
                 )
+            if not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as error:
+                    raise InvalidArgument(
+                        f"texts[{index}]",
+                        f"must be valid Unicode: a lone surrogate at character {error.start}",
+                    ) from None
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         raw = np.asarray(self._embed([prefix + text for text in texts]), dtype=np.float32)
@@ -67,6 +75,15 @@ class Embedder(abc.ABC):
             raise ModelError(
                 f"{self.model_id}: answered vectors of shape {raw.shape}, expected "
                 f"({len(texts)}, {self.dimension})"
+            )
+        # A vector with no direction (all zeros, or a NaN or infinity in it) cannot be made unit
+        # length: the model's fault, refused before anything is stored.
+        broken = ~np.isfinite(raw).all(axis=1) | ~raw.any(axis=1)
+        if broken.any():
+            index = int(np.argmax(broken))
+            raise ModelError(
+                f"{self.model_id}: answered a vector of zeros or of a NaN or infinity for "
+                f"texts[{index}]"
             )
         return unit_rows(raw)
 

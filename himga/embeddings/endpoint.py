@@ -12,6 +12,7 @@ model behind another address gives the same vectors.
 """
 
 import os
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -20,7 +21,11 @@ from himga.errors import InvalidArgument, ModelUnreachable
 
 KEY_VARIABLES = ("HIMGA_EMBEDDINGS_API_KEY", "OPENAI_API_KEY")
 LOCAL_SERVER_KEY = "EMPTY"
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 20.0
+"""Seconds one request may take (HIMGA_EMBEDDINGS_TIMEOUT sets it)."""
+RETRIES = 2
+"""How many times a request that timed out, or met a 408, 409, 429 or 5xx, is sent again (with
+the SDK's backoff): a call that gets no answer fails after about (RETRIES + 1) * the timeout."""
 # The OpenAI API's window (8,192 tokens); another server holds its own.
 DEFAULT_MAX_TOKENS = 8191
 # Texts one request carries (the OpenAI API takes at most 2,048 inputs a request).
@@ -33,11 +38,29 @@ _REFUSED_TEXTS = {400, 413, 422}
 model's window, TEI's 413 and 422), not the model."""
 
 
+def default_timeout() -> float:
+    """HIMGA_EMBEDDINGS_TIMEOUT (seconds, a positive number), else DEFAULT_TIMEOUT."""
+    configured = os.environ.get("HIMGA_EMBEDDINGS_TIMEOUT", "").strip()
+    if not configured:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(configured)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ModelError(
+            f"HIMGA_EMBEDDINGS_TIMEOUT must be a positive number of seconds, not {configured!r}"
+        )
+    return seconds
+
+
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """The model and base URL of `openai:MODEL[@BASE_URL]`; ModelError saying the form."""
     body = spec.removeprefix("openai:")
     model, _, base_url = body.partition("@")
-    if not model or (body.count("@") and not base_url):
+    address = urlsplit(base_url)
+    well_formed = address.scheme in ("http", "https") and address.hostname and " " not in base_url
+    if not model or (body.count("@") and not (base_url and well_formed)):
         raise ModelError(
             f"embedding model {spec!r}: an endpoint is written openai:MODEL@BASE_URL "
             "(openai:e5-small-v2@http://127.0.0.1:8081/v1) or openai:MODEL"
@@ -54,7 +77,7 @@ class OpenAIEmbedder(Embedder):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         query_prefix: str = "",
         passage_prefix: str = "",
     ) -> None:
@@ -79,7 +102,10 @@ class OpenAIEmbedder(Embedder):
         self.max_tokens = DEFAULT_MAX_TOKENS
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
-        self._sdk = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout)
+        self.timeout = timeout if timeout is not None else default_timeout()
+        self._sdk = openai.OpenAI(
+            api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=RETRIES
+        )
         self.dimension = int(self._request([_PROBE], probe=True).shape[1])
 
     def close(self) -> None:
@@ -110,12 +136,34 @@ class OpenAIEmbedder(Embedder):
                 said = f"the embeddings endpoint refused it: HTTP {error.status_code}"
                 raise InvalidArgument("text", f"{said}: {error.message}") from None
             raise ModelError(failed) from None  # refused: asking again cannot help
-        except self._openai.APIError as error:  # no answer: down, or timed out
+        except self._openai.APITimeoutError:
+            raise ModelUnreachable(
+                f"{where}: no answer in {self.timeout:g} s, asked {RETRIES + 1} times "
+                "(HIMGA_EMBEDDINGS_TIMEOUT sets the seconds)"
+            ) from None
+        except self._openai.APIError as error:  # no answer: down
             raise ModelUnreachable(f"{where}: {error}") from None
-        rows = sorted(answer.data, key=lambda item: item.index)
-        if [row.index for row in rows] != list(range(len(texts))):
+        except ValueError as error:  # an answer that is not JSON (the SDK's json.loads)
+            raise _garbled(where, f"not JSON ({error})", probe) from None
+        try:
+            rows = sorted(answer.data, key=lambda item: item.index)
+            indexes = [row.index for row in rows]
+            vectors = np.asarray([row.embedding for row in rows], dtype=np.float32)
+        except (AttributeError, TypeError, ValueError) as error:
+            # a page of HTML, an object without `data`, rows of unequal length or of base64
+            raise _garbled(where, f"not a list of float vectors ({error})", probe) from None
+        if indexes != list(range(len(texts))):
             raise ModelError(f"{where}: answered {len(rows)} vectors for {len(texts)} texts")
-        vectors = np.asarray([row.embedding for row in rows], dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:
             raise ModelError(f"{where}: answered no vectors")
         return vectors
+
+
+def _garbled(where: str, what: str, probe: bool) -> ModelError:
+    """An answer that is no embeddings answer: at the probe, the address is not such an
+    endpoint (ModelError); later, a proxy's error page or a server restarting, say, which a
+    later call may not meet (ModelUnreachable)."""
+    said = f"{where}: answered something that is {what}"
+    if probe:
+        return ModelError(f"{said}; is it an OpenAI-compatible embeddings endpoint?")
+    return ModelUnreachable(said)

@@ -4,7 +4,8 @@ text must come back as. It records every request and checks the API key when giv
 
 import json
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,6 +23,11 @@ class FakeEmbeddings:
         self.requests: list[dict[str, Any]] = []
         self.keys: list[str] = []
         self.status = 200  # answer every request with this status (200: vectors)
+        # answer every request with this body instead (bytes, sent as it is) and content type
+        self.raw: tuple[bytes, str] | None = None
+        # or each text's vector made by this instead of `letters`
+        self.vector: Callable[[str], Any] = letters
+        self.delay = 0.0  # seconds each request waits before it is answered
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -54,14 +60,17 @@ def _handler(server: FakeEmbeddings) -> type[BaseHTTPRequestHandler]:
             key = self.headers.get("authorization", "").removeprefix("Bearer ")
             server.requests.append(body)
             server.keys.append(key)
+            time.sleep(server.delay)
             if self.path != "/v1/embeddings":
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
             if server.api_key is not None and key != server.api_key:
                 return self._json(401, {"error": {"message": "invalid api key"}})
             if server.status != 200:
                 return self._json(server.status, {"error": {"message": "scripted failure"}})
+            if server.raw is not None:
+                return self._send(200, *server.raw)
             data = [
-                {"object": "embedding", "index": i, "embedding": letters(text)}
+                {"object": "embedding", "index": i, "embedding": server.vector(text)}
                 for i, text in enumerate(body["input"])
             ]
             data.reverse()  # a server may answer out of order: the index says whose it is
@@ -71,9 +80,11 @@ def _handler(server: FakeEmbeddings) -> type[BaseHTTPRequestHandler]:
             )
 
         def _json(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
+            self._send(status, json.dumps(body).encode(), "application/json")
+
+        def _send(self, status: int, data: bytes, content_type: str) -> None:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -90,6 +90,73 @@ def test_a_failing_server_is_a_model_error_naming_the_endpoint() -> None:
             OpenAIEmbedder("letters", base_url=server.url)
 
 
+GARBLED = {
+    "not JSON": (b"{not json", "application/json"),
+    "a web page": (b"<html><body>Sign in</body></html>", "text/html"),
+    "no data": (b'{"object": "list"}', "application/json"),
+    "rows of unequal length": (
+        b'{"data": [{"index": 0, "embedding": [1, 2]}, {"index": 1, "embedding": [1]}]}',
+        "application/json",
+    ),
+    "base64": (b'{"data": [{"index": 0, "embedding": "AACAPw=="}]}', "application/json"),
+}
+
+
+@pytest.mark.parametrize("answer", GARBLED.values(), ids=GARBLED)
+def test_an_answer_that_is_no_embeddings_is_a_model_error_naming_the_endpoint(
+    answer: tuple[bytes, str],
+) -> None:
+    with running() as server:
+        embedder = OpenAIEmbedder("letters", base_url=server.url)
+        server.raw = answer  # later: a proxy's error page, say, which a later call may not meet
+        with pytest.raises(ModelUnreachable, match=r"embeddings endpoint .*127\.0\.0\.1.*answered"):
+            embedder.embed_passages(["text", "more"])
+        # at the probe: the address is no embeddings endpoint
+        with pytest.raises(ModelError, match="is it an OpenAI-compatible embeddings") as bad:
+            OpenAIEmbedder("letters", base_url=server.url)
+        assert not isinstance(bad.value, ModelUnreachable)
+
+
+@pytest.mark.parametrize(
+    "vector",
+    [lambda _: [0.0] * DIMENSION, lambda _: [float("nan")] * DIMENSION,
+     lambda _: [float("inf")] + [1.0] * (DIMENSION - 1)],
+    ids=["zeros", "NaN", "infinity"],
+)  # fmt: skip
+def test_a_vector_without_a_direction_is_refused_before_it_is_stored(vector: object) -> None:
+    with running() as server:
+        embedder = OpenAIEmbedder("letters", base_url=server.url)
+        server.vector = vector  # type: ignore[assignment]
+        with pytest.raises(ModelError, match=r"zeros or of a NaN or infinity for texts\[0\]"):
+            embedder.embed_passages(["text"])
+
+
+def test_a_text_holding_a_lone_surrogate_is_refused_naming_it() -> None:
+    with running() as server:
+        embedder = OpenAIEmbedder("letters", base_url=server.url)
+        with pytest.raises(InvalidArgument, match=r"texts\[1\]: must be valid Unicode"):
+            embedder.embed_passages(["fine", "broken \ud800 text"])
+        assert len(server.requests) == 1  # the probe only
+
+
+def test_a_server_that_does_not_answer_fails_the_call_after_the_timeout_and_two_retries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with running() as server:
+        embedder = open_embedder(f"openai:letters@{server.url}")
+        monkeypatch.setenv("HIMGA_EMBEDDINGS_TIMEOUT", "0.2")
+        slow = open_embedder(f"openai:letters@{server.url}")
+        server.delay = 1.0
+        with pytest.raises(ModelUnreachable, match=r"no answer in 0\.2 s, asked 3 times"):
+            slow.embed_passages(["text"])
+        assert len(server.requests) == 2 + 3  # each probe, then the call and its two retries
+        assert isinstance(embedder, OpenAIEmbedder) and embedder.timeout == 20.0  # the default
+    for bad in ("0", "-1", "soon", "nan", "inf"):
+        monkeypatch.setenv("HIMGA_EMBEDDINGS_TIMEOUT", bad)
+        with pytest.raises(ModelError, match="HIMGA_EMBEDDINGS_TIMEOUT must be a positive number"):
+            open_embedder("openai:letters@http://127.0.0.1:9/v1")
+
+
 def test_an_empty_text_is_refused_before_any_request() -> None:
     with running() as server:
         embedder = open_embedder(f"openai:letters@{server.url}")
@@ -103,7 +170,11 @@ def test_the_openai_api_without_a_key_is_refused_saying_where_to_set_one() -> No
         open_embedder("openai:text-embedding-3-small")
 
 
-@pytest.mark.parametrize("spec", ["openai:", "openai:@http://x", "openai:model@"])
+@pytest.mark.parametrize(
+    "spec",
+    ["openai:", "openai:@http://x", "openai:model@", "openai:m@not a url",
+     "openai:m@127.0.0.1:8081/v1", "openai:m@ftp://host/v1", "openai:m@http:///v1"],
+)  # fmt: skip
 def test_a_malformed_spec_is_refused_showing_the_form(spec: str) -> None:
     with pytest.raises(ModelError, match="openai:MODEL@BASE_URL"):
         parse_spec(spec)
