@@ -55,11 +55,15 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from himga.embeddings import CATALOG, DEFAULT_MODEL
+    from himga.embeddings import CATALOG, DEFAULT_MODEL, ModelError
     from himga.embeddings.cache import listing, models_dir
 
     print(f"model cache: {models_dir()}")
-    found = {cached.name: cached for cached in listing()}
+    try:
+        found = {cached.name: cached for cached in listing()}
+    except ModelError as error:  # the cache is no directory
+        print(f"himga models list: {error}", file=sys.stderr)
+        return 1
     broken = False
     for name in sorted(set(CATALOG) | set(found)):
         cached = found.get(name)
@@ -75,5 +79,7 @@ def run_list(args: argparse.Namespace) -> int:
                 f"fetched, {card.dimension} dimensions, {card.max_tokens} tokens, "
                 f"{cached.directory}"
             )
+            if name not in CATALOG:  # no name of the catalog: opened by its path
+                state += f" (not a catalog model: --embedding-model {cached.directory})"
         print(f"{name}{default}: {state}")
     return 1 if broken and args.check else 0

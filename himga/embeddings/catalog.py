@@ -8,7 +8,7 @@ Central serves them; a fetched file that differs is not kept.
 
 from dataclasses import dataclass
 
-from himga.embeddings.card import MODEL, TOKENIZER, Card
+from himga.embeddings.card import MODEL, TOKENIZER, USAGE, Card
 
 DEFAULT_MODEL = "e5-small-v2"
 
@@ -77,3 +77,27 @@ CATALOG: dict[str, Entry] = {
         ),
     ),
 }
+
+
+def differs_from_catalog(card: Card) -> list[str]:
+    """The usage fields (card.USAGE) in which `card`, named as a catalog model and holding its
+    weights, says other than the catalog; [] for any other card."""
+    entry = CATALOG.get(card.name)
+    if entry is None:
+        return []
+    weights = next(sha for kept, sha in entry.members.values() if kept == MODEL)
+    if card.files.get(MODEL) != weights:
+        return []
+    return [field for field in USAGE if getattr(card, field) != getattr(entry.card, field)]
+
+
+def catalog_problem(card: Card, path: str, remedy: str) -> str | None:
+    """Why `card` (at `path`) may not be opened as it is, or None (differs_from_catalog)."""
+    differs = differs_from_catalog(card)
+    if not differs:
+        return None
+    return (
+        f"{path}: holds the weights of catalog model {card.name!r} under its name, but says "
+        f"another {', '.join(differs)} than the catalog; {remedy}, or give the card another "
+        "name (a model's id is its name and its weights')"
+    )

@@ -10,6 +10,7 @@ a batch of passages is embedded about as many times faster as there are cores (o
 query, runs in its caller).
 """
 
+import logging
 import os
 import threading
 from collections import defaultdict
@@ -20,8 +21,11 @@ from typing import Any
 import numpy as np
 
 from himga.embeddings.base import Embedder, ModelError
-from himga.embeddings.card import BATCHINGS, MODEL, TOKENIZER, Card, read_card, verify
+from himga.embeddings.card import BATCHINGS, CARD, MODEL, TOKENIZER, Card, read_card, verify
+from himga.embeddings.catalog import catalog_problem
 from himga.pools import started
+
+log = logging.getLogger(__name__)
 
 # Texts of one length sharing a run (batching "by_length"): past a few dozen, a bigger run
 # gains nothing on a CPU and holds more memory.
@@ -64,9 +68,16 @@ def _positive(name: str, default: int) -> int:
         value = int(configured)
     except ValueError:
         value = 0
-    if value < 1:
-        raise ModelError(f"{name} must be a positive integer, not {configured!r}")
+    if not 1 <= value <= MOST_THREADS:
+        raise ModelError(
+            f"{name} must be a positive integer of at most {MOST_THREADS}, not {configured!r}"
+        )
     return value
+
+
+MOST_THREADS = 256
+"""The most threads or runs the environment may ask for: far past any machine's cores here,
+short of asking the system for a hundred thousand."""
 
 
 class OnnxEmbedder(Embedder):
@@ -90,6 +101,9 @@ class OnnxEmbedder(Embedder):
         self.directory = Path(directory)
         card = read_card(self.directory)
         verify(self.directory, card, remedy)
+        problem = catalog_problem(card, str(self.directory / CARD), remedy)
+        if problem is not None:
+            raise ModelError(problem)
         self.card: Card = card
         self.model_id = f"{card.name}:{card.files[MODEL][:16]}"
         self.dimension = card.dimension
@@ -118,6 +132,12 @@ class OnnxEmbedder(Embedder):
             )
         except Exception as error:  # onnxruntime's own exception types
             raise ModelError(f"{self.directory / MODEL}: not a loadable model ({error})") from None
+        width = self._session.get_outputs()[0].shape[-1]
+        if isinstance(width, int) and width != card.dimension:  # else a name: known when run
+            raise ModelError(
+                f"{self.directory / CARD}: dimension {card.dimension}, but the model's vectors "
+                f"have {width}; {remedy}"
+            )
         self._inputs = {i.name for i in self._session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self._inputs
         if missing:
@@ -183,7 +203,19 @@ class OnnxEmbedder(Embedder):
         feed: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.asarray(type_ids, dtype=np.int64)
-        hidden = self._session.run(None, feed)[0]
+        try:
+            hidden = self._session.run(None, feed)[0]
+        except Exception as error:  # onnxruntime's own exception types
+            log.error("%s: onnxruntime failed: %s", self.model_id, error)  # its detail: the log's
+            raise ModelError(
+                f"{self.model_id}: the model failed on a text of {input_ids.shape[1]} tokens; is "
+                f"its card's max_tokens ({self.max_tokens}) past the model's window?"
+            ) from None
+        if hidden.ndim != 3 or hidden.shape[2] != self.dimension:
+            raise ModelError(
+                f"{self.directory / CARD}: dimension {self.dimension}, but the model's vectors "
+                f"have shape {hidden.shape[1:]}"
+            )
         if self.card.pooling == "cls":
             return np.asarray(hidden[:, 0, :], dtype=np.float32)
         return np.asarray(hidden.mean(axis=1), dtype=np.float32)

@@ -2,8 +2,10 @@
 all into private files, and `himga models list`."""
 
 import hashlib
+import json
 import os
 import stat
+import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,3 +155,107 @@ def test_an_unknown_name_is_refused_listing_the_catalog(
     assert "no model 'e5-large' in the catalog; it has all-minilm-l6-v2, e5-small-v2" in (
         capsys.readouterr().err
     )
+
+
+def _cached_copy(cache: Path) -> Path:
+    """The default model in `cache` as a fetch leaves it: its weights linked from the real
+    cache's, its small files copied."""
+    source = default_embedder().directory
+    target = make_private_dir(cache) / DEFAULT_MODEL
+    target.mkdir()
+    (target / MODEL).symlink_to(source / MODEL)
+    for name in (TOKENIZER, CARD):
+        (target / name).write_bytes((source / name).read_bytes())
+    return target
+
+
+@pytest.mark.parametrize(("key", "value"), [("pooling", "cls"), ("passage_prefix", "")])
+def test_a_cached_card_that_says_other_than_the_catalog_is_refused_and_fetched_again(
+    cache: Path, key: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its files verify, but its vectors would not be those its model id names.
+    directory = _cached_copy(cache)
+    assert is_fetched(DEFAULT_MODEL)
+    card = json.loads((directory / CARD).read_text())
+    (directory / CARD).write_text(json.dumps({**card, key: value}))
+    assert not is_fetched(DEFAULT_MODEL)  # so `himga models fetch` fetches it again
+    with pytest.raises(ModelError, match=rf"another {key} than the catalog; run `himga models "
+                       rf"fetch {DEFAULT_MODEL} --force`"):  # fmt: skip
+        open_embedder(DEFAULT_MODEL)
+    assert main(["models", "list", "--check"]) == 1
+    assert f"{DEFAULT_MODEL} (default): unusable: " in capsys.readouterr().out
+
+
+def test_a_cache_that_is_a_file_is_refused_saying_what_to_point_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "afile").write_text("not a directory")
+    monkeypatch.setenv("HIMGA_MODELS", str(tmp_path / "afile"))
+    for argv in (["models", "list"], ["models", "fetch", DEFAULT_MODEL]):
+        assert main(argv) == 1
+        said = capsys.readouterr().err
+        assert f"the model cache {tmp_path / 'afile'} is not a directory: point HIMGA_MODELS" in (
+            said
+        )
+    with pytest.raises(ModelError, match="is not a directory"):
+        open_embedder(DEFAULT_MODEL)
+
+
+def test_a_fetch_removes_what_a_killed_fetch_left_and_keeps_a_sound_copy_offline(
+    cache: Path, tmp_path: Path
+) -> None:
+    directory = _cached_copy(cache)
+    leftovers = [cache / f".fetch-{DEFAULT_MODEL}-k1ll3d", cache / f".old-{DEFAULT_MODEL}-7"]
+    for leftover in leftovers:
+        (leftover / "unpacked").mkdir(parents=True)
+    other = cache / ".fetch-all-minilm-l6-v2-k1ll3d"  # another model's fetch may be running
+    other.mkdir()
+    offline = ("-o", f"-Dmaven.repo.local={tmp_path / 'empty-repository'}")
+    with pytest.raises(ModelError, match=r"mvn could not fetch .*The cached copy is kept as it"):
+        fetch(DEFAULT_MODEL, force=True, maven_args=offline)
+    assert [p.exists() for p in leftovers] == [False, False] and other.exists()
+    assert is_fetched(DEFAULT_MODEL) and (directory / MODEL).is_symlink()
+
+
+def test_fetching_again_swaps_the_copies_so_a_reader_always_finds_one(
+    cache: Path, tmp_path: Path
+) -> None:
+    jar = _jar(tmp_path / "tiny.jar", {"w.onnx": WEIGHTS, "t.json": TOKENS})
+    make_private_dir(cache)
+    target = install("tiny", _entry(jar), jar, cache / ".staging")
+    missing: list[int] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            if not (target / CARD).is_file():
+                missing.append(1)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for n in range(30):
+            install("tiny", _entry(jar), jar, cache / f".staging-{n}")
+    finally:
+        done.set()
+        reader.join()
+    assert missing == []
+    assert sorted(p.name for p in cache.iterdir()) == ["tiny"]  # each replaced copy removed
+    assert (target / MODEL).read_bytes() == WEIGHTS
+
+
+def test_a_cache_directory_of_no_catalog_model_is_listed_with_the_path_that_opens_it(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = _cached_copy(cache).rename(cache / "mine")
+    card = json.loads((directory / CARD).read_text())
+    (directory / CARD).write_text(json.dumps({**card, "name": "mine"}))
+    assert main(["models", "list", "--check"]) == 0
+    said = capsys.readouterr().out
+    assert f"mine: fetched, 384 dimensions, 512 tokens, {directory} (not a catalog model: " in said
+    assert f"--embedding-model {directory})" in said
+    (directory / TOKENIZER).write_text("{}")
+    assert main(["models", "list", "--check"]) == 1
+    said = capsys.readouterr().out
+    assert "mine: unusable: " in said and "copy the model directory again" in said
+    assert "himga models fetch mine" not in said

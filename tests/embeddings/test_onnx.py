@@ -175,12 +175,67 @@ def test_a_card_that_breaks_a_rule_is_refused_naming_the_field(
         open_embedder(directory)
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("pooling", "cls"), ("query_prefix", ""), ("max_tokens", 128), ("batching", "by_length")],
+)
+def test_a_card_using_a_catalog_models_weights_otherwise_must_have_a_name_of_its_own(
+    tmp_path: Path, key: str, value: object
+) -> None:
+    # The model id is the card's name and the weights' SHA-256: under the catalog's name, a
+    # card saying another pooling would name vectors made another way with the catalog's id.
+    directory = _copy_model(tmp_path)
+    card = json.loads((directory / CARD).read_text())
+    (directory / CARD).write_text(json.dumps({**card, key: value}))
+    with pytest.raises(
+        ModelError,
+        match=rf"{directory / CARD}: holds the weights of catalog model '{DEFAULT_MODEL}' under "
+        rf"its name, but says another {key} than the catalog; .* or give the card another name",
+    ):
+        open_embedder(directory)
+    (directory / CARD).write_text(json.dumps({**card, key: value, "name": "my-e5"}))
+    renamed = open_embedder(directory)
+    assert renamed.model_id != _model().model_id and renamed.model_id.startswith("my-e5:")
+
+
+def test_a_card_whose_dimension_is_not_the_models_is_refused_at_open(tmp_path: Path) -> None:
+    directory = _copy_model(tmp_path)
+    card = json.loads((directory / CARD).read_text())
+    (directory / CARD).write_text(json.dumps({**card, "dimension": 768, "name": "wide"}))
+    with pytest.raises(
+        ModelError, match=rf"{directory / CARD}: dimension 768, but the model's vectors have 384"
+    ):
+        open_embedder(directory)
+
+
+def test_a_window_past_the_models_own_is_a_model_error_naming_the_card_field(
+    tmp_path: Path,
+) -> None:
+    directory = _copy_model(tmp_path)
+    card = json.loads((directory / CARD).read_text())
+    (directory / CARD).write_text(json.dumps({**card, "max_tokens": 4096, "name": "long"}))
+    embedder = open_embedder(directory)
+    short = embedder.embed_passages(["Melanie: I ran a charity race."])
+    assert np.array_equal(short, _model().embed_passages(["Melanie: I ran a charity race."]))
+    with pytest.raises(
+        ModelError, match=r"failed on a text of \d+ tokens; is its card.s max_tokens \(4096\) past"
+    ):
+        embedder.embed_passages(["word " * 1000])
+
+
+def test_a_text_holding_a_lone_surrogate_is_refused_naming_its_place() -> None:
+    with pytest.raises(InvalidArgument, match=r"texts\[1\]: must be valid Unicode"):
+        _model().embed_passages(["fine", "broken \udc80"])
+
+
 def test_batching_by_length_keeps_each_text_in_its_place(tmp_path: Path) -> None:
     # An fp32 model may share runs between texts of one length (nothing padded); the int8 one
     # drifts a little in a shared run, so each vector stays close to its own text's alone.
     directory = _copy_model(tmp_path)
     card = json.loads((directory / CARD).read_text())
-    (directory / CARD).write_text(json.dumps({**card, "batching": "by_length"}))
+    (directory / CARD).write_text(
+        json.dumps({**card, "batching": "by_length", "name": "e5-by-length"})
+    )
     batched = open_embedder(directory)
     texts = [f"Melanie: I painted {n} pictures of the lake" for n in ("two", "three", "four")]
     texts += ["Caroline: adoption agencies", "ok", "Melanie: I painted five pictures, yes"]
@@ -226,12 +281,14 @@ def test_a_batch_keeps_a_run_going_on_each_core_unless_told(
 
 
 @pytest.mark.parametrize("variable", ["HIMGA_EMBEDDING_THREADS", "HIMGA_EMBEDDING_RUNS"])
-@pytest.mark.parametrize("bad", ["0", "-2", "four", "1.5"])
+@pytest.mark.parametrize("bad", ["0", "-2", "four", "1.5", "100000"])
 def test_a_bad_count_in_the_environment_is_refused_naming_it(
     variable: str, bad: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(variable, bad)
-    with pytest.raises(ModelError, match=f"{variable} must be a positive integer, not '{bad}'"):
+    with pytest.raises(
+        ModelError, match=f"{variable} must be a positive integer of at most 256, not '{bad}'"
+    ):
         OnnxEmbedder(_model().directory)
 
 
