@@ -145,8 +145,9 @@ class PostgresEpisodes(IndexedStore):
             "SELECT e.id, v.vector, CASE WHEN v.vector IS NULL THEN e.document END "
             "FROM himga_episodes AS e LEFT JOIN himga_episode_vectors AS v "
             "ON v.namespace = e.namespace AND v.id = e.id AND v.model = %s "
+            "AND octet_length(v.vector) = %s "  # a model's name served at another size: again
             "WHERE e.namespace = %s AND e.seq > %s ORDER BY e.seq",
-            (model, self._id, seen),
+            (model, 4 * self._vectors.dimension, self._id, seen),
         ).fetchall()
         stored = [(episode_id, bytes(blob)) for episode_id, blob, _ in found if blob is not None]
         if stored:

@@ -189,9 +189,13 @@ class SQLiteEpisodes(IndexedStore):
         if self._embedder is None:
             return
         model = self._embedder.model_id
+        # a vector of another width (a model's name served at another size) is made again
+        width = 4 * self._embedder.dimension
         vectors = EpisodeVectors(self._embedder.dimension)
         found = self._db.execute(
-            "SELECT id, vector FROM episode_vectors WHERE model = ? ORDER BY rowid", (model,)
+            "SELECT id, vector FROM episode_vectors WHERE model = ? AND length(vector) = ? "
+            "ORDER BY rowid",
+            (model, width),
         ).fetchall()
         if found:
             vectors.add(
@@ -202,8 +206,9 @@ class SQLiteEpisodes(IndexedStore):
             )
         missing = self._db.execute(
             "SELECT document FROM episodes WHERE id NOT IN "
-            "(SELECT id FROM episode_vectors WHERE model = ?) ORDER BY rowid",
-            (model,),
+            "(SELECT id FROM episode_vectors WHERE model = ? AND length(vector) = ?) "
+            "ORDER BY rowid",
+            (model, width),
         ).fetchall()
         for start in range(0, len(missing), _EMBED_BATCH):
             rows = [json.loads(text) for (text,) in missing[start : start + _EMBED_BATCH]]

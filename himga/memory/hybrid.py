@@ -85,11 +85,20 @@ def model_refusal(name: str, recorded: str, embedder: Embedder, spec: str, where
     )
 
 
-def check_model(name: str, recorded: str | None, embedder: Embedder, spec: str, where: str) -> None:
+def check_model(
+    name: str, recorded: str | None, embedder: Embedder, spec: str, where: str, width: int
+) -> None:
     """IncompatibleStoreError unless vectors recorded as made by `recorded` (None: none
-    recorded) are `embedder`'s."""
+    recorded), one of which is `width` bytes, are `embedder`'s. The width is checked too: an
+    endpoint's model id is its name, which another server may give a model of another size."""
     if recorded is not None and recorded != embedder.model_id:
         raise IncompatibleStoreError(model_refusal(name, recorded, embedder, spec, where))
+    if width != 4 * embedder.dimension:
+        raise IncompatibleStoreError(
+            f"{name}: its vectors have {width // 4} dimensions, but {embedder.model_id!r} "
+            f"({spec}) gives {embedder.dimension}; serve it with the model that made them, or "
+            f"embed it again: {reembed_command(spec, where)}"
+        )
 
 
 # --- what a write carries ---------------------------------------------------------------

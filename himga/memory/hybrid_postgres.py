@@ -73,10 +73,9 @@ class HybridPostgresMemory(HybridMemory, PostgresKeywordMemory):
                 (self._id,),
             ).fetchone()
             recorded = None if row is None else row[0]
-            if recorded == model:
-                return
             held = connection.execute(
-                "SELECT 1 FROM himga_vectors WHERE namespace = %s LIMIT 1", (self._id,)
+                "SELECT octet_length(vector) FROM himga_vectors WHERE namespace = %s LIMIT 1",
+                (self._id,),
             ).fetchone()
             if held is not None:
                 check_model(
@@ -85,7 +84,10 @@ class HybridPostgresMemory(HybridMemory, PostgresKeywordMemory):
                     self._embedder,
                     self._fusion.embedding_model,
                     self._where(),
+                    held[0],
                 )
+            if recorded == model:
+                return
             connection.execute(
                 "UPDATE himga_namespaces SET embedding_model = %s WHERE id = %s",
                 (model, self._id),

@@ -91,13 +91,16 @@ class HybridSQLiteMemory(HybridMemory, SQLiteKeywordMemory):
                 else None
             )
             any_vector = (
-                has_vectors
-                and db.execute("SELECT 1 FROM himga_vectors LIMIT 1").fetchone() is not None
+                db.execute("SELECT length(vector) FROM himga_vectors LIMIT 1").fetchone()
+                if has_vectors
+                else None
             )
         recorded = None if row is None else str(row[0])
-        if any_vector:
+        if any_vector is not None:
             where = self._where or (f"--file {shlex.quote(str(self.path))}" if self.path else "")
-            check_model(name, recorded, self._embedder, self._fusion.embedding_model, where)
+            check_model(
+                name, recorded, self._embedder, self._fusion.embedding_model, where, any_vector[0]
+            )
         if not has_vectors or recorded != self._embedder.model_id:
             with self._begin("IMMEDIATE"):
                 db.execute(VECTORS)

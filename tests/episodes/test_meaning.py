@@ -144,15 +144,26 @@ def test_a_store_recorded_without_a_model_is_embedded_when_opened_with_one(
     assert len(_vectors(path)) == len(GOALS)
 
 
-def test_a_store_embedded_with_another_model_gets_this_models_vectors(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "left",
+    [
+        "model = 'other:0', vector = zeroblob(1536)",  # another model's
+        "vector = zeroblob(32)",  # this model's name, served at another size (an endpoint's)
+    ],
+)
+def test_a_store_embedded_with_another_model_gets_this_models_vectors(
+    tmp_path: Path, left: str
+) -> None:
     path = tmp_path / "episodes.sqlite3"
     with SQLiteEpisodes(path, shared_embedder(DEFAULT_MODEL)) as store:
         store.record_many(_episodes())
     with sqlite3.connect(path) as db:  # as another model would have left them
-        db.execute("UPDATE episode_vectors SET model = 'other:0', vector = zeroblob(1536)")
+        db.execute(f"UPDATE episode_vectors SET {left}")
     with SQLiteEpisodes(path, shared_embedder(DEFAULT_MODEL)) as store:
         assert _found(store) >= 5
-    assert {model for model, _ in _vectors(path).values()} == {default_embedder().model_id}
+    embedder = default_embedder()
+    assert {model for model, _ in _vectors(path).values()} == {embedder.model_id}
+    assert {len(vector) for _, vector in _vectors(path).values()} == {embedder.dimension}
 
 
 def test_recording_an_episode_again_replaces_its_vector(tmp_path: Path) -> None:

@@ -279,6 +279,21 @@ def test_a_store_of_another_model_is_refused_naming_the_command_that_embeds_it_a
             holding.search("what beverage do I prefer?")
 
 
+def test_a_store_whose_vectors_are_of_another_width_is_refused_naming_the_command(
+    path: Path,
+) -> None:
+    # The model's id, another dimension: an endpoint's model name served at another size.
+    with HybridSQLiteMemory(path) as written:
+        written.store(said())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE himga_vectors SET vector = zeroblob(32)")
+    with pytest.raises(IncompatibleStoreError) as refused:
+        HybridSQLiteMemory(path)
+    message = str(refused.value)
+    assert "its vectors have 8 dimensions" in message
+    assert f"himga reembed --file {path} --embedding-model" in message
+
+
 def test_a_file_of_its_own_of_another_model_names_the_command_that_embeds_that_file(
     path: Path, other_model: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
