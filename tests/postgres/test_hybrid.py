@@ -130,6 +130,26 @@ def test_another_models_namespace_is_refused_and_reembed_embeds_it_again(
     written.close()
 
 
+def test_a_namespace_whose_vectors_are_of_another_width_is_refused_naming_the_command(
+    database: Database,
+) -> None:
+    # The model's id, another dimension: an endpoint's model name served at another size.
+    name = namespace()
+    written = opened(database, name)
+    written.store([(message, SESSION) for message in SAID])
+    written.close()
+    with database.transaction() as connection:
+        connection.execute(
+            "UPDATE himga_vectors SET vector = '\\x0000000000000000'::bytea WHERE namespace = "
+            "(SELECT id FROM himga_namespaces WHERE name = %s)",
+            (name,),
+        )
+    with pytest.raises(IncompatibleStoreError) as refused:
+        opened(database, name)
+    assert "its vectors have 2 dimensions" in str(refused.value)
+    assert f"himga reembed --database URL --namespace {name}" in str(refused.value)
+
+
 def test_a_namespace_of_the_keyword_kind_opens_with_every_turn_embedded(
     database: Database,
 ) -> None:
