@@ -82,6 +82,9 @@ def create(stores: Stores, namespace: str, memory: str = "") -> Server[Any]:
             raise
         except (HimgaError, ValueError) as error:
             return _error(str(error))
+        except Exception:  # a fault of the server's: its detail to the log, as the other doors
+            _log.exception("tool %s failed", params.name)
+            return _error("internal error (logged by the server)")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
