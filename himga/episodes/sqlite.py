@@ -52,7 +52,7 @@ from himga.storage import commit
 from himga.storage.files import create_private
 from himga.storage.layout import episodes_database
 from himga.storage.receipts import SQLITE_TABLE, Receipt, keep_sqlite, read_sqlite
-from himga.storage.sqlite import connect
+from himga.storage.sqlite import connect, with_keys
 from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 
 FORMAT = f"episodes 1; terms: {STEMMER} stems, stopwords"
@@ -255,10 +255,8 @@ class SQLiteEpisodes(IndexedStore):
             commit.before_commit(self._keep_receipt, recorded)
 
     def _read(self, ids: list[str]) -> dict[str, Row]:
-        rows = self._db.execute(
-            f"SELECT {_COLUMNS} FROM episodes WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(ids),),
-        )
+        select = f"SELECT {_COLUMNS} FROM episodes WHERE id IN ({{keys}})"
+        rows = with_keys(self._db, select, list(dict.fromkeys(ids)))
         return {row[0]: row_of(*row[1:]) for row in rows}
 
     def _erase(self, episode_id: str) -> bool:

@@ -61,7 +61,7 @@ from himga.memory.sqlite_schema import (
 from himga.memory.text import terms_of
 from himga.storage.files import create_private
 from himga.storage.receipts import Receipt
-from himga.storage.sqlite import connect
+from himga.storage.sqlite import connect, with_keys
 
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
@@ -245,10 +245,8 @@ class _SQLiteRows:
         return None  # no change log: another connection's changes are read anew
 
     def numbers(self, ids: Sequence[str]) -> dict[str, int]:
-        select = (
-            "SELECT turn_id, id - 1 FROM messages WHERE turn_id IN (SELECT value FROM json_each(?))"
-        )
-        return dict(self._db.execute(select, (json.dumps(builtins.list(ids)),)))
+        select = "SELECT turn_id, id - 1 FROM messages WHERE turn_id IN ({keys})"
+        return dict(with_keys(self._db, select, builtins.list(dict.fromkeys(ids))))
 
     def terms(self, numbers: Sequence[int]) -> builtins.list[builtins.list[str]]:
         if not numbers:
@@ -292,13 +290,13 @@ class _SQLiteRows:
         """The ids of `keys` in `table` (speakers or sessions), adding the missing rows in the
         order given (sessions are numbered in order of first use)."""
         wanted = builtins.list(dict.fromkeys(keys))
-        select = f"SELECT key, id FROM {table} WHERE key IN (SELECT value FROM json_each(?))"
-        known = dict(self._db.execute(select, (json.dumps(wanted),)))
+        select = f"SELECT key, id FROM {table} WHERE key IN ({{keys}})"
+        known = dict(with_keys(self._db, select, wanted))
         added = [key for key in wanted if key not in known]
         if added:
             insert = f"INSERT INTO {table} (key) VALUES (?)"
             self._db.executemany(insert, [(key,) for key in added])
-            known.update(self._db.execute(select, (json.dumps(added),)))
+            known.update(with_keys(self._db, select, added))
         return known
 
     def _unindex(self, numbers: Sequence[int], old_terms: Sequence[Sequence[str]]) -> None:

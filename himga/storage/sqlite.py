@@ -9,7 +9,9 @@ store opens, and answers reads, on a full disk; other processes wait for it mean
 """
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from himga.storage import exhaustion
 
@@ -39,3 +41,20 @@ def connect(path: Path | None, timeout: float) -> sqlite3.Connection:
 
 def _connection(target: str, timeout: float) -> sqlite3.Connection:
     return sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=timeout)
+
+
+KEYS_AT_ONCE = 500
+"""Text keys bound in one statement by `with_keys` (SQLite allows 32,766 `?` by default)."""
+
+
+def with_keys(db: sqlite3.Connection, select: str, keys: Sequence[str]) -> list[Any]:
+    """The rows of `select`, whose `{keys}` is replaced by `?` for each key, run over `keys` a
+    chunk at a time. Text keys are bound one by one, never through json_each: SQLite's JSON
+    functions end a string at an escaped NUL (U+0000), so a key holding one would match
+    another key, its prefix (and a delete would take the wrong row)."""
+    rows: list[Any] = []
+    for start in range(0, len(keys), KEYS_AT_ONCE):
+        chunk = keys[start : start + KEYS_AT_ONCE]
+        statement = select.format(keys=", ".join("?" * len(chunk)))
+        rows.extend(db.execute(statement, tuple(chunk)))
+    return rows

@@ -276,3 +276,26 @@ def test_a_batch_larger_than_a_chunk_is_one_transaction_in_order(tmp_path: Path)
         ]
     assert [h.turn_id for h in found] == [h.turn_id for h in again] == [f"D1:{count - 1}"]
     assert found[0].score == again[0].score
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "hybrid"])
+def test_ids_that_differ_only_past_a_nul_stay_apart(tmp_path: Path, kind: str) -> None:
+    # SQLite's JSON functions end a string at an escaped NUL: through json_each, "a\0x" matched
+    # "a", and deleting it deleted the other message.
+    session, other = Session(session_id="s1"), Session(session_id="s1\x00b")
+    with open_memory(kind, "ns", tmp_path) as memory:
+        memory.store(
+            [
+                (Message(role="Ann", content="green tea", turn_id="a"), session),
+                (Message(role="Ann", content="red car", turn_id="a\x00x"), other),
+            ]
+        )
+        memory.store([(Message(role="Ann", content="blue bike", turn_id="a\x00x"), other)])
+        assert [(m.id, m.content) for m in memory.list().messages] == [
+            ("a", "green tea"),
+            ("a\x00x", "blue bike"),
+        ]
+        assert memory.delete(["a\x00x"]) == 1
+        assert [m.id for m in memory.list().messages] == ["a"]
+        assert [hit.turn_id for hit in memory.search("green tea")] == ["a"]
+        assert "a\x00x" not in {hit.turn_id for hit in memory.search("blue bike")}
