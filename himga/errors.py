@@ -46,7 +46,13 @@ class UnknownTypeError(HimgaError, LookupError):
 
 class IncompatibleStoreError(HimgaError, ValueError):
     """A memory's stored data was written in a form this himga does not read (for example, by
-    another version's retrieval method); the message says what to do."""
+    another version's retrieval method); the message says what to do. `public`, when given,
+    is what a server tells its caller instead: the message without the server's paths (the
+    command that fixes it, which names them, goes to the server's log)."""
+
+    def __init__(self, message: str, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = public
 
 
 class MemoryMismatch(HimgaError, RuntimeError):

@@ -31,7 +31,14 @@ from pathlib import Path
 
 from himga_proto.memory.v1 import memory_pb2 as pb
 
-from himga.errors import DatabaseUnavailable, HimgaError, ModelError, ModelUnreachable, Unsupported
+from himga.errors import (
+    DatabaseUnavailable,
+    HimgaError,
+    IncompatibleStoreError,
+    ModelError,
+    ModelUnreachable,
+    Unsupported,
+)
 from himga.service.errors import ResourceExhausted, StoreUnavailable
 from himga.storage import exhaustion
 from himga.storage.files import make_private_dir
@@ -67,6 +74,9 @@ def classify(error: Exception, store: "StoreHealth | None" = None) -> Exception:
     if isinstance(error, ModelError):  # its file or its command stays here too
         _log.error("the embedding model cannot be used: %s", error)
         return Unsupported(_NO_MODEL)
+    if isinstance(error, IncompatibleStoreError) and error.public is not None:
+        _log.error("a store cannot be opened as it is: %s", error)  # with its command
+        return IncompatibleStoreError(error.public)
     if isinstance(error, HimgaError):
         return error
     found = _classify(error)

@@ -510,3 +510,30 @@ def test_a_server_whose_model_cannot_load_refuses_hybrid_calls_saying_so_and_ser
             assert "green tea" in words.retrieve("green tea")
     finally:
         server.stop(None)
+
+
+def test_a_server_refuses_a_namespace_of_another_model_without_sending_its_paths(
+    tmp_path: Path, other_model: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The caller reads what is wrong and that `himga reembed` fixes it; the command itself
+    # names the server's data directory (and a model directory's path): the log's.
+    from himga.service import RemoteMemory, create_server
+
+    data = tmp_path / "data"
+    options = memory_options("hybrid", {"embedding_model": other_model})
+    with open_memory("hybrid", "ns", data, options) as written:
+        written.store(said())
+    layout.memory_record(data, "ns").parent.mkdir(parents=True, exist_ok=True)
+    layout.memory_record(data, "ns").write_text("hybrid", encoding="utf-8")
+    server, port = create_server("127.0.0.1:0", memory="hybrid", data_dir=data)
+    try:
+        remote = RemoteMemory(f"127.0.0.1:{port}", "ns", memory="hybrid")
+        with remote, pytest.raises(IncompatibleStoreError) as refused:
+            remote.retrieve("what beverage do I prefer?")
+        told = str(refused.value)
+        assert "its vectors were made by embedding model 'other-model:0'" in told
+        assert "embed it again with `himga reembed` (the server's log has the command)" in told
+        assert str(tmp_path) not in told
+        assert f"himga reembed --data-dir {data} --namespace ns" in caplog.text
+    finally:
+        server.stop(None)
