@@ -196,12 +196,20 @@ class NamespaceStores:
             opened = self._open.get(key)
             if opened is None and (create or self._has_messages(namespace)):
                 self._make_room()
+                record_made = self._record_missing(namespace)
                 _check_memory(namespace, self._recorded(namespace, memory), memory)
                 factory = self._memory_factory(memory)
                 options = self.memory_options.get(memory) or (
                     memory_kinds.memory_kind(memory).default_options()
                 )
-                opened = OpenNamespace(memory, self._make(factory, namespace, options))
+                try:
+                    opened = OpenNamespace(memory, self._make(factory, namespace, options))
+                except BaseException:
+                    # not opened (its model cannot load, say): the namespace holds nothing yet,
+                    # so the record just made would bind it to a memory for no message
+                    if record_made and self.data_dir is not None:
+                        layout.memory_record(self.data_dir, namespace).unlink(missing_ok=True)
+                    raise
                 self._open[key] = opened
             if opened is not None:
                 self._hold(key, opened)
@@ -266,6 +274,12 @@ class NamespaceStores:
         if self.data_dir is None:
             return False
         return layout.episodes_database(self.data_dir, namespace).exists()
+
+    def _record_missing(self, namespace: str) -> bool:
+        """Whether a data directory has no memory recorded for `namespace` yet."""
+        if self.database is not None or self.data_dir is None:
+            return False
+        return not layout.memory_record(self.data_dir, namespace).exists()
 
     def _recorded(self, namespace: str, memory: str) -> str:
         """The memory recorded for `namespace`; `memory`, recorded now, if none is (or there is

@@ -505,9 +505,12 @@ def test_a_server_whose_model_cannot_load_refuses_hybrid_calls_saying_so_and_ser
                 hybrid_memory.ingest(SAID[1], SESSION)
             assert str(missing) not in str(refused.value)
         assert str(missing) in caplog.text
-        with RemoteMemory(target, "words") as words:
-            words.ingest(SAID[1], SESSION)
-            assert "green tea" in words.retrieve("green tea")
+        # nothing was stored, so nothing binds the namespace to the memory it could not open
+        assert not layout.memory_record(tmp_path / "data", "meaning").exists()
+        for namespace in ("words", "meaning"):
+            with RemoteMemory(target, namespace) as words:
+                words.ingest(SAID[1], SESSION)
+                assert "green tea" in words.retrieve("green tea")
     finally:
         server.stop(None)
 
