@@ -16,8 +16,10 @@ from himga.errors import InvalidArgument, ModelError
 class Embedder(abc.ABC):
     """One embedding model, ready to embed.
 
-    `model_id` names the weights and how they are used (their prefixes, pooling, window): a
-    store keeps it beside every vector and refuses to mix vectors of two ids. `max_tokens` is
+    `model_id` names the model: a directory's card name and its weights' SHA-256 (a card
+    holding a catalog model's weights under its name must use them as the catalog does; a card
+    that changes how its own weights are used takes a new name), or an endpoint's model name.
+    A store keeps it beside every vector and refuses to mix vectors of two ids. `max_tokens` is
     the model's window: a longer text is truncated to its first `max_tokens` tokens (the
     model's special tokens included), never split. Texts must be non-empty (a caller skips an
     empty text: it has no vector). Embedding a text gives the same vector whichever texts it is
