@@ -1,5 +1,6 @@
 """The required checks of the whole memory API, which any memory keeps, one that stores nothing
-included: every stored message's id is answered; a Delete that names nothing is refused and
+included: every stored message's id is answered, and kept exact (ids that differ only past
+a NUL stay two messages); a Delete that names nothing is refused and
 deletes nothing; a deleted message never comes back; a filter is never ignored (no hit or
 listed message outside it, nothing of an excluded message in the context); a context keeps its
 token budget (counted by himga.tokens); a page token the server never made is refused. A memory
@@ -7,6 +8,7 @@ may refuse a delete, a filter or a listing it cannot do with FAILED_PRECONDITION
 UNSUPPORTED: that keeps the contract, answering half of the request does not.
 """
 
+import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.conformance.api_requests import (
@@ -18,7 +20,7 @@ from himga.conformance.api_requests import (
     unless_unsupported,
 )
 from himga.conformance.checks import INVALID, NewNamespace, check, said, text_message
-from himga.conformance.wire import CheckFailed, Wire, expect_error, marker
+from himga.conformance.wire import CheckFailed, Wire, code_of, expect_error, marker
 from himga.tokens import count_tokens
 
 
@@ -93,6 +95,32 @@ def _deleted_never_returns(wire: Wire, new_namespace: NewNamespace) -> None:
         raise CheckFailed("the deleted message was listed")
     if (again := wire.delete(namespace, ("D1:1",))) != 0:
         raise CheckFailed(f"deleting the deleted message again deleted {again}")
+
+
+@check(
+    "ids-exact",
+    "required",
+    "ids that differ only past a NUL (U+0000) name two messages: deleting one leaves the other "
+    "(or an id holding NUL is refused as INVALID_ARGUMENT)",
+)
+def _ids_exact(wire: Wire, new_namespace: NewNamespace) -> None:
+    namespace = new_namespace()
+    kept, gone = marker(), marker()
+    wire.store(namespace, item(f"Today: {kept}.", "N1"))
+    try:
+        wire.store(namespace, item(f"Today: {gone}.", "N1\x00x"))
+    except grpc.RpcError as error:
+        if code_of(error) == INVALID:
+            return  # a store that cannot hold NUL (PostgreSQL's text) refuses it
+        raise
+    found = "N1" in {hit.turn_id for hit in wire.retrieve(namespace, kept).hits}
+    deleted = unless_unsupported(lambda: wire.delete(namespace, ("N1\x00x",)))
+    if deleted is None:
+        return
+    if found and "N1" not in {hit.turn_id for hit in wire.retrieve(namespace, kept).hits}:
+        raise CheckFailed("deleting id 'N1\\x00x' deleted the message of id 'N1'")
+    if any(hit.turn_id == "N1\x00x" for hit in wire.retrieve(namespace, gone, limit=100).hits):
+        raise CheckFailed("the deleted message of id 'N1\\x00x' was retrieved")
 
 
 @check(

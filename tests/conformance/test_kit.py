@@ -246,17 +246,30 @@ class _DeletesNothing(KeywordMemory):
         return len(list(ids)) or 1
 
 
+class _CutsIdsAtNul(KeywordMemory):
+    """Reads an id only up to a NUL when it deletes (as SQLite's json_each did)."""
+
+    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+        return super().delete([i.split("\x00")[0] for i in ids], filter=filter)
+
+
 @pytest.mark.parametrize(
     ("memory", "failing"),
     [
         (_ListMemory, API_CAPABILITIES),
+        (_CutsIdsAtNul, {"ids-exact"}),
         (_ResetForgetsNothing, {"reset-forgets", "reset-then-new"} | API_CAPABILITIES),
         (_OneStoreForAll, {"namespaces-isolated", "isolation-keeps-data"} | API_CAPABILITIES),
         (_EmptyQueryAnswers, {"empty-query"} | API_CAPABILITIES),
         (_IgnoresFilters, {"filter-never-ignored", "filter-fills-the-limit"}),
         (
             _DeletesNothing,
-            {"deleted-never-returns", "deletes-by-session-and-time", "lists-every-message-once"},
+            {
+                "deleted-never-returns",
+                "deletes-by-session-and-time",
+                "lists-every-message-once",
+                "ids-exact",
+            },
         ),
     ],
     ids=lambda v: v.__name__.strip("_") if isinstance(v, type) else None,
