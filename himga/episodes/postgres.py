@@ -6,7 +6,8 @@ features with their terms already stemmed), keyed by the namespace's id, and `se
 namespace's `episode_version` that wrote the row. The EpisodeIndex is loaded from the features
 when a server first opens the namespace; before each call the namespace's row says what changed:
 rows recorded since (their `seq` past what this process read) are indexed, and a delete
-(`episode_generation` moved) has everything read again.
+(`episode_generation` moved) has everything read again. A namespace whose features' terms were
+made by another text method (`episode_terms`) has them made again when a server opens it.
 
 With an embedding model (the `embedding_model` option), each episode's vector is written with
 it in `himga_episode_vectors` (deleted with it by the foreign key), read as the features are,
@@ -30,13 +31,14 @@ import numpy as np
 import psycopg
 
 from himga.episodes.base import EpisodeFilter
-from himga.episodes.features import Features
+from himga.episodes.features import Features, features
 from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.meaning import EpisodeOptions, EpisodeVectors, Vector, embedder_of
 from himga.episodes.paging import Position, listed_files
 from himga.episodes.registry import DATABASE_STORE, place_problem
-from himga.episodes.sqlite import features_of, row_of, row_values, where_of
+from himga.episodes.sqlite import features_of, features_text, row_of, row_values, where_of
+from himga.memory.text import TERMS
 from himga.storage import commit
 from himga.storage.place import Place
 from himga.storage.postgres import Database, namespace_id
@@ -70,6 +72,7 @@ class PostgresEpisodes(IndexedStore):
         self._database = database
         with database.transaction() as connection:
             self._id = namespace_id(connection, namespace)
+            self._check_terms(connection)
         self._version: int | None = None
         self._generation: int | None = None
         self._connection: psycopg.Connection[Any] | None = None
@@ -83,6 +86,31 @@ class PostgresEpisodes(IndexedStore):
         if problem is not None or not isinstance(place, Database):
             raise ValueError(problem or f"episode store {DATABASE_STORE} needs a database")
         return cls(place, namespace, embedder_of(options))
+
+    def _check_terms(self, connection: psycopg.Connection[Any]) -> None:
+        """Make the features of the namespace's episodes again if their terms were made by
+        another text method (himga.memory.text.TERMS), and have every server read them anew."""
+        row = connection.execute(
+            "SELECT episode_terms FROM himga_namespaces WHERE id = %s FOR UPDATE", (self._id,)
+        ).fetchone()
+        if row is not None and row[0] == TERMS:
+            return
+        found = connection.execute(
+            "SELECT id, document FROM himga_episodes WHERE namespace = %s", (self._id,)
+        ).fetchall()
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE himga_episodes SET features = %s WHERE namespace = %s AND id = %s",
+                [
+                    (features_text(features(json.loads(document))), self._id, episode_id)
+                    for episode_id, document in found
+                ],
+            )
+        connection.execute(
+            "UPDATE himga_namespaces SET episode_terms = %s, episode_version = episode_version "
+            "+ 1, episode_generation = episode_generation + 1 WHERE id = %s",
+            (TERMS, self._id),
+        )
 
     @property
     def durable(self) -> bool:

@@ -15,7 +15,9 @@ Tables:
 
 The EpisodeIndex is rebuilt from `features` when the store opens (no text is stemmed again) and
 kept up to date by the store's own writes; a commit by another connection (PRAGMA data_version)
-makes it rebuild before the next call.
+makes it rebuild before the next call. A database whose terms another method made
+(himga.memory.text.TERMS, in its `format`) has its features made again from its episodes when
+it opens, in the transaction that opens it.
 
 Durability: WAL journal, `synchronous=FULL`, one transaction per record_many, so an episode
 recorded is on disk once the call returns (it survives SIGKILL and power loss) and a failed
@@ -41,13 +43,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from himga.episodes.base import EpisodeFilter
-from himga.episodes.features import Features, normal_path
+from himga.episodes.features import Features, features, normal_path
 from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.meaning import EpisodeOptions, EpisodeVectors, Vector, embedder_of
 from himga.episodes.paging import Position, listed_files, micros
 from himga.errors import IncompatibleStoreError
-from himga.memory.text import STEMMER
+from himga.memory.text import TERMS
 from himga.storage import commit
 from himga.storage.files import create_private
 from himga.storage.layout import episodes_database
@@ -55,8 +57,11 @@ from himga.storage.receipts import SQLITE_TABLE, Receipt, keep_sqlite, read_sqli
 from himga.storage.sqlite import connect, with_keys
 from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 
-FORMAT = f"episodes 1; terms: {STEMMER} stems, stopwords"
-"""Written into each database: one written in another format is refused, not misread."""
+_LAYOUT = "episodes 1; terms: "
+FORMAT = f"{_LAYOUT}{TERMS}"
+"""Written into each database: the tables', then the terms' (himga.memory.text.TERMS). A
+database whose terms another method made has its features made again from its episodes when it
+opens; one of other tables (a newer himga's) is refused, not misread."""
 
 if TYPE_CHECKING:
     from himga.embeddings import Embedder
@@ -64,6 +69,8 @@ if TYPE_CHECKING:
 _BUSY_TIMEOUT_S = 10.0
 _EMBED_BATCH = 256
 """Episodes embedded, then written, at a time when a store opened with a new model."""
+_BATCH = 1000
+"""Episodes read at a time when a store opens to make their features again."""
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS himga_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS episodes (
@@ -138,16 +145,18 @@ class SQLiteEpisodes(IndexedStore):
         with self._transaction():
             db.execute(_SCHEMA[0])
             found = db.execute("SELECT value FROM himga_meta WHERE key = 'format'").fetchone()
-            if found is None:
-                db.execute("INSERT INTO himga_meta VALUES ('format', ?)", (FORMAT,))
-            elif found[0] != FORMAT:
+            if found is not None and not found[0].startswith(_LAYOUT):
                 name = self.path.name if self.path else "database"
                 raise IncompatibleStoreError(
-                    f"{name}: episodes stored in format {found[0]!r}, this himga reads "
-                    f"{FORMAT!r}; move the file away (or delete it) and record them again"
+                    f"{name}: episodes stored in format {found[0]!r}, which this himga does not "
+                    f"read (it reads {FORMAT!r}); open it with the himga that wrote it, or move "
+                    "the file away to start afresh"
                 )
             for statement in _SCHEMA[1:]:
                 db.execute(statement)
+            if found is not None and found[0] != FORMAT:
+                _make_features_again(db)
+            db.execute("INSERT OR REPLACE INTO himga_meta VALUES ('format', ?)", (FORMAT,))
 
     @property
     def durable(self) -> bool:
@@ -292,6 +301,20 @@ class SQLiteEpisodes(IndexedStore):
         return [row_of(*row[1:]) for row in rows]
 
 
+def _make_features_again(db: sqlite3.Connection) -> None:
+    """Make every episode's features again from its wire form (in a write transaction of the
+    caller's), with this himga's terms."""
+    last = ""
+    while found := db.execute(
+        "SELECT id, document FROM episodes WHERE id > ? ORDER BY id LIMIT ?", (last, _BATCH)
+    ).fetchall():
+        db.executemany(
+            "UPDATE episodes SET features = ? WHERE id = ?",
+            [(features_text(features(json.loads(document))), id_) for id_, document in found],
+        )
+        last = found[-1][0]
+
+
 def _is_current(db: sqlite3.Connection) -> bool:
     """Whether the database (read in a transaction of the caller's) has every table of FORMAT."""
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -334,9 +357,9 @@ def where_of(
     return (f"WHERE {' AND '.join(where)}" if where else ""), values
 
 
-def row_values(row: Row, found: Features) -> tuple[Any, ...]:
-    """The `episodes` row of an episode."""
-    features = {
+def features_text(found: Features) -> str:
+    """The `features` column of an episode (features_of reads it)."""
+    data = {
         "id": found.id,
         "t": found.timestamp,
         "i": found.importance,
@@ -348,6 +371,11 @@ def row_values(row: Row, found: Features) -> tuple[Any, ...]:
         "a": " ".join(found.actions),
         "f": found.files,
     }
+    return json.dumps(data, ensure_ascii=False)
+
+
+def row_values(row: Row, found: Features) -> tuple[Any, ...]:
+    """The `episodes` row of an episode."""
     context = row["context"]
     return (
         row["id"],
@@ -359,7 +387,7 @@ def row_values(row: Row, found: Features) -> tuple[Any, ...]:
         row.get("access_count", 0),
         row.get("last_accessed"),
         json.dumps(row, ensure_ascii=False),
-        json.dumps(features, ensure_ascii=False),
+        features_text(found),
     )
 
 

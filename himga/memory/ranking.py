@@ -58,12 +58,13 @@ from himga.memory.method import (
     B,
     Method,
 )
-from himga.memory.text import STEMMER, terms, terms_of
+from himga.memory.text import TERMS, terms, terms_of
 from himga.memory.times import micros, session_time, stated
 
-# Written into each SQLite database: one indexed by another method is refused, not misread.
+# Written into each store: one indexed by another method is indexed again from its text when it
+# opens (himga.memory.sqlite_schema, himga.memory.postgres).
 METHOD = (
-    f"terms: {STEMMER} stems, stopwords; window: {NEAR_TURNS} turns at {NEAR_WEIGHT}, "
+    f"terms: {TERMS}; window: {NEAR_TURNS} turns at {NEAR_WEIGHT}, "
     f"scored at query time; BM25 k1 {K1} b {B}, idf ln(1 + ...); speaker x{1 + SPEAKER_BOOST}"
 )
 

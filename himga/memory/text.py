@@ -1,10 +1,18 @@
 """How the keyword memories turn text into index terms: words, minus stopwords, Porter-stemmed.
 
 Every keyword memory indexes and queries with `terms` alone, so they agree on what matches. Terms
-are casefolded runs of letters and digits (NFKC first, so full-width and ligature forms match
-their plain spelling); English stopwords and single letters are dropped, then each word is
-reduced to its Porter stem ("adoption agencies" -> ["adopt", "agenc"]). Words of two letters
-are kept as they are, as Porter's own implementation does ("us" stays "us").
+are casefolded words (NFKC first, so full-width and ligature forms match their plain spelling,
+and Unicode's default-ignorable characters dropped, as its NFKC_Casefold does, so a soft hyphen
+or a zero-width joiner does not split a word). A word is a run of letters and digits with the
+combining marks written on them: the vowel signs of Devanagari, Tamil or Thai are part of their
+words ("दुनिया" is one word, not the letters between its signs). Han, kana and Hangul, written
+without spaces between words, are indexed as overlapping pairs of characters, as Lucene's CJK
+analyzer does ("喝咖啡" -> "喝咖", "咖啡"; a lone character stands for itself), so a word is
+found inside a sentence. English stopwords and single letters (other than those characters) are
+dropped, then each word is reduced to its Porter stem ("adoption agencies" -> ["adopt",
+"agenc"]). Words of two letters are kept as they are, as Porter's own implementation does ("us"
+stays "us"). Thai, Lao, Khmer and Burmese, also written without spaces, need a dictionary to
+split their words, which this does not have: a run of them is one term.
 
 The stemmer is Snowball's implementation of the original Porter algorithm (PyStemmer), which
 Snowball keeps frozen, so stored indexes do not drift with its releases. It is C: stemming in
@@ -23,8 +31,45 @@ import Stemmer
 # turn one lookup into thousands.
 MAX_QUERY_TERMS = 64
 STEMMER = "porter"
+TERMS = f"{STEMMER} stems, stopwords; words keep their marks, CJK in pairs"
+"""What makes the terms, as a store records it: a store whose terms another method made indexes
+its text again when it opens."""
 
-_WORD = re.compile(r"[^\W_]+")
+
+def _class_of(codes: Iterable[int]) -> str:
+    """A regular expression's character class body for `codes` (ascending), as ranges."""
+    ranges: list[list[int]] = []
+    for code in codes:
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    return "".join(
+        re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in ranges
+    )
+
+
+# Combining marks (Unicode category M), read from this Python's Unicode database: those of the
+# first two planes, as every mark past them is a variation selector, which _IGNORABLE removes.
+_MARKS = _class_of(c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M")
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), which NFKC_Casefold removes.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]+"
+)
+WORD_CHARACTERS = f"\\w{_MARKS}"
+"""A regular expression's character class body for what words are made of: letters and digits
+and their marks, and "_" (as \\w has it), which _words turns into a space first."""
+_WORD = re.compile(f"[{WORD_CHARACTERS}]+")
+# Han (with its radicals, iteration and numeral marks), Hiragana, Katakana and Hangul.
+_CJK_CHARS = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c"
+    "\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+    "\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003ffff"
+)
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+_CJK_OR_NOT = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 _NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 _SPACES = bytes.maketrans(_NOT_ALNUM, b" " * len(_NOT_ALNUM))
 # Snowball's own cache of words made stemming slower than none; _terms caches instead.
@@ -77,12 +122,29 @@ def terms_of(texts: Iterable[str]) -> list[list[str]]:
 
 
 def _words(text: str) -> list[str]:
-    """The casefolded words of `text`: its runs of letters and digits."""
+    """The casefolded words of `text` (the module's text says what a word is)."""
     if text.isascii():
         # The common case, faster than the pattern: for ASCII, NFKC and casefold change
         # nothing that lower() does not.
         return text.encode().translate(_SPACES).decode().lower().split()
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    normal = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text).casefold())
+    words = _WORD.findall(normal.replace("_", " "))
+    if not _CJK.search(normal):
+        return words
+    return [piece for word in words for piece in _pieces(word)]
+
+
+def _pieces(word: str) -> list[str]:
+    """`word` with its runs of CJK characters in overlapping pairs (a lone one as it is)."""
+    if not _CJK.search(word):
+        return [word]
+    pieces: list[str] = []
+    for run in _CJK_OR_NOT.findall(word):
+        if len(run) > 1 and _CJK.match(run):
+            pieces.extend(run[i : i + 2] for i in range(len(run) - 1))
+        else:
+            pieces.append(run)
+    return pieces
 
 
 def stem_words(words: list[str]) -> list[str]:
@@ -95,12 +157,12 @@ def stem_words(words: list[str]) -> list[str]:
 
 
 def _learn(words: set[str]) -> dict[str, str]:
-    """The term of each of `words`: "" for a stopword or a single letter, a word of two letters
-    as it is, else its stem."""
+    """The term of each of `words`: "" for a stopword or a single letter (not a digit, not a
+    CJK character), a word of two letters as it is, else its stem."""
     listed = list(words)
     learned = dict(zip(listed, stem_words(listed), strict=True))
     for word in listed:
-        if len(word) == 1 and not word.isdigit():
+        if len(word) == 1 and not word.isdigit() and not _CJK.match(word):
             learned[word] = ""
     learned.update(dict.fromkeys(words.intersection(STOPWORDS), ""))
     return learned

@@ -22,7 +22,8 @@ Tables (all keyed by the namespace's id):
 - `himga_receipts`: the receipts of writes with a request id (himga.storage.receipts), written in
   the write's transaction; `kind` keeps messages' and episodes' apart.
 - `himga_episodes`, `himga_episode_files`: each episode's wire form, the columns its listings
-  filter on, its ranking features, and `seq` (the namespace's episode_version that wrote it).
+  filter on, its ranking features, and `seq` (the namespace's episode_version that wrote it);
+  `episode_terms` on the namespace names the text method that made the features' terms.
   `himga_episode_vectors`: an episode's vector and the embedding model that made it (a store
   with the `embedding_model` option; himga.episodes.meaning), deleted with the episode.
 - `himga_changes`: the change log of messages: one row for each write that raised `generation`
@@ -167,6 +168,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 ON DELETE CASCADE
         )""",
     ),
+    # 8: the method that made the terms of a namespace's episodes' features (NULL: the one
+    # before it was recorded), so that a server whose method differs makes them again
+    ("ALTER TABLE himga_namespaces ADD COLUMN episode_terms text",),
 )
 VERSION = len(MIGRATIONS)
 """The schema version this himga writes: migration n takes version n - 1 to n."""

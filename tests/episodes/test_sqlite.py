@@ -1,8 +1,7 @@
 """What only the SQLite episode store promises: its episodes outlive it, an acknowledged record
-survives SIGKILL, other connections' writes are seen, and another format is refused."""
+survives SIGKILL, and other connections' writes are seen (its formats: test_terms_upgrade)."""
 
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from himga.episodes import InProcessEpisodes, SQLiteEpisodes
-from himga.errors import IncompatibleStoreError
 from himga.records import TaskContext
 from tests.episodes.helpers import episode
 from tests.episodes.test_contract import corpus
@@ -51,15 +49,6 @@ def test_another_connection_sees_each_write(tmp_path: Path) -> None:
         assert [h.episode.id for h in other.search(task).hits] == ["ep-0004"]
         other.delete("ep-0004")
         assert one.search(task).hits == []
-
-
-def test_a_database_of_another_format_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "e.sqlite3"
-    SQLiteEpisodes(path).close()
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE himga_meta SET value = 'episodes 0' WHERE key = 'format'")
-    with pytest.raises(IncompatibleStoreError, match="episodes 0"):
-        SQLiteEpisodes(path)
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")

@@ -198,6 +198,35 @@ def test_retrieve_after_ingest_finds_the_content(kind: Kind) -> None:
         assert memory.retrieve(word) == ""
 
 
+# Messages in scripts that write marks on their letters or no spaces between their words, each
+# with a word of it to ask for.
+SCRIPTS = [
+    ("मैंने आज पुस्तकालय से नई किताब ली", "किताब"),
+    ("நேற்று கடற்கரையில் நண்பர்களுடன் நடந்தேன்", "கடற்கரையில்"),
+    ("我昨天在北京喝了一杯咖啡", "咖啡"),
+    ("週末に東京で寿司を食べました", "寿司"),
+    ("저는 요즘 한국어를 공부해요", "한국어를"),
+    ("Вчера мы ходили в театр", "театр"),
+]
+
+
+def test_a_word_finds_its_message_in_every_script(kind: Kind) -> None:
+    memory = kind.new()
+    session = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
+    memory.ingest_many(
+        (Message(role="Mei", content=content, turn_id=f"D1:{i}"), session)
+        for i, (content, _) in enumerate(SCRIPTS)
+    )
+    for i, (_, word) in enumerate(SCRIPTS):
+        found = [hit.turn_id for hit in memory.search(word, limit=3)]
+        if not kind.stores:
+            assert found == []
+        elif kind.by_meaning:  # among the turns nearest by meaning (the model's: English-first)
+            assert f"D1:{i}" in found, word
+        else:
+            assert found[:1] == [f"D1:{i}"], word
+
+
 def test_search_and_recall_keep_their_limit_and_agree(kind: Kind) -> None:
     memory = kind.new()
     word = unique_word()

@@ -1,5 +1,8 @@
 """Index terms: what the keyword memories match on."""
 
+import sys
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -29,6 +32,49 @@ def test_forms_of_a_word_share_terms(a: str, b: str) -> None:
 
 def test_punctuation_and_underscores_split_words() -> None:
     assert terms("de-stress, re_use; e-mail!") == ["de", "stress", "us", "mail"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # vowel signs and viramas are part of the word, not breaks in it
+        ("दुनिया में आपका स्वागत है", ["दुनिया", "में", "आपका", "स्वागत", "है"]),
+        ("வணக்கம் உலகம்", ["வணக்கம்", "உலகம்"]),
+        ("স্বাগতম", ["স্বাগতম"]),
+        ("e\u0301te\u0301", ["été"]),  # decomposed accents: NFKC composes them
+        # default-ignorable characters do not split a word (Unicode's NFKC_Casefold drops them)
+        ("co\u00adoperate", ["cooper"]),
+        ("می\u200cخواهم", ["میخواهم"]),  # noqa: RUF001 (Persian letters, not Latin)
+        # Han, kana and Hangul in overlapping pairs; a lone character stands for itself
+        ("我喜欢喝咖啡", ["我喜", "喜欢", "欢喝", "喝咖", "咖啡"]),
+        ("日本語のテキスト", ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]),
+        ("학교에서 공부해요", ["학교", "교에", "에서", "공부", "부해", "해요"]),
+        ("iPhone手机, 茶", ["iphon", "手机", "茶"]),
+    ],
+)
+def test_words_of_every_script_are_whole(text: str, expected: list[str]) -> None:
+    assert terms(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("stored", "asked"),
+    [
+        ("मैंने आज नई किताब पढ़ी", "किताब"),
+        ("我昨天在北京喝了咖啡", "咖啡"),
+        ("東京で寿司を食べました", "寿司"),
+        ("저는 학교에서 한국어를 공부해요", "한국어"),
+    ],
+)
+def test_a_word_is_found_inside_a_sentence_of_its_script(stored: str, asked: str) -> None:
+    assert query_terms(asked) and set(query_terms(asked)) <= set(terms(stored))
+
+
+def test_every_mark_past_the_first_two_planes_is_ignorable() -> None:
+    # text.py reads the marks of the first two planes only, trusting this.
+    later = [
+        c for c in range(0x20000, sys.maxunicode + 1) if unicodedata.category(chr(c))[0] == "M"
+    ]
+    assert later and all(terms(f"ab{chr(c)}cd") == ["abcd"] for c in later)
 
 
 def test_query_terms_are_distinct_in_order_and_capped() -> None:
