@@ -68,7 +68,9 @@ class HttpApp:
                 read_max_bytes=max_message_bytes,
             ),
         }
-        self.max_body_bytes = (max_message_bytes or _DEFAULT_MAX_BYTES) + _GRPC_WEB_FRAME
+        self.max_message_bytes = max_message_bytes or _DEFAULT_MAX_BYTES
+        """The largest request message the server takes, on this port as on the gRPC port."""
+        self.max_body_bytes = self.max_message_bytes + _GRPC_WEB_FRAME
         """The largest request body worth reading: a message of the most bytes allowed, in a
         gRPC-Web frame. connect-python answers a larger message with resource_exhausted."""
         self._origins = frozenset(cors_origins)

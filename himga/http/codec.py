@@ -274,7 +274,7 @@ def _object(value: Any, descriptor: Descriptor, path: str, found: Violations) ->
             before = len(found)
             _inside(field, item, where, found)
             if len(found) == before and not found.full:
-                found.append(_broken(field, where))
+                found.append(_broken(field, where, item=item))
 
 
 def _inside(field: FieldDescriptor, item: Any, where: str, found: Violations) -> None:
@@ -288,7 +288,12 @@ def _inside(field: FieldDescriptor, item: Any, where: str, found: Violations) ->
                 found.unchecked = True
                 return
             if not _parses(_owner(field), {field.name: {key: element}}):
-                found.append(FieldViolation(f"{where}.{key}", f"must be {_kind(value)}"))
+                unpaired = _lone_surrogate(key) or (
+                    _lone_surrogate(element) if value.type == FieldDescriptor.TYPE_STRING else None
+                )
+                found.append(
+                    FieldViolation(f"{where}.{key}", unpaired or f"must be {_kind(value)}")
+                )
         return
     if field.is_repeated and isinstance(item, list):
         for index, element in enumerate(item):
@@ -300,7 +305,7 @@ def _inside(field: FieldDescriptor, item: Any, where: str, found: Violations) ->
                 before = len(found)
                 _single(field, element, at, found)
                 if len(found) == before and not found.full:
-                    found.append(_broken(field, at, element=True))
+                    found.append(_broken(field, at, element=True, item=element))
         return
     if not field.is_repeated:
         _single(field, item, where, found)
@@ -313,7 +318,22 @@ def _single(field: FieldDescriptor, item: Any, where: str, found: Violations) ->
     _object(item, kind, where, found)
 
 
-def _broken(field: FieldDescriptor, where: str, *, element: bool = False) -> FieldViolation:
+def _lone_surrogate(item: Any) -> str | None:
+    """What is wrong with a string JSON allows ("\\ud800") but Unicode does not, if it is one."""
+    if not isinstance(item, str) or item.isascii():
+        return None
+    try:
+        item.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"must be valid Unicode: a lone surrogate at character {error.start}"
+    return None
+
+
+def _broken(
+    field: FieldDescriptor, where: str, *, element: bool = False, item: Any = None
+) -> FieldViolation:
+    if field.type == FieldDescriptor.TYPE_STRING and (unpaired := _lone_surrogate(item)):
+        return FieldViolation(where, unpaired)
     kind = _kind(field)
     if field.is_repeated and not element and not _is_map(field):
         return FieldViolation(where, f"must be a JSON array, each item {kind}")

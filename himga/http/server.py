@@ -62,7 +62,12 @@ class HttpServer:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="himga-http")
         writes = frozenset(m for m, right in METHOD_RIGHTS.items() if right in ("write", "admin"))
         self._app = InThreads(
-            app, self._pool, app.max_body_bytes, app.core.refusals.refused, writes=writes
+            app,
+            self._pool,
+            app.max_body_bytes,
+            app.core.refusals.refused,
+            writes=writes,
+            max_message_bytes=app.max_message_bytes,
         )
         self._loop = asyncio.new_event_loop()
         self._stopping: asyncio.Event | None = None

@@ -29,10 +29,18 @@ from himga.http.handlers import ARRIVED, GONE
 Headers = list[tuple[bytes, bytes]]
 
 
+def _size(count: int) -> str:
+    """`count` bytes as a person reads them: "16 MiB (16777216 bytes)", or "1000 bytes"."""
+    mebibytes, rest = divmod(count, 1 << 20)
+    return f"{mebibytes} MiB ({count} bytes)" if mebibytes and not rest else f"{count} bytes"
+
+
 class InThreads:
     """An ASGI application calling the WSGI `app` on `pool` for each HTTP request. A body over
     `max_body_bytes` is refused as soon as that many bytes have come: 413, with Connect's error
-    JSON (resource_exhausted), which Connect clients read as they read any error. A call to one
+    JSON (resource_exhausted) naming `max_message_bytes`, the limit a caller knows (the body
+    may hold a few bytes more: gRPC-Web's frame), which Connect clients read as they read any
+    error. A call to one
     of the paths of `writes` is watched meanwhile for the client hanging up (the core asks
     before a write commits whether its caller is still there); no other call asks, and watching
     costs the loop more than the thread's handoff (a task awaiting hypercorn's `receive`, then
@@ -45,13 +53,15 @@ class InThreads:
         max_body_bytes: int,
         refused: Callable[[str, str, str, str], None] | None = None,
         writes: frozenset[str] = frozenset(),
+        max_message_bytes: int | None = None,
     ) -> None:
         self._app = app
         self._writes = writes
         self._refused = refused  # the core's log policy (himga.service.core.refusals)
         self.pool = pool
         self.max_body_bytes = max_body_bytes
-        message = f"the request body is over {max_body_bytes} bytes, the most this server takes"
+        limit = _size(max_message_bytes or max_body_bytes)
+        message = f"the request is over {limit}, the most this server takes in one message"
         too_large = json.dumps({"code": "resource_exhausted", "message": message}).encode()
         self.too_large_answer: tuple[int, Headers, bytes] = (
             413,

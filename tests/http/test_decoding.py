@@ -26,6 +26,7 @@ from tests.http.conftest import EPISODES, MEMORY, Served, error_reason_and_viola
 SESSION = {"session_id": "s1"}
 MESSAGE = {"role": "user", "content": "kayaking on the lake", "turn_id": "t1"}
 TIMESTAMP = "an RFC 3339 date-time in UTC, such as 2024-05-08T13:56:00Z"
+UNPAIRED = "must be valid Unicode: a lone surrogate at character"
 
 # (method, body, the violations (field, description) the answer names)
 MALFORMED: list[tuple[str, Any, list[tuple[str, str]]]] = [
@@ -89,6 +90,20 @@ MALFORMED: list[tuple[str, Any, list[tuple[str, str]]]] = [
         "Ingest",
         {"namespace": "n", "message": {**MESSAGE, "content": ["kayak"]}, "session": SESSION},
         [("message.content", "must be a string")],
+    ),
+    # "\ud83d" is JSON but not Unicode: half of an emoji's UTF-16 pair, which no string holds
+    (
+        "Ingest",
+        {"namespace": "n", "message": {**MESSAGE, "content": "ok \ud83d"}, "session": SESSION},
+        [("message.content", f"{UNPAIRED} 3")],
+    ),
+    (
+        "Retrieve",
+        {
+            "namespace": "n",
+            "filter": {"session_ids": ["s1", "\udc00"], "metadata": {"u": "\ud800"}},
+        },
+        [("filter.session_ids[1]", f"{UNPAIRED} 0"), ("filter.metadata.u", f"{UNPAIRED} 0")],
     ),
     (
         "IngestBatch",

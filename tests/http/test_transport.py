@@ -127,7 +127,9 @@ def test_a_body_over_the_limit_is_refused_and_the_server_keeps_serving() -> None
         assert len(just_over) == 1003
         for body, status in ((just_over, 429), (b"{" * 100_000, 413)):
             answer_status, _, raw = served.post(RETRIEVE, body)
-            assert (answer_status, json.loads(raw)["code"]) == (status, "resource_exhausted")
+            error = json.loads(raw)
+            assert (answer_status, error["code"]) == (status, "resource_exhausted")
+            assert "1000" in error["message"]  # the limit the caller set, not the body's
         assert served.call("Retrieve", {"namespace": "n", "query": "x"}) == (
             200,
             {"context": "", "hits": []},
