@@ -199,6 +199,9 @@ def _remember_problems(arguments: Mapping[str, Any]) -> builtins.list[str]:
         return ["$.text: is required (or messages): what to remember"]
     if "role" in arguments and "text" not in arguments:
         return ["$.role: is the speaker of text, and there is no text"]
+    text = arguments.get("text")
+    if isinstance(text, str) and text and not text.strip():  # "" is the schema's to refuse
+        return ["$.text: holds only white space: give what to remember"]
     return []
 
 

@@ -134,6 +134,7 @@ def test_remember_makes_the_session_and_the_time() -> None:
         ({}, "$.text: is required (or messages)"),
         ({"role": "user", "messages": []}, "$.role: is the speaker of text"),
         ({"text": ""}, "$.text: '' should be non-empty"),
+        ({"text": " \n\t"}, "$.text: holds only white space"),
         ({"text": "x", "session": {"session_id": "s", "messages": []}}, "$.session.messages"),
         ({"text": "x", "session": {}}, "$.session.session_id"),
     ],
