@@ -79,14 +79,26 @@ CATALOG: dict[str, Entry] = {
 }
 
 
+def _catalog_entry(card: Card) -> Entry | None:
+    """The catalog's entry of the model `card` names, if `card` holds its weights."""
+    entry = CATALOG.get(card.name)
+    if entry is None:
+        return None
+    weights = next(sha for kept, sha in entry.members.values() if kept == MODEL)
+    return entry if card.files.get(MODEL) == weights else None
+
+
+def is_catalog_model(card: Card) -> bool:
+    """Whether `card` is a catalog model's, as the catalog says it (its weights and usage)."""
+    entry = _catalog_entry(card)
+    return entry is not None and not differs_from_catalog(card)
+
+
 def differs_from_catalog(card: Card) -> list[str]:
     """The usage fields (card.USAGE) in which `card`, named as a catalog model and holding its
     weights, says other than the catalog; [] for any other card."""
-    entry = CATALOG.get(card.name)
+    entry = _catalog_entry(card)
     if entry is None:
-        return []
-    weights = next(sha for kept, sha in entry.members.values() if kept == MODEL)
-    if card.files.get(MODEL) != weights:
         return []
     return [field for field in USAGE if getattr(card, field) != getattr(entry.card, field)]
 

@@ -1,7 +1,10 @@
 """The `onnx` kind: a model directory (`model.onnx`, `tokenizer.json`, `card.json`) run in
 process by onnxruntime, its text split into tokens by Hugging Face's `tokenizers`.
 
-Every file the card names is checked against its SHA-256 before the model is loaded. A text is
+Every file the card names is checked against its SHA-256 before the model is loaded, and a card
+not in the catalog (himga.embeddings.catalog) has its model run once, when it opens, on a text
+of its `max_tokens` tokens: a window past the model's own is refused then, not at the first
+long text an ingest meets. A text is
 truncated to the card's `max_tokens` tokens (special tokens included); nothing is padded: a text
 runs alone, or (a card whose `batching` is `by_length`) with texts of its own token length only,
 so a text's vector never depends on the texts embedded with it. A batch's runs are shared out to
@@ -22,7 +25,7 @@ import numpy as np
 
 from himga.embeddings.base import Embedder, ModelError
 from himga.embeddings.card import BATCHINGS, CARD, MODEL, TOKENIZER, Card, read_card, verify
-from himga.embeddings.catalog import catalog_problem
+from himga.embeddings.catalog import catalog_problem, is_catalog_model
 from himga.pools import started
 
 log = logging.getLogger(__name__)
@@ -149,6 +152,20 @@ class OnnxEmbedder(Embedder):
             raise ModelError(f"batching must be one of {', '.join(BATCHINGS)}, not {batching!r}")
         self.batching = batching
         self._by_length = batching == "by_length"
+        if not is_catalog_model(card):
+            self._check_window(remedy)
+
+    def _check_window(self, remedy: str) -> None:
+        """Refuse a card whose `max_tokens` is past the window the model runs on."""
+        encoding = self._tokenizer.encode("the " * self.max_tokens)
+        try:
+            self._run([encoding.ids], [encoding.type_ids])
+        except ModelError:
+            raise ModelError(
+                f"{self.directory / CARD}: max_tokens {self.max_tokens}, but the model fails on "
+                f"a text of {len(encoding.ids)} tokens (its window is shorter); {remedy}, or "
+                "lower max_tokens"
+            ) from None
 
     def token_ids(self, text: str) -> list[int]:
         """The tokens the model sees of `text` as given (no prefix added), truncated to

@@ -208,19 +208,23 @@ def test_a_card_whose_dimension_is_not_the_models_is_refused_at_open(tmp_path: P
         open_embedder(directory)
 
 
-def test_a_window_past_the_models_own_is_a_model_error_naming_the_card_field(
+def test_a_window_past_the_models_own_is_refused_at_open_naming_the_card_field(
     tmp_path: Path,
 ) -> None:
     directory = _copy_model(tmp_path)
     card = json.loads((directory / CARD).read_text())
     (directory / CARD).write_text(json.dumps({**card, "max_tokens": 4096, "name": "long"}))
-    embedder = open_embedder(directory)
-    short = embedder.embed_passages(["Melanie: I ran a charity race."])
-    assert np.array_equal(short, _model().embed_passages(["Melanie: I ran a charity race."]))
     with pytest.raises(
-        ModelError, match=r"failed on a text of \d+ tokens; is its card.s max_tokens \(4096\) past"
+        ModelError,
+        match=rf"{directory / CARD}: max_tokens 4096, but the model fails on a text of 4096 "
+        r"tokens \(its window is shorter\)",
     ):
-        embedder.embed_passages(["word " * 1000])
+        open_embedder(directory)
+    # The model's own window opens, under a name of its own, and embeds as the catalog's.
+    (directory / CARD).write_text(json.dumps({**card, "max_tokens": 512, "name": "long"}))
+    embedder = open_embedder(directory)
+    long = ["Melanie: " + "I ran a charity race. " * 200]
+    assert np.array_equal(embedder.embed_passages(long), _model().embed_passages(long))
 
 
 def test_a_text_holding_a_lone_surrogate_is_refused_naming_its_place() -> None:
