@@ -20,6 +20,7 @@ import himga
 from himga.errors import HimgaError
 from himga.mcp import handshake
 from himga.mcp.stores import Door, Stores
+from himga.mcp.unreadable import Answering
 
 if TYPE_CHECKING:
     from himga.mcp.tools import Tool
@@ -104,11 +105,13 @@ def _error(text: str) -> types.CallToolResult:
 
 async def serve_stdio(server: Server[Any], stdin: Any = None, stdout: Any = None) -> None:
     """Serve over stdio: the process's own, or the `stdin` and `stdout` streams given (text,
-    line by line: himga.mcp.handshake's, after it answered `initialize`)."""
+    line by line: himga.mcp.handshake's, after it answered `initialize`). A line that is not a
+    JSON-RPC message is answered with JSON-RPC's error for it (himga.mcp.unreadable)."""
     wrapped_in = anyio.wrap_file(stdin) if stdin is not None else None
     wrapped_out = anyio.wrap_file(stdout) if stdout is not None else None
     async with stdio_server(wrapped_in, wrapped_out) as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        answering = Answering(read_stream, write_stream)  # a line that is no message: answered
+        await server.run(answering, write_stream, server.create_initialization_options())
 
 
 async def serve_http(server: Server[Any], host: str, port: int) -> None:

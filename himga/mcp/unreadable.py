@@ -1,0 +1,100 @@
+"""Answers to the lines of stdio that are not JSON-RPC messages.
+
+The SDK's stdio transport hands such a line to the session as an exception, which drops it
+without a word: a host that sent one waits for an answer that never comes. JSON-RPC 2.0 answers
+it: a line that is not JSON gets a parse error (-32700, id null), and JSON that is no request,
+notification or response an invalid request (-32600, under the request's id when it has one),
+each naming what is wrong. `Answering` stands between the transport's read stream and the
+server: it writes those answers and passes every message on.
+"""
+
+import logging
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+_log = logging.getLogger("himga.mcp")
+_SHOWN = 200
+"""Characters of a refused line the log shows at most."""
+
+
+def refusal(error: Exception) -> types.JSONRPCError:
+    """The answer to a line the transport could not read, as it reported it (`error`)."""
+    problems = error.errors() if isinstance(error, ValidationError) else []
+    if not problems or problems[0]["type"] == "json_invalid":
+        detail = problems[0]["msg"] if problems else "the line is not JSON"
+        return _error(
+            None, types.PARSE_ERROR, f"parse error: {detail}; send one JSON object a line"
+        )
+    # The message itself is the input of a problem with it as a whole (a member of the union
+    # of messages, and a key it lacks), not with a field's value.
+    given = next(
+        (p["input"] for p in problems if len(p["loc"]) <= 2 and isinstance(p["input"], dict)), {}
+    )
+    request_id = given.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    return _error(
+        request_id,
+        types.INVALID_REQUEST,
+        'invalid request: not a JSON-RPC 2.0 message (want {"jsonrpc": "2.0", "method": ..., '
+        '"id": ...} for a request, without "id" for a notification)',
+    )
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
+    )
+
+
+class Answering:
+    """The transport's read stream `inner` without its unreadable lines, each answered on
+    `write` (the transport's write stream) instead. It is what the server reads (the SDK's
+    ReadStream: receive, iteration, `last_context`, closing)."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item  # type: ignore[no-any-return]
+            answer = refusal(item)
+            shown = str(item).replace("\n", " ")[:_SHOWN]
+            _log.warning("refused a line on stdin (%s): %s", answer.error.code, shown)
+            await self._write.send(SessionMessage(answer))
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None

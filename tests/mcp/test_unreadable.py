@@ -1,0 +1,71 @@
+"""A line on `himga mcp`'s stdin that is not a JSON-RPC message gets JSON-RPC's error for it
+(himga.mcp.unreadable), where the SDK alone answered nothing and the host waited: not JSON, a
+parse error with id null; JSON that is no message, an invalid request under its id if it has
+one. The session goes on, before `initialize` as after it."""
+
+import json
+import subprocess
+import threading
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from tests.mcp.test_handshake import HANG_SECONDS, MCP, initialize
+
+INITIALIZE = json.dumps(initialize("2025-06-18"))
+INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+LIST = json.dumps({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
+
+
+def answers(lines: list[str], count: int) -> tuple[list[dict[str, Any]], str]:
+    """The first `count` lines `himga mcp` writes to `lines`, and its log."""
+    process = subprocess.Popen(
+        MCP, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdin is not None and process.stdout is not None
+    guard = threading.Timer(HANG_SECONDS, process.kill)
+    guard.start()
+    try:
+        process.stdin.write("".join(line + "\n" for line in lines))
+        process.stdin.flush()
+        found = [json.loads(line) for _, line in zip(range(count), process.stdout, strict=False)]
+        process.stdin.close()
+        assert process.stderr is not None
+        log = process.stderr.read()
+        process.wait()
+    finally:
+        guard.cancel()
+    assert process.returncode == 0, log
+    return found, log
+
+
+@pytest.mark.parametrize(
+    ("line", "answer_id", "code"),
+    [
+        ("this is not json", None, types.PARSE_ERROR),
+        ('{"jsonrpc": "2.0", "id": 7, "method": ', None, types.PARSE_ERROR),
+        ('{"jsonrpc": "2.0", "id": 7}', 7, types.INVALID_REQUEST),
+        ('{"jsonrpc": "1.0", "id": "a", "method": "ping"}', "a", types.INVALID_REQUEST),
+        ('{"id": true, "method": "ping"}', None, types.INVALID_REQUEST),
+        ("[1, 2]", None, types.INVALID_REQUEST),
+        ('"ping"', None, types.INVALID_REQUEST),
+    ],
+)
+def test_a_line_that_is_no_message_is_answered_and_the_session_goes_on(
+    line: str, answer_id: int | str | None, code: int
+) -> None:
+    found, log = answers([INITIALIZE, INITIALIZED, line, LIST], 3)
+    assert found[0]["id"] == 1 and "result" in found[0]
+    assert found[1]["id"] == answer_id and found[1]["error"]["code"] == code
+    assert found[1]["error"]["message"].startswith(
+        "parse error" if code == types.PARSE_ERROR else "invalid request"
+    )
+    assert found[2]["id"] == "list" and found[2]["result"]["tools"]
+    assert f"refused a line on stdin ({code})" in log
+
+
+def test_before_initialize_too() -> None:
+    found, _ = answers(["not json", INITIALIZE, INITIALIZED, LIST], 3)
+    assert found[0]["error"]["code"] == types.PARSE_ERROR
+    assert [answer["id"] for answer in found[1:]] == [1, "list"]
