@@ -104,10 +104,10 @@ import numpy as np
 from himga.errors import InvalidArgument
 from himga.memory import _fusion
 from himga.memory.ranking import is_named
-from himga.memory.text import WORD_CHARACTERS, query_terms, terms
+from himga.memory.text import WORD, query_terms, terms
 
 # A word, as himga.memory.text reads them, and an English possessive after it ("Caroline's").
-_WORD = re.compile(f"[{WORD_CHARACTERS}]+" + r"(?:['\u2019]s\b)?")
+_WORD = re.compile(WORD + r"(?:['\u2019]s\b)?")
 _SPACES = re.compile(r"\s+")
 
 
