@@ -24,13 +24,19 @@ __all__ = ["CATALOG", "DEFAULT_MODEL", "Embedder", "ModelError", "open_embedder"
 
 def open_embedder(spec: "str | os.PathLike[str]") -> Embedder:
     """The model `spec` names: a catalog name (`e5-small-v2`, `all-minilm-l6-v2`) from the
-    model cache, a model directory, or `openai:MODEL[@BASE_URL]`. ModelError naming the file
-    that is missing or differs, or the command that fetches the model."""
+    model cache, a model directory, or `openai:MODEL[@BASE_URL][#query=PREFIX&passage=PREFIX]`
+    (himga.embeddings.endpoint). ModelError naming the file that is missing or differs, or the
+    command that fetches the model."""
     if isinstance(spec, str) and spec.startswith("openai:"):
         from himga.embeddings.endpoint import OpenAIEmbedder, parse_spec
 
-        model, base_url = parse_spec(spec)
-        return OpenAIEmbedder(model, base_url=base_url)
+        named = parse_spec(spec)
+        return OpenAIEmbedder(
+            named.model,
+            base_url=named.base_url,
+            query_prefix=named.query_prefix,
+            passage_prefix=named.passage_prefix,
+        )
     from himga.embeddings.onnx import OnnxEmbedder
 
     if isinstance(spec, str) and spec in CATALOG:

@@ -2,17 +2,22 @@
 through OpenAI's official SDK (the `llm` extra), so the OpenAI API, Hugging Face's
 text-embeddings-inference, vLLM, Ollama and llama.cpp's server all serve as the model.
 
-Spec: `openai:MODEL@BASE_URL` (`openai:e5-small-v2@http://127.0.0.1:8081/v1`), or
-`openai:MODEL` for the OpenAI API itself. The key comes from HIMGA_EMBEDDINGS_API_KEY, else
-OPENAI_API_KEY; a local server needs none (the placeholder "EMPTY" is sent). The model's
+Spec: `openai:MODEL@BASE_URL` (`openai:e5-small-v2@http://127.0.0.1:8081/v1`), or `openai:MODEL` for
+the OpenAI API itself, either ending in `#query=PREFIX&passage=PREFIX` for a model that wants its
+texts prefixed (URL-encoded: e5's `#query=query:%20&passage=passage:%20`, nomic-embed-text's
+`#query=search_query:%20&passage=search_document:%20`); a server that adds them itself
+(text-embeddings-inference's prompts) is given none. The key comes from HIMGA_EMBEDDINGS_API_KEY,
+else OPENAI_API_KEY; a local server needs none (the placeholder "EMPTY" is sent). The model's
 dimension is learnt when it is opened, from one probe text's vector, so a server that does not
 answer is found at start-up. The window is the server's: it truncates (text-embeddings-inference
-with `--auto-truncate`) or refuses a longer text. The model id is `openai:MODEL`: the same
-model behind another address gives the same vectors.
+with `--auto-truncate`) or refuses a longer text. The model id is `openai:MODEL`, and its prefixes
+as the spec writes them when there are any: the same model behind another address gives the same
+vectors, and other prefixes other ones.
 """
 
 import os
-from urllib.parse import urlsplit
+from typing import NamedTuple
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import numpy as np
 
@@ -54,18 +59,49 @@ def default_timeout() -> float:
     return seconds
 
 
-def parse_spec(spec: str) -> tuple[str, str | None]:
-    """The model and base URL of `openai:MODEL[@BASE_URL]`; ModelError saying the form."""
-    body = spec.removeprefix("openai:")
+class Spec(NamedTuple):
+    """What `openai:MODEL[@BASE_URL][#query=PREFIX&passage=PREFIX]` names."""
+
+    model: str
+    base_url: str | None = None
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+_FORM = (
+    "an endpoint is written openai:MODEL@BASE_URL (openai:e5-small-v2@http://127.0.0.1:8081/v1) "
+    "or openai:MODEL, and may end in #query=PREFIX&passage=PREFIX (the texts' prefixes, "
+    "URL-encoded: #query=query:%20&passage=passage:%20)"
+)
+
+
+def parse_spec(spec: str) -> Spec:
+    """What `openai:MODEL[@BASE_URL][#query=PREFIX&passage=PREFIX]` names; ModelError saying
+    the form."""
+    body, marked, fragment = spec.removeprefix("openai:").partition("#")
     model, _, base_url = body.partition("@")
     address = urlsplit(base_url)
     well_formed = address.scheme in ("http", "https") and address.hostname and " " not in base_url
     if not model or (body.count("@") and not (base_url and well_formed)):
-        raise ModelError(
-            f"embedding model {spec!r}: an endpoint is written openai:MODEL@BASE_URL "
-            "(openai:e5-small-v2@http://127.0.0.1:8081/v1) or openai:MODEL"
-        )
-    return model, base_url or None
+        raise ModelError(f"embedding model {spec!r}: {_FORM}")
+    prefixes: dict[str, str] = {}
+    if marked:
+        try:
+            pairs = parse_qsl(fragment, keep_blank_values=True, strict_parsing=True)
+        except ValueError:
+            pairs = [("", "")]
+        prefixes = dict(pairs)
+        if not pairs or len(prefixes) < len(pairs) or not prefixes.keys() <= {"query", "passage"}:
+            raise ModelError(f"embedding model {spec!r}: {_FORM}")
+    return Spec(model, base_url or None, prefixes.get("query", ""), prefixes.get("passage", ""))
+
+
+def model_id(model: str, query_prefix: str = "", passage_prefix: str = "") -> str:
+    """The id of the vectors of `model` with these prefixes: `openai:MODEL`, and the prefixes
+    as a spec writes them when there are any (other prefixes, other vectors)."""
+    given = {"query": query_prefix, "passage": passage_prefix}
+    prefixes = urlencode({k: v for k, v in given.items() if v}, safe=":", quote_via=quote)
+    return f"openai:{model}" + (f"#{prefixes}" if prefixes else "")
 
 
 class OpenAIEmbedder(Embedder):
@@ -98,7 +134,7 @@ class OpenAIEmbedder(Embedder):
                 )
             api_key = LOCAL_SERVER_KEY
         self.model = model
-        self.model_id = f"openai:{model}"
+        self.model_id = model_id(model, query_prefix, passage_prefix)
         self.max_tokens = DEFAULT_MAX_TOKENS
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix

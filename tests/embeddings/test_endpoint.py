@@ -34,14 +34,20 @@ def test_a_local_server_embeds_in_order_as_unit_vectors() -> None:
         embedder.close()
 
 
-def test_prefixes_are_sent_with_the_text() -> None:
+def test_prefixes_given_in_the_spec_are_sent_with_the_text_and_name_the_vectors() -> None:
     with running() as server:
-        embedder = OpenAIEmbedder(
-            "e5", base_url=server.url, query_prefix="query: ", passage_prefix="passage: "
-        )
+        spec = f"openai:e5@{server.url}#query=query:%20&passage=passage:%20"
+        embedder = open_embedder(spec)
         embedder.embed_queries(["where?"])
         embedder.embed_passages(["there"])
         assert [r["input"] for r in server.requests[1:]] == [["query: where?"], ["passage: there"]]
+        # other prefixes, other vectors: the id says which (as the spec writes them)
+        assert embedder.model_id == "openai:e5#query=query:%20&passage=passage:%20"
+        assert open_embedder(f"openai:e5@{server.url}").model_id == "openai:e5"
+        only = open_embedder(f"openai:e5@{server.url}#query=search_query:%20")
+        assert only.model_id == "openai:e5#query=search_query:%20"
+        only.embed_passages(["there"])
+        assert server.requests[-1]["input"] == ["there"]
 
 
 def test_many_texts_go_in_several_requests() -> None:
@@ -173,7 +179,8 @@ def test_the_openai_api_without_a_key_is_refused_saying_where_to_set_one() -> No
 @pytest.mark.parametrize(
     "spec",
     ["openai:", "openai:@http://x", "openai:model@", "openai:m@not a url",
-     "openai:m@127.0.0.1:8081/v1", "openai:m@ftp://host/v1", "openai:m@http:///v1"],
+     "openai:m@127.0.0.1:8081/v1", "openai:m@ftp://host/v1", "openai:m@http:///v1",
+     "openai:m#", "openai:m#query", "openai:m#prefix=x", "openai:m#query=a&query=b"],
 )  # fmt: skip
 def test_a_malformed_spec_is_refused_showing_the_form(spec: str) -> None:
     with pytest.raises(ModelError, match="openai:MODEL@BASE_URL"):
@@ -184,5 +191,13 @@ def test_a_spec_names_the_model_and_the_base_url() -> None:
     assert parse_spec("openai:nomic-embed-text@http://127.0.0.1:11434/v1") == (
         "nomic-embed-text",
         "http://127.0.0.1:11434/v1",
+        "",
+        "",
     )
-    assert parse_spec("openai:text-embedding-3-small") == ("text-embedding-3-small", None)
+    assert parse_spec("openai:text-embedding-3-small") == ("text-embedding-3-small", None, "", "")
+    assert parse_spec("openai:e5@http://h:80/v1#passage=passage:+&query=") == (
+        "e5",
+        "http://h:80/v1",
+        "",
+        "passage: ",
+    )
