@@ -28,9 +28,9 @@ def initialize(protocol: str, request_id: int | str = 1, **params: Any) -> dict[
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": sent | params}
 
 
-def answers(*messages: dict[str, Any]) -> list[dict[str, Any]]:
-    """What `himga mcp` writes on stdout to `messages`, one a line: stdin is closed once every
-    request (a message with an id) is answered, as a client ends a session, not before (a
+def exchange(lines: list[str], count: int) -> tuple[list[dict[str, Any]], str]:
+    """The first `count` lines `himga mcp` writes on stdout to `lines` (each sent as a line),
+    and its log: stdin is closed once they came, as a client ends a session, not before (a
     server may drop what is still in flight when its input ends)."""
     process = subprocess.Popen(
         MCP, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -39,18 +39,25 @@ def answers(*messages: dict[str, Any]) -> list[dict[str, Any]]:
     guard = threading.Timer(HANG_SECONDS, process.kill)
     guard.start()
     try:
-        process.stdin.write("".join(json.dumps(message) + "\n" for message in messages))
+        process.stdin.write("".join(line + "\n" for line in lines))
         process.stdin.flush()
-        wanted = sum("id" in message for message in messages)
-        found = [json.loads(line) for _, line in zip(range(wanted), process.stdout, strict=False)]
+        found = [json.loads(line) for _, line in zip(range(count), process.stdout, strict=False)]
         process.stdin.close()
         assert process.stderr is not None
-        stderr = process.stderr.read()  # to its end: the process has ended
+        log = process.stderr.read()  # to its end: the process has ended
         process.wait()
     finally:
         guard.cancel()
-    assert process.returncode == 0, stderr
-    assert "otherwise than himga did" not in stderr, stderr
+    assert process.returncode == 0, log
+    return found, log
+
+
+def answers(*messages: dict[str, Any]) -> list[dict[str, Any]]:
+    """What `himga mcp` writes on stdout to `messages`: an answer to each request (a message
+    with an id)."""
+    wanted = sum("id" in message for message in messages)
+    found, log = exchange([json.dumps(message) for message in messages], wanted)
+    assert "otherwise than himga did" not in log, log
     return found
 
 

@@ -4,40 +4,15 @@ parse error with id null; JSON that is no message, an invalid request under its 
 one. The session goes on, before `initialize` as after it."""
 
 import json
-import subprocess
-import threading
-from typing import Any
 
 import mcp_types as types
 import pytest
 
-from tests.mcp.test_handshake import HANG_SECONDS, MCP, initialize
+from tests.mcp.test_handshake import exchange, initialize
 
 INITIALIZE = json.dumps(initialize("2025-06-18"))
 INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
 LIST = json.dumps({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
-
-
-def answers(lines: list[str], count: int) -> tuple[list[dict[str, Any]], str]:
-    """The first `count` lines `himga mcp` writes to `lines`, and its log."""
-    process = subprocess.Popen(
-        MCP, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert process.stdin is not None and process.stdout is not None
-    guard = threading.Timer(HANG_SECONDS, process.kill)
-    guard.start()
-    try:
-        process.stdin.write("".join(line + "\n" for line in lines))
-        process.stdin.flush()
-        found = [json.loads(line) for _, line in zip(range(count), process.stdout, strict=False)]
-        process.stdin.close()
-        assert process.stderr is not None
-        log = process.stderr.read()
-        process.wait()
-    finally:
-        guard.cancel()
-    assert process.returncode == 0, log
-    return found, log
 
 
 @pytest.mark.parametrize(
@@ -55,7 +30,7 @@ def answers(lines: list[str], count: int) -> tuple[list[dict[str, Any]], str]:
 def test_a_line_that_is_no_message_is_answered_and_the_session_goes_on(
     line: str, answer_id: int | str | None, code: int
 ) -> None:
-    found, log = answers([INITIALIZE, INITIALIZED, line, LIST], 3)
+    found, log = exchange([INITIALIZE, INITIALIZED, line, LIST], 3)
     assert found[0]["id"] == 1 and "result" in found[0]
     assert found[1]["id"] == answer_id and found[1]["error"]["code"] == code
     assert found[1]["error"]["message"].startswith(
@@ -66,6 +41,6 @@ def test_a_line_that_is_no_message_is_answered_and_the_session_goes_on(
 
 
 def test_before_initialize_too() -> None:
-    found, _ = answers(["not json", INITIALIZE, INITIALIZED, LIST], 3)
+    found, _ = exchange(["not json", INITIALIZE, INITIALIZED, LIST], 3)
     assert found[0]["error"]["code"] == types.PARSE_ERROR
     assert [answer["id"] for answer in found[1:]] == [1, "list"]
