@@ -8,11 +8,12 @@ combining marks written on them: the vowel signs of Devanagari, Tamil or Thai ar
 words ("दुनिया" is one word, not the letters between its signs). Han, kana and Hangul, written
 without spaces between words, are indexed as overlapping pairs of characters, as Lucene's CJK
 analyzer does ("喝咖啡" -> "喝咖", "咖啡"; a lone character stands for itself), so a word is
-found inside a sentence. English stopwords and single letters (other than those characters) are
-dropped, then each word is reduced to its Porter stem ("adoption agencies" -> ["adopt",
-"agenc"]). Words of two letters are kept as they are, as Porter's own implementation does ("us"
-stays "us"). Thai, Lao, Khmer and Burmese, also written without spaces, need a dictionary to
-split their words, which this does not have: a run of them is one term.
+found inside a sentence. Thai, Lao, Khmer and Burmese, also written without spaces, would need a
+dictionary to split into words; they are indexed the same way, in pairs of letters each with
+the marks written on it ("ครับ" -> "ครั", "รับ"). English stopwords and single letters (other
+than Han, kana and Hangul) are dropped, then each word is reduced to its Porter stem ("adoption
+agencies" -> ["adopt", "agenc"]). Words of two letters are kept as they are, as Porter's own
+implementation does ("us" stays "us").
 
 The stemmer is Snowball's implementation of the original Porter algorithm (PyStemmer), which
 Snowball keeps frozen, so stored indexes do not drift with its releases. It is C: stemming in
@@ -23,7 +24,7 @@ import re
 import unicodedata
 from collections import ChainMap
 from collections.abc import Callable, Iterable
-from itertools import chain
+from itertools import chain, pairwise
 
 import Stemmer
 
@@ -31,7 +32,9 @@ import Stemmer
 # turn one lookup into thousands.
 MAX_QUERY_TERMS = 64
 STEMMER = "porter"
-TERMS = f"{STEMMER} stems, stopwords; words keep their marks, CJK in pairs"
+TERMS = (
+    f"{STEMMER} stems, stopwords; words keep their marks; CJK, Thai, Lao, Khmer, Burmese in pairs"
+)
 """What makes the terms, as a store records it: a store whose terms another method made indexes
 its text again when it opens."""
 
@@ -71,7 +74,15 @@ _CJK_CHARS = (
     "\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003ffff"
 )
 _CJK = re.compile(f"[{_CJK_CHARS}]")
-_CJK_OR_NOT = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
+# The other scripts written without spaces between words, read in pairs too: the blocks of Thai,
+# Lao, Myanmar (with its extensions) and Khmer (with its symbols), marks included.
+_SOUTHEAST_CHARS = "\u0e00-\u0eff\u1000-\u109f\ua9e0-\ua9ff\uaa60-\uaa7f\u1780-\u17ff\u19e0-\u19ff"
+_PAIRED = re.compile(f"[{_CJK_CHARS}{_SOUTHEAST_CHARS}]")
+# A run of CJK (its characters taken one by one), of the others (taken with their marks), or of
+# neither.
+_RUNS = re.compile(f"([{_CJK_CHARS}]+)|([{_SOUTHEAST_CHARS}]+)|[^{_CJK_CHARS}{_SOUTHEAST_CHARS}]+")
+# A letter with the marks written on it.
+_CLUSTER = re.compile(f".[{_MARKS}]*", re.DOTALL)
 _NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 _SPACES = bytes.maketrans(_NOT_ALNUM, b" " * len(_NOT_ALNUM))
 # Snowball's own cache of words made stemming slower than none; _terms caches instead.
@@ -131,21 +142,24 @@ def _words(text: str) -> list[str]:
         return text.encode().translate(_SPACES).decode().lower().split()
     normal = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text).casefold())
     words = _WORD.findall(normal.replace("_", " "))
-    if not _CJK.search(normal):
+    if not _PAIRED.search(normal):
         return words
     return [piece for word in words for piece in _pieces(word)]
 
 
 def _pieces(word: str) -> list[str]:
-    """`word` with its runs of CJK characters in overlapping pairs (a lone one as it is)."""
-    if not _CJK.search(word):
+    """`word` with its runs of the scripts read in pairs (_PAIRED) as overlapping pairs of
+    letters, each with its marks (a lone one as it is)."""
+    if not _PAIRED.search(word):
         return [word]
     pieces: list[str] = []
-    for run in _CJK_OR_NOT.findall(word):
-        if len(run) > 1 and _CJK.match(run):
-            pieces.extend(run[i : i + 2] for i in range(len(run) - 1))
+    for found in _RUNS.finditer(word):
+        cjk, southeast = found.groups()
+        letters = cjk or (_CLUSTER.findall(southeast) if southeast else "")
+        if len(letters) > 1:
+            pieces.extend(a + b for a, b in pairwise(letters))
         else:
-            pieces.append(run)
+            pieces.append(found.group())
     return pieces
 
 

@@ -52,6 +52,9 @@ def test_punctuation_and_underscores_split_words() -> None:
         ("日本語のテキスト", ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]),
         ("학교에서 공부해요", ["학교", "교에", "에서", "공부", "부해", "해요"]),
         ("iPhone手机, 茶", ["iphon", "手机", "茶"]),
+        # Thai, Lao, Khmer, Burmese: in pairs too, each letter with the marks written on it
+        ("ครับ", ["ครั", "รับ"]),
+        ("မင်္ဂလာပါ", ["မင်္", "င်္ဂ", "ဂလာ", "လာပါ"]),
     ],
 )
 def test_words_of_every_script_are_whole(text: str, expected: list[str]) -> None:
@@ -65,6 +68,9 @@ def test_words_of_every_script_are_whole(text: str, expected: list[str]) -> None
         ("我昨天在北京喝了咖啡", "咖啡"),
         ("東京で寿司を食べました", "寿司"),
         ("저는 학교에서 한국어를 공부해요", "한국어"),
+        ("ฉันชอบกินข้าวผัดมาก", "ข้าวผัด"),
+        ("ខ្ញុំចូលចិត្តអានសៀវភៅ", "សៀវភៅ"),
+        ("ຂ້ອຍມັກກິນເຂົ້າໜຽວ", "ເຂົ້າໜຽວ"),
     ],
 )
 def test_a_word_is_found_inside_a_sentence_of_its_script(stored: str, asked: str) -> None:
