@@ -102,6 +102,8 @@ class Violations(list[FieldViolation]):
 
 
 def _cut(text: str) -> str:
+    if not text.isascii():  # a key a JSON body spelt with a lone surrogate: written as escaped
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 

@@ -105,6 +105,14 @@ MALFORMED: list[tuple[str, Any, list[tuple[str, str]]]] = [
         },
         [("filter.session_ids[1]", f"{UNPAIRED} 0"), ("filter.metadata.u", f"{UNPAIRED} 0")],
     ),
+    (  # a key spelt so is named escaped, as the answer's text can hold it
+        "Retrieve",
+        {"namespace": "n", "\ud800": 1, "filter": {"metadata": {"\udc00": "v"}}},
+        [
+            ("\\ud800", "RetrieveRequest has no such field"),
+            ("filter.metadata.\\udc00", f"{UNPAIRED} 0"),
+        ],
+    ),
     (
         "IngestBatch",
         {
