@@ -160,7 +160,7 @@ class OnnxEmbedder(Embedder):
         encoding = self._tokenizer.encode("the " * self.max_tokens)
         try:
             self._run([encoding.ids], [encoding.type_ids])
-        except ModelError:
+        except _RunFailed:  # not a card's other dimension, which _run names as it is
             raise ModelError(
                 f"{self.directory / CARD}: max_tokens {self.max_tokens}, but the model fails on "
                 f"a text of {len(encoding.ids)} tokens (its window is shorter); {remedy}, or "
@@ -224,7 +224,7 @@ class OnnxEmbedder(Embedder):
             hidden = self._session.run(None, feed)[0]
         except Exception as error:  # onnxruntime's own exception types
             log.error("%s: onnxruntime failed: %s", self.model_id, error)  # its detail: the log's
-            raise ModelError(
+            raise _RunFailed(
                 f"{self.model_id}: the model failed on a text of {input_ids.shape[1]} tokens; is "
                 f"its card's max_tokens ({self.max_tokens}) past the model's window?"
             ) from None
@@ -236,3 +236,7 @@ class OnnxEmbedder(Embedder):
         if self.card.pooling == "cls":
             return np.asarray(hidden[:, 0, :], dtype=np.float32)
         return np.asarray(hidden.mean(axis=1), dtype=np.float32)
+
+
+class _RunFailed(ModelError):
+    """onnxruntime failed to run the model on a text (a window too short for it, say)."""

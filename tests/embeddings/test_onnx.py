@@ -7,6 +7,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -205,6 +206,35 @@ def test_a_card_whose_dimension_is_not_the_models_is_refused_at_open(tmp_path: P
     with pytest.raises(
         ModelError, match=rf"{directory / CARD}: dimension 768, but the model's vectors have 384"
     ):
+        open_embedder(directory)
+
+
+def test_another_dimension_of_a_model_of_no_fixed_width_is_named_at_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Many exports leave the output's width a name; the open's run then finds the real one.
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession
+
+    class NamedWidth:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            self._session = session(*args, **kwargs)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._session, name)
+
+        def get_outputs(self) -> list[SimpleNamespace]:
+            return [
+                SimpleNamespace(name=o.name, shape=[*o.shape[:-1], "hidden"])
+                for o in self._session.get_outputs()
+            ]
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", NamedWidth)
+    directory = _copy_model(tmp_path)
+    card = json.loads((directory / CARD).read_text())
+    (directory / CARD).write_text(json.dumps({**card, "dimension": 768, "name": "wide"}))
+    with pytest.raises(ModelError, match=r"dimension 768, but the model's vectors have shape"):
         open_embedder(directory)
 
 
