@@ -1,10 +1,11 @@
 """Answers to the lines of stdio that are not JSON-RPC messages.
 
-The SDK's stdio transport hands such a line to the session as an exception, which drops it
-without a word: a host that sent one waits for an answer that never comes. JSON-RPC 2.0 answers
-it: a line that is not JSON gets a parse error (-32700, id null), and JSON that is no request,
-notification or response an invalid request (-32600, under the request's id when it has one),
-each naming what is wrong. `Answering` stands between the transport's read stream and the
+The SDK's stdio transport hands such a line to the session as an exception, which drops it without a
+word: a host that sent one waits for an answer that never comes. JSON-RPC 2.0 answers it: a line
+that is not JSON gets a parse error (-32700, id null), and JSON that is no request, notification or
+response an invalid request (-32600, under the request's id when it has one), each naming what is
+wrong. A blank line is passed over, and a malformed response of the client's is logged, not answered
+(JSON-RPC never answers a response). `Answering` stands between the transport's read stream and the
 server: it writes those answers and passes every message on.
 """
 
@@ -22,9 +23,13 @@ _SHOWN = 200
 """Characters of a refused line the log shows at most."""
 
 
-def refusal(error: Exception) -> types.JSONRPCError:
-    """The answer to a line the transport could not read, as it reported it (`error`)."""
+def refusal(error: Exception) -> types.JSONRPCError | None:
+    """The answer to a line the transport could not read, as it reported it (`error`); None
+    for a line that gets none: a blank one, or a response of the client's (JSON-RPC answers no
+    response, and the client would read an error under its id as its own request's answer)."""
     problems = error.errors() if isinstance(error, ValidationError) else []
+    if problems and isinstance(problems[0]["input"], str) and not problems[0]["input"].strip():
+        return None
     if not problems or problems[0]["type"] == "json_invalid":
         detail = problems[0]["msg"] if problems else "the line is not JSON"
         return _error(
@@ -35,6 +40,8 @@ def refusal(error: Exception) -> types.JSONRPCError:
     given = next(
         (p["input"] for p in problems if len(p["loc"]) <= 2 and isinstance(p["input"], dict)), {}
     )
+    if "method" not in given and ("result" in given or "error" in given):
+        return None
     request_id = given.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
         request_id = None
@@ -72,8 +79,11 @@ class Answering:
                 return item  # type: ignore[no-any-return]
             answer = refusal(item)
             shown = str(item).replace("\n", " ")[:_SHOWN]
-            _log.warning("refused a line on stdin (%s): %s", answer.error.code, shown)
-            await self._write.send(SessionMessage(answer))
+            if answer is not None:
+                _log.warning("refused a line on stdin (%s): %s", answer.error.code, shown)
+                await self._write.send(SessionMessage(answer))
+            elif shown.strip():
+                _log.warning("dropped a response on stdin that is not JSON-RPC's: %s", shown)
 
     def __aiter__(self) -> Self:
         return self

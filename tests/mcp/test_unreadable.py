@@ -40,6 +40,23 @@ def test_a_line_that_is_no_message_is_answered_and_the_session_goes_on(
     assert f"refused a line on stdin ({code})" in log
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "   \t",
+        '{"jsonrpc": "2.0", "id": 5, "result": "not an object"}',
+        '{"jsonrpc": "2.0", "id": 5, "error": {"code": "not a number"}}',
+    ],
+)
+def test_a_blank_line_or_a_broken_response_gets_no_answer(line: str) -> None:
+    # JSON-RPC answers no response: the client would take an error under its id for the answer
+    # to its own request 5.
+    found, log = exchange([INITIALIZE, INITIALIZED, line, LIST], 2)
+    assert [answer["id"] for answer in found] == [1, "list"]
+    assert "refused a line" not in log
+
+
 def test_before_initialize_too() -> None:
     found, _ = exchange(["not json", INITIALIZE, INITIALIZED, LIST], 3)
     assert found[0]["error"]["code"] == types.PARSE_ERROR
