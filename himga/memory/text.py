@@ -33,10 +33,12 @@ import Stemmer
 MAX_QUERY_TERMS = 64
 STEMMER = "porter"
 TERMS = (
-    f"{STEMMER} stems, stopwords; words keep their marks; CJK, Thai, Lao, Khmer, Burmese in pairs"
+    f"{STEMMER} stems, stopwords; words keep their marks; CJK, Thai, Lao, Khmer, Burmese in "
+    f"pairs; Unicode {unicodedata.unidata_version}"
 )
 """What makes the terms, as a store records it: a store whose terms another method made indexes
-its text again when it opens."""
+its text again when it opens. What a letter or a mark is comes from the running Python's Unicode
+database, whose version is named too: a Python of another one indexes again."""
 
 
 def _class_of(codes: Iterable[int]) -> str:
@@ -140,7 +142,8 @@ def _words(text: str) -> list[str]:
         # The common case, faster than the pattern: for ASCII, NFKC and casefold change
         # nothing that lower() does not.
         return text.encode().translate(_SPACES).decode().lower().split()
-    normal = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text).casefold())
+    # The ignorable characters go first, so that NFKC composes what they stood between.
+    normal = unicodedata.normalize("NFKC", _IGNORABLE.sub("", text)).casefold()
     words = _WORD.findall(normal.replace("_", " "))
     if not _PAIRED.search(normal):
         return words
@@ -159,7 +162,7 @@ def _pieces(word: str) -> list[str]:
         if len(letters) > 1:
             pieces.extend(a + b for a, b in pairwise(letters))
         else:
-            pieces.append(found.group())
+            pieces.extend(_WORD.findall(found.group()))  # marks that lost their letter go
     return pieces
 
 

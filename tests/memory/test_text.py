@@ -46,12 +46,14 @@ def test_punctuation_and_underscores_split_words() -> None:
         ("\u0301 ok", ["ok"]),  # a mark on no letter is no word
         # default-ignorable characters do not split a word (Unicode's NFKC_Casefold drops them)
         ("co\u00adoperate", ["cooper"]),
+        ("caf\u00ade\u0301", ["café"]),  # and NFKC composes what one stood between
         ("می\u200cخواهم", ["میخواهم"]),  # noqa: RUF001 (Persian letters, not Latin)
         # Han, kana and Hangul in overlapping pairs; a lone character stands for itself
         ("我喜欢喝咖啡", ["我喜", "喜欢", "欢喝", "喝咖", "咖啡"]),
         ("日本語のテキスト", ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]),
         ("학교에서 공부해요", ["학교", "교에", "에서", "공부", "부해", "해요"]),
         ("iPhone手机, 茶", ["iphon", "手机", "茶"]),
+        ("漢\u0301字", ["漢", "字"]),  # a mark of no CJK letter is no term
         # Thai, Lao, Khmer, Burmese: in pairs too, each letter with the marks written on it
         ("ครับ", ["ครั", "รับ"]),
         ("မင်္ဂလာပါ", ["မင်္", "င်္ဂ", "ဂလာ", "လာပါ"]),
