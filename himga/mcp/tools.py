@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any
 
 from himga import validation
+from himga.errors import MAX_VIOLATIONS, left_out
 from himga.mcp.proto_schema import fields_schema, message_schema
 from himga.mcp.records_schema import inline
 from himga.mcp.stores import Door
@@ -103,9 +104,15 @@ class Tool:
         if found:
             return found, dict(arguments)
         completed = dict(arguments) if self.complete is None else self.complete(dict(arguments))
+        unchecked = False
         for name, value in completed.items():
             if name in self.typed:
-                found += _typed_problems(name, self.typed[name], value)
+                problems, cut = _typed_problems(name, self.typed[name], value)
+                found += problems
+                unchecked = unchecked or cut
+        if len(found) > MAX_VIOLATIONS or unchecked:  # the first ones, as the other doors name
+            rest = max(0, len(found) - MAX_VIOLATIONS)
+            found = [*found[:MAX_VIOLATIONS], left_out(rest, unchecked)]
         return found, completed
 
 
@@ -119,15 +126,19 @@ def _plain_problems(name: str, schema: dict[str, Any], value: Any) -> builtins.l
     ]
 
 
-def _typed_problems(name: str, typed: Typed, value: Any) -> builtins.list[str]:
+def _typed_problems(name: str, typed: Typed, value: Any) -> tuple[builtins.list[str], bool]:
+    """The problems of a typed argument, and whether its items were left unread past the most
+    an answer names (MAX_VIOLATIONS)."""
     if not typed.many:
         items: builtins.list[tuple[builtins.list[str | int], Any]] = [([name], value)]
     elif not isinstance(value, builtins.list) or not value:
-        return [f"$.{name}: must be a non-empty list of {typed.type_name}"]
+        return [f"$.{name}: must be a non-empty list of {typed.type_name}"], False
     else:
         items = [([name, i], item) for i, item in enumerate(value)]
-    found = []
+    found: builtins.list[str] = []
     for where, document in items:
+        if len(found) > MAX_VIOLATIONS:  # enough to name: the rest is not read
+            return found, True
         if isinstance(document, dict):
             found += [
                 f"{validation.json_path([*where, key])}: {typed.drop[key]}"
@@ -136,7 +147,7 @@ def _typed_problems(name: str, typed: Typed, value: Any) -> builtins.list[str]:
             ]
         for error in validation.validate(document, typed.type_name):
             found.append(f"{validation.json_path(where)}{error.path[1:]}: {error.reason}")
-    return found
+    return found, False
 
 
 def _request(door: Door, proto: Any, arguments: Mapping[str, Any], names: tuple[str, ...]) -> Any:
@@ -170,7 +181,10 @@ def _complete_remember(arguments: dict[str, Any]) -> dict[str, Any]:
     """The messages and session of a remember call: `text` (said by `role`, `user` by
     default) after `messages`; without a session, the UTC day's (`mcp-YYYY-MM-DD`); a session
     with no time of its own, timed now."""
-    messages = builtins.list(arguments.get("messages", []))
+    given = arguments.get("messages", [])
+    if not isinstance(given, builtins.list):  # not a list to add to: its check says so
+        return arguments
+    messages = builtins.list(given)
     if "text" in arguments:
         messages.append({"role": arguments.get("role", "user"), "content": arguments["text"]})
     now = _now()

@@ -15,6 +15,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource
 
 from himga import validation
+from himga.errors import MAX_VIOLATIONS
 from himga.mcp.records_schema import inline
 from himga.mcp.server import listing
 from himga.mcp.tools import tools
@@ -142,6 +143,20 @@ def test_remember_makes_the_session_and_the_time() -> None:
 def test_remember_refuses_naming_the_field(arguments: dict[str, Any], expected: str) -> None:
     problems, _ = tools()["remember"].check(arguments)
     assert any(problem.startswith(expected) for problem in problems), problems
+
+
+@pytest.mark.parametrize("messages", ["x" * 1_000_000, {"role": "user", "content": "hi"}, 7])
+def test_remember_refuses_messages_that_are_no_list_in_one_line(messages: object) -> None:
+    # A string was read as a list of its characters: a megabyte's became a million problems.
+    problems, _ = tools()["remember"].check({"messages": messages, "text": "hi"})
+    assert problems == ["$.messages: must be a non-empty list of Message"]
+
+
+def test_remember_names_the_first_problems_of_many_and_reads_no_further() -> None:
+    problems, _ = tools()["remember"].check({"messages": [{"role": 1}] * 100_000})
+    assert len(problems) == MAX_VIOLATIONS + 1
+    assert problems[0].startswith("$.messages[0].")
+    assert problems[-1].endswith("the request was not checked to its end")
 
 
 def test_record_episode_makes_the_id_and_the_timestamp() -> None:
