@@ -1,19 +1,23 @@
 """How the keyword memories turn text into index terms: words, minus stopwords, Porter-stemmed.
 
-Every keyword memory indexes and queries with `terms` alone, so they agree on what matches. Terms
-are casefolded words (NFKC first, so full-width and ligature forms match their plain spelling,
-and Unicode's default-ignorable characters dropped, as its NFKC_Casefold does, so a soft hyphen
-or a zero-width joiner does not split a word). A word is a run of letters and digits with the
-combining marks written on them: the vowel signs of Devanagari, Tamil or Thai are part of their
-words ("दुनिया" is one word, not the letters between its signs). Han, kana and Hangul, written
-without spaces between words, are indexed as overlapping pairs of characters, as Lucene's CJK
-analyzer does ("喝咖啡" -> "喝咖", "咖啡"; a lone character stands for itself), so a word is
-found inside a sentence. Thai, Lao, Khmer and Burmese, also written without spaces, would need a
-dictionary to split into words; they are indexed the same way, in pairs of letters each with
-the marks written on it ("ครับ" -> "ครั", "รับ"). English stopwords and single letters (other
-than Han, kana and Hangul) are dropped, then each word is reduced to its Porter stem ("adoption
-agencies" -> ["adopt", "agenc"]). Words of two letters are kept as they are, as Porter's own
-implementation does ("us" stays "us").
+Every keyword memory indexes and queries with `terms` alone, so they agree on what matches.
+Terms are casefolded words (NFKC first, so full-width and ligature forms match their plain
+spelling, and Unicode's default-ignorable characters dropped, as its NFKC_Casefold does, so a
+soft hyphen or a zero-width joiner does not split a word). A word is a run of letters and digits
+with the combining marks written on them: the vowel signs of Devanagari, Tamil or Thai are part
+of their words ("दुनिया" is one word, not the letters between its signs).
+
+Han, kana and Hangul, written without spaces between words, are indexed as each character and
+each overlapping pair of characters, as Lucene's CJK analyzer does with its unigrams on
+("喝咖啡" -> "喝", "喝咖", "咖", "咖啡", "啡"): a word is found inside a sentence, one of one
+character ("猫") too, and a question's pairs rank the turns that hold its words whole above
+those that only share characters. Thai, Lao, Khmer and Burmese, also written without spaces,
+would need a dictionary to split into words; they are indexed in overlapping pairs of letters,
+each with the marks written on it ("ครับ" -> "ครั", "รับ"), their letters being no words alone.
+
+English stopwords and single letters (other than Han, kana and Hangul) are dropped, then each
+word is reduced to its Porter stem ("adoption agencies" -> ["adopt", "agenc"]). Words of two
+letters are kept as they are, as Porter's own implementation does ("us" stays "us").
 
 The stemmer is Snowball's implementation of the original Porter algorithm (PyStemmer), which
 Snowball keeps frozen, so stored indexes do not drift with its releases. It is C: stemming in
@@ -33,8 +37,8 @@ import Stemmer
 MAX_QUERY_TERMS = 64
 STEMMER = "porter"
 TERMS = (
-    f"{STEMMER} stems, stopwords; words keep their marks; CJK, Thai, Lao, Khmer, Burmese in "
-    f"pairs; Unicode {unicodedata.unidata_version}"
+    f"{STEMMER} stems, stopwords; words keep their marks; CJK by characters and pairs; Thai, "
+    f"Lao, Khmer, Burmese in pairs; Unicode {unicodedata.unidata_version}"
 )
 """What makes the terms, as a store records it: a store whose terms another method made indexes
 its text again when it opens. What a letter or a mark is comes from the running Python's Unicode
@@ -152,13 +156,18 @@ def _words(text: str) -> list[str]:
 
 def _pieces(word: str) -> list[str]:
     """`word` with its runs of the scripts read in pairs (_PAIRED) as overlapping pairs of
-    letters, each with its marks (a lone one as it is)."""
+    letters, each with its marks (a lone one as it is), and a CJK run's characters too."""
     if not _PAIRED.search(word):
         return [word]
     pieces: list[str] = []
     for found in _RUNS.finditer(word):
         cjk, southeast = found.groups()
-        letters = cjk or (_CLUSTER.findall(southeast) if southeast else "")
+        if cjk:  # each character, and each pair: "猫" is a word of its own
+            pieces.append(cjk[0])
+            for a, b in pairwise(cjk):
+                pieces += (a + b, b)
+            continue
+        letters = _CLUSTER.findall(southeast) if southeast else []
         if len(letters) > 1:
             pieces.extend(a + b for a, b in pairwise(letters))
         else:

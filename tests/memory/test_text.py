@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from himga.data import Message, Session
 from himga.memory import text as text_module
+from himga.memory.keyword import KeywordMemory
 from himga.memory.text import MAX_QUERY_TERMS, query_terms, terms, terms_of
 
 
@@ -42,17 +44,17 @@ def test_punctuation_and_underscores_split_words() -> None:
         ("வணக்கம் உலகம்", ["வணக்கம்", "உலகம்"]),
         ("স্বাগতম", ["স্বাগতম"]),
         ("e\u0301te\u0301", ["été"]),  # decomposed accents: NFKC composes them
-        ("зна\u0301чение", ["зна\u0301чение"]),  # noqa: RUF001 (a stress mark on Cyrillic)
+        ("зна\u0301чение", ["зна\u0301чение"]),  # a stress mark on Cyrillic
         ("\u0301 ok", ["ok"]),  # a mark on no letter is no word
         # default-ignorable characters do not split a word (Unicode's NFKC_Casefold drops them)
         ("co\u00adoperate", ["cooper"]),
         ("caf\u00ade\u0301", ["café"]),  # and NFKC composes what one stood between
-        ("می\u200cخواهم", ["میخواهم"]),  # noqa: RUF001 (Persian letters, not Latin)
-        # Han, kana and Hangul in overlapping pairs; a lone character stands for itself
-        ("我喜欢喝咖啡", ["我喜", "喜欢", "欢喝", "喝咖", "咖啡"]),
-        ("日本語のテキスト", ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]),
-        ("학교에서 공부해요", ["학교", "교에", "에서", "공부", "부해", "해요"]),
-        ("iPhone手机, 茶", ["iphon", "手机", "茶"]),
+        ("می\u200cخواهم", ["میخواهم"]),
+        # Han, kana and Hangul by each character and each overlapping pair
+        ("喝咖啡", ["喝", "喝咖", "咖", "咖啡", "啡"]),
+        ("テキスト", ["テ", "テキ", "キ", "キス", "ス", "スト", "ト"]),
+        ("학교에서", ["학", "학교", "교", "교에", "에", "에서", "서"]),
+        ("iPhone手机, 茶", ["iphon", "手", "手机", "机", "茶"]),
         ("漢\u0301字", ["漢", "字"]),  # a mark of no CJK letter is no term
         # Thai, Lao, Khmer, Burmese: in pairs too, each letter with the marks written on it
         ("ครับ", ["ครั", "รับ"]),
@@ -70,6 +72,7 @@ def test_words_of_every_script_are_whole(text: str, expected: list[str]) -> None
         ("我昨天在北京喝了咖啡", "咖啡"),
         ("東京で寿司を食べました", "寿司"),
         ("저는 학교에서 한국어를 공부해요", "한국어"),
+        ("我昨天买了一只猫，它叫小白。", "猫"),  # a word of one character
         ("ฉันชอบกินข้าวผัดมาก", "ข้าวผัด"),
         ("ខ្ញុំចូលចិត្តអានសៀវភៅ", "សៀវភៅ"),
         ("ຂ້ອຍມັກກິນເຂົ້າໜຽວ", "ເຂົ້າໜຽວ"),
@@ -77,6 +80,25 @@ def test_words_of_every_script_are_whole(text: str, expected: list[str]) -> None
 )
 def test_a_word_is_found_inside_a_sentence_of_its_script(stored: str, asked: str) -> None:
     assert query_terms(asked) and set(query_terms(asked)) <= set(terms(stored))
+
+
+CHAT = [  # full-width punctuation, as Chinese is written
+    "我的车坏了，明天去修。",
+    "我的工作最近很忙。",
+    "我昨天买了一只猫，它叫小白。",
+    "我的朋友下周来北京。",
+]
+
+
+def test_a_question_in_chinese_ranks_the_turn_that_holds_its_words() -> None:
+    # Written without spaces, the question shares no pair but the common "我的" with its
+    # answer's turn, only words of one character ("猫", "叫"): those are terms too.
+    memory = KeywordMemory()
+    session = Session(session_id="s1", date_str="8 May, 2023")
+    for i, content in enumerate(CHAT):
+        memory.ingest(Message(role="Mei", content=content, turn_id=f"D1:{i}"), session)
+    question = "我的猫叫什么名字？"
+    assert [hit.turn_id for hit in memory.search(question)][:1] == ["D1:2"]
 
 
 def test_every_mark_past_the_first_two_planes_is_ignorable() -> None:
