@@ -80,8 +80,14 @@ def parse_spec(spec: str) -> Spec:
     the form."""
     body, marked, fragment = spec.removeprefix("openai:").partition("#")
     model, _, base_url = body.partition("@")
-    address = urlsplit(base_url)
-    well_formed = address.scheme in ("http", "https") and address.hostname and " " not in base_url
+    try:
+        address = urlsplit(base_url)
+        port = address.port  # ValueError for a port that is no number
+        well_formed = address.scheme in ("http", "https") and bool(address.hostname)
+        well_formed = well_formed and (port is None or port > 0)
+    except ValueError:  # an unclosed IPv6 bracket, a port that is no number
+        well_formed = False
+    well_formed = well_formed and base_url.isprintable() and " " not in base_url
     if not model or (body.count("@") and not (base_url and well_formed)):
         raise ModelError(f"embedding model {spec!r}: {_FORM}")
     prefixes: dict[str, str] = {}

@@ -180,7 +180,8 @@ def test_the_openai_api_without_a_key_is_refused_saying_where_to_set_one() -> No
     "spec",
     ["openai:", "openai:@http://x", "openai:model@", "openai:m@not a url",
      "openai:m@127.0.0.1:8081/v1", "openai:m@ftp://host/v1", "openai:m@http:///v1",
-     "openai:m#", "openai:m#query", "openai:m#prefix=x", "openai:m#query=a&query=b"],
+     "openai:m#", "openai:m#query", "openai:m#prefix=x", "openai:m#query=a&query=b",
+     "openai:m@http://[::1/v1", "openai:m@http://host:port/v1", "openai:m@http://host/v1\n"],
 )  # fmt: skip
 def test_a_malformed_spec_is_refused_showing_the_form(spec: str) -> None:
     with pytest.raises(ModelError, match="openai:MODEL@BASE_URL"):
