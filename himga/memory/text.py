@@ -5,7 +5,10 @@ Terms are casefolded words (NFKC first, so full-width and ligature forms match t
 spelling, and Unicode's default-ignorable characters dropped, as its NFKC_Casefold does, so a
 soft hyphen or a zero-width joiner does not split a word). A word is a run of letters and digits
 with the combining marks written on them: the vowel signs of Devanagari, Tamil or Thai are part
-of their words ("दुनिया" is one word, not the letters between its signs).
+of their words ("दुनिया" is one word, not the letters between its signs). Arabic and Hebrew are
+written with their short vowels or without, so those go, with Arabic's tatweel, and Arabic's
+variant letters read as one, as Lucene's Arabic normalizer reads them ("الكِتَابُ", "الكتـــاب"
+and "الكتاب" are one word); their prefixes stay (no stemmer: "الكتاب" is not "كتاب").
 
 Han, kana and Hangul, written without spaces between words, are indexed as each character and
 each overlapping pair of characters, as Lucene's CJK analyzer does with its unigrams on
@@ -37,8 +40,9 @@ import Stemmer
 MAX_QUERY_TERMS = 64
 STEMMER = "porter"
 TERMS = (
-    f"{STEMMER} stems, stopwords; words keep their marks; CJK by characters and pairs; Thai, "
-    f"Lao, Khmer, Burmese in pairs; Unicode {unicodedata.unidata_version}"
+    f"{STEMMER} stems, stopwords; words keep their marks, but Arabic's and Hebrew's vowels; CJK "
+    f"by characters and pairs; Thai, Lao, Khmer, Burmese in pairs; Unicode "
+    f"{unicodedata.unidata_version}"
 )
 """What makes the terms, as a store records it: a store whose terms another method made indexes
 its text again when it opens. What a letter or a mark is comes from the running Python's Unicode
@@ -89,6 +93,22 @@ _PAIRED = re.compile(f"[{_CJK_CHARS}{_SOUTHEAST_CHARS}]")
 _RUNS = re.compile(f"([{_CJK_CHARS}]+)|([{_SOUTHEAST_CHARS}]+)|[^{_CJK_CHARS}{_SOUTHEAST_CHARS}]+")
 # A letter with the marks written on it.
 _CLUSTER = re.compile(f".[{_MARKS}]*", re.DOTALL)
+# Arabic and Hebrew are written with their short vowels or without: their vowel signs, Arabic's
+# Quranic marks and tatweel (a stroke that only lengthens a word), and Hebrew's points and
+# cantillation go, and Arabic's variant letters read as one, as Lucene's Arabic normalizer reads
+# them (alef with hamza or madda as alef, alef maksura as yeh, teh marbuta as heh).
+_SEMITIC = re.compile("[\u0590-\u05ff\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff]")
+_SEMITIC_FOLDS = {
+    **dict.fromkeys(range(0x0591, 0x05BE), None),
+    **dict.fromkeys((0x05BF, 0x05C1, 0x05C2, 0x05C4, 0x05C5, 0x05C7), None),
+    **dict.fromkeys(range(0x0610, 0x061B), None),
+    **dict.fromkeys(range(0x064B, 0x0660), None),
+    **dict.fromkeys((0x0640, 0x0670), None),
+    **dict.fromkeys(range(0x06D6, 0x06EE), None),
+    **dict.fromkeys((0x0622, 0x0623, 0x0625, 0x0671), "\u0627"),
+    0x0649: "\u064a",
+    0x0629: "\u0647",
+}
 _NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 _SPACES = bytes.maketrans(_NOT_ALNUM, b" " * len(_NOT_ALNUM))
 # Snowball's own cache of words made stemming slower than none; _terms caches instead.
@@ -148,6 +168,8 @@ def _words(text: str) -> list[str]:
         return text.encode().translate(_SPACES).decode().lower().split()
     # The ignorable characters go first, so that NFKC composes what they stood between.
     normal = unicodedata.normalize("NFKC", _IGNORABLE.sub("", text)).casefold()
+    if _SEMITIC.search(normal):
+        normal = normal.translate(_SEMITIC_FOLDS)
     words = _WORD.findall(normal.replace("_", " "))
     if not _PAIRED.search(normal):
         return words

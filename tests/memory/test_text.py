@@ -26,6 +26,12 @@ def test_stopwords_and_single_letters_go_numbers_stay() -> None:
         ("\uff22\uff2f\uff21\uff34", "boat"),  # full-width letters: NFKC
         ("STRASSE", "straße"),  # casefold
         ("café", "CAFÉ"),
+        # Arabic and Hebrew with their short vowels, or without; Arabic's variant letters
+        ("الكِتَابُ", "الكتاب"),
+        ("الكتـــاب", "الكتاب"),  # tatweel
+        ("أختي", "اختي"),
+        ("مدرسة", "مدرسه"),
+        ("שָׁלוֹם", "שלום"),
     ],
 )
 def test_forms_of_a_word_share_terms(a: str, b: str) -> None:
