@@ -28,12 +28,13 @@ def initialize(protocol: str, request_id: int | str = 1, **params: Any) -> dict[
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": sent | params}
 
 
-def exchange(lines: list[str], count: int) -> tuple[list[dict[str, Any]], str]:
-    """The first `count` lines `himga mcp` writes on stdout to `lines` (each sent as a line),
-    and its log: stdin is closed once they came, as a client ends a session, not before (a
-    server may drop what is still in flight when its input ends)."""
+def exchange(
+    lines: list[str], count: int, command: list[str] = MCP
+) -> tuple[list[dict[str, Any]], str]:
+    """The first `count` lines `command` (`himga mcp`) writes on stdout to `lines` (each sent
+    as a line), and its log: stdin is closed once they came, as a client ends a session."""
     process = subprocess.Popen(
-        MCP, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     assert process.stdin is not None and process.stdout is not None
     guard = threading.Timer(HANG_SECONDS, process.kill)
