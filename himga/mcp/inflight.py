@@ -9,12 +9,13 @@ cancelled by the client), or after DRAIN_SECONDS.
 """
 
 import logging
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from himga.mcp.streams import ReadWrapper, Wrapper
 
 _log = logging.getLogger("himga.mcp")
 
@@ -53,17 +54,13 @@ class InFlight:
             )
 
 
-class Draining:
+class Draining(ReadWrapper):
     """The read stream `inner`, noting each request in `flight`, and ending only once
-    `flight` is drained. The SDK's ReadStream: receive, iteration, `last_context`, closing."""
+    `flight` is drained."""
 
     def __init__(self, inner: Any, flight: InFlight) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._flight = flight
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
         try:
@@ -80,54 +77,15 @@ class Draining:
             self._flight.ended((message.params or {}).get("requestId"))
         return item
 
-    def __aiter__(self) -> Self:
-        return self
 
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class Sent:
+class Sent(Wrapper):
     """The write stream `inner`, noting in `flight` each request it answers."""
 
     def __init__(self, inner: Any, flight: InFlight) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._flight = flight
 
     async def send(self, item: SessionMessage, /) -> None:
         await self._inner.send(item)
         if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
             self._flight.ended(item.message.id)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None

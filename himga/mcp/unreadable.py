@@ -10,13 +10,13 @@ server: it writes those answers and passes every message on.
 """
 
 import logging
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+from himga.mcp.streams import ReadWrapper
 
 _log = logging.getLogger("himga.mcp")
 _SHOWN = 200
@@ -59,18 +59,13 @@ def _error(request_id: int | str | None, code: int, message: str) -> types.JSONR
     )
 
 
-class Answering:
+class Answering(ReadWrapper):
     """The transport's read stream `inner` without its unreadable lines, each answered on
-    `write` (the transport's write stream) instead. It is what the server reads (the SDK's
-    ReadStream: receive, iteration, `last_context`, closing)."""
+    `write` (the transport's write stream) instead."""
 
     def __init__(self, inner: Any, write: Any) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._write = write
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage:
         while True:
@@ -84,27 +79,3 @@ class Answering:
                 await self._write.send(SessionMessage(answer))
             elif shown.strip():
                 _log.warning("dropped a response on stdin that is not JSON-RPC's: %s", shown)
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
