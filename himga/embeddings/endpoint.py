@@ -10,9 +10,9 @@ texts prefixed (URL-encoded: e5's `#query=query:%20&passage=passage:%20`, nomic-
 else OPENAI_API_KEY; a local server needs none (the placeholder "EMPTY" is sent). The model's
 dimension is learnt when it is opened, from one probe text's vector, so a server that does not
 answer is found at start-up. The window is the server's: it truncates (text-embeddings-inference
-with `--auto-truncate`) or refuses a longer text. The model id is `openai:MODEL`, and its prefixes
-as the spec writes them when there are any: the same model behind another address gives the same
-vectors, and other prefixes other ones.
+with `--auto-truncate`) or refuses a longer text. The model id is `openai:MODEL`, then its prefixes
+when there are any (`#query=...&passage=...`, in that order, URL-encoded; `model_id`): the same
+model behind another address gives the same vectors, and other prefixes other ones.
 """
 
 import os
@@ -103,8 +103,9 @@ def parse_spec(spec: str) -> Spec:
 
 
 def model_id(model: str, query_prefix: str = "", passage_prefix: str = "") -> str:
-    """The id of the vectors of `model` with these prefixes: `openai:MODEL`, and the prefixes
-    as a spec writes them when there are any (other prefixes, other vectors)."""
+    """The id of the vectors of `model` with these prefixes: `openai:MODEL`, then the prefixes
+    when there are any, in one spelling of the spec's (query first, URL-encoded but for ":"):
+    other prefixes, other vectors."""
     given = {"query": query_prefix, "passage": passage_prefix}
     prefixes = urlencode({k: v for k, v in given.items() if v}, safe=":", quote_via=quote)
     return f"openai:{model}" + (f"#{prefixes}" if prefixes else "")

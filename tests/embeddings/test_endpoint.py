@@ -41,7 +41,7 @@ def test_prefixes_given_in_the_spec_are_sent_with_the_text_and_name_the_vectors(
         embedder.embed_queries(["where?"])
         embedder.embed_passages(["there"])
         assert [r["input"] for r in server.requests[1:]] == [["query: where?"], ["passage: there"]]
-        # other prefixes, other vectors: the id says which (as the spec writes them)
+        # other prefixes, other vectors: the id says which, in one spelling of the spec's
         assert embedder.model_id == "openai:e5#query=query:%20&passage=passage:%20"
         assert open_embedder(f"openai:e5@{server.url}").model_id == "openai:e5"
         only = open_embedder(f"openai:e5@{server.url}#query=search_query:%20")
