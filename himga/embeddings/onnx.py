@@ -159,13 +159,14 @@ class OnnxEmbedder(Embedder):
         """Refuse a card whose `max_tokens` is past the window the model runs on."""
         encoding = self._tokenizer.encode("the " * self.max_tokens)
         try:
-            self._run([encoding.ids], [encoding.type_ids])
-        except _RunFailed:  # not a card's other dimension, which _run names as it is
+            hidden = self._hidden([encoding.ids], [encoding.type_ids])
+        except ModelError:
             raise ModelError(
                 f"{self.directory / CARD}: max_tokens {self.max_tokens}, but the model fails on "
                 f"a text of {len(encoding.ids)} tokens (its window is shorter); {remedy}, or "
                 "lower max_tokens"
             ) from None
+        self._pooled(hidden)  # a card's other dimension, named as it is
 
     def token_ids(self, text: str) -> list[int]:
         """The tokens the model sees of `text` as given (no prefix added), truncated to
@@ -215,6 +216,10 @@ class OnnxEmbedder(Embedder):
 
     def _run(self, ids: list[list[int]], type_ids: list[list[int]]) -> np.ndarray:
         """Pooled vectors of equally long token sequences (no padding: every mask is 1)."""
+        return self._pooled(self._hidden(ids, type_ids))
+
+    def _hidden(self, ids: list[list[int]], type_ids: list[list[int]]) -> np.ndarray:
+        """The model's last hidden states of equally long token sequences."""
         input_ids = np.asarray(ids, dtype=np.int64)
         mask = np.ones_like(input_ids)
         feed: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask}
@@ -224,10 +229,14 @@ class OnnxEmbedder(Embedder):
             hidden = self._session.run(None, feed)[0]
         except Exception as error:  # onnxruntime's own exception types
             log.error("%s: onnxruntime failed: %s", self.model_id, error)  # its detail: the log's
-            raise _RunFailed(
+            raise ModelError(
                 f"{self.model_id}: the model failed on a text of {input_ids.shape[1]} tokens; is "
                 f"its card's max_tokens ({self.max_tokens}) past the model's window?"
             ) from None
+        return np.asarray(hidden)
+
+    def _pooled(self, hidden: np.ndarray) -> np.ndarray:
+        """The pooled vectors of the model's hidden states (the card's pooling)."""
         if hidden.ndim != 3 or hidden.shape[2] != self.dimension:
             raise ModelError(
                 f"{self.directory / CARD}: dimension {self.dimension}, but the model's vectors "
@@ -236,7 +245,3 @@ class OnnxEmbedder(Embedder):
         if self.card.pooling == "cls":
             return np.asarray(hidden[:, 0, :], dtype=np.float32)
         return np.asarray(hidden.mean(axis=1), dtype=np.float32)
-
-
-class _RunFailed(ModelError):
-    """onnxruntime failed to run the model on a text (a window too short for it, say)."""
