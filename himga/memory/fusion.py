@@ -97,6 +97,7 @@ import re
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 import numpy as np
@@ -104,10 +105,16 @@ import numpy as np
 from himga.errors import InvalidArgument
 from himga.memory import _fusion
 from himga.memory.ranking import is_named
-from himga.memory.text import WORD, query_terms, terms
+from himga.memory.text import query_terms, terms, word_expression
 
-# A word, as himga.memory.text reads them, and an English possessive after it ("Caroline's").
-_WORD = re.compile(WORD + r"(?:['\u2019]s\b)?")
+
+@cache
+def _word() -> re.Pattern[str]:
+    """A word, as himga.memory.text reads them, and an English possessive after it
+    ("Caroline's"); made when first asked, as text's word is."""
+    return re.compile(word_expression() + r"(?:['\u2019]s\b)?")
+
+
 _SPACES = re.compile(r"\s+")
 
 
@@ -134,14 +141,14 @@ def dense_query(query: str, speakers: Iterable[str]) -> str:
         return query
     kept: list[str] = []
     start = 0
-    for match in _WORD.finditer(query):
+    for match in _word().finditer(query):
         word_terms = terms(match.group().removesuffix("'s").removesuffix("\u2019s"))
         if word_terms and all(term in named for term in word_terms):
             kept.append(query[start : match.start()])
             start = match.end()
     kept.append(query[start:])
     stripped = _SPACES.sub(" ", "".join(kept)).strip()
-    return stripped if _WORD.search(stripped) else query
+    return stripped if _word().search(stripped) else query
 
 
 @dataclass(frozen=True, slots=True)

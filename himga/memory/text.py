@@ -31,6 +31,7 @@ import re
 import unicodedata
 from collections import ChainMap
 from collections.abc import Callable, Iterable
+from functools import cache
 from itertools import chain, pairwise
 
 import Stemmer
@@ -62,37 +63,21 @@ def _class_of(codes: Iterable[int]) -> str:
     )
 
 
-# Combining marks (Unicode category M), read from this Python's Unicode database: those of the
-# first two planes, as every mark past them is a variation selector, which _IGNORABLE removes.
-_MARKS = _class_of(c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M")
 # Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), which NFKC_Casefold removes.
 _IGNORABLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
     "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]+"
 )
-WORD = f"\\w+(?:(?=[^\\x00-\\u02ff])[{_MARKS}]+\\w*)*"
-"""A regular expression for a word: letters and digits (and "_", as \\w has it, which _words
-turns into a space first) with the combining marks written on them. The marks are looked for
-only past a character that may be one (none is below U+0300): a class of some 300 ranges, tried
-at every space, took twice as long as the words themselves on Russian text."""
-_WORD = re.compile(WORD)
 # Han (with its radicals, iteration and numeral marks), Hiragana, Katakana and Hangul.
 _CJK_CHARS = (
     "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c"
     "\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
     "\uac00-\ud7ff\uf900-\ufaff\uff66-\uffdc\U00020000-\U0003ffff"
 )
-_CJK = re.compile(f"[{_CJK_CHARS}]")
 # The other scripts written without spaces between words, read in pairs too: the blocks of Thai,
 # Lao, Myanmar (with its extensions) and Khmer (with its symbols), marks included.
 _SOUTHEAST_CHARS = "\u0e00-\u0eff\u1000-\u109f\ua9e0-\ua9ff\uaa60-\uaa7f\u1780-\u17ff\u19e0-\u19ff"
-_PAIRED = re.compile(f"[{_CJK_CHARS}{_SOUTHEAST_CHARS}]")
-# A run of CJK (its characters taken one by one), of the others (taken with their marks), or of
-# neither.
-_RUNS = re.compile(f"([{_CJK_CHARS}]+)|([{_SOUTHEAST_CHARS}]+)|[^{_CJK_CHARS}{_SOUTHEAST_CHARS}]+")
-# A letter with the marks written on it.
-_CLUSTER = re.compile(f".[{_MARKS}]*", re.DOTALL)
 # Arabic and Hebrew are written with their short vowels or without: their vowel signs, Arabic's
 # Quranic marks and tatweel (a stroke that only lengthens a word), and Hebrew's points and
 # cantillation go, and Arabic's variant letters read as one, as Lucene's Arabic normalizer reads
@@ -109,6 +94,62 @@ _SEMITIC_FOLDS = {
     0x0649: "\u064a",
     0x0629: "\u0647",
 }
+
+
+# What reads the words of text that is not ASCII is made on the first such text: reading the
+# marks from the Unicode database and compiling these took 40 ms, ten times the rest of this
+# module's import.
+
+
+@cache
+def _marks() -> str:
+    """The character class body of the combining marks (Unicode category M), from this Python's
+    Unicode database: those of the first two planes, as every mark past them is a variation
+    selector, which _IGNORABLE removes."""
+    return _class_of(c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M")
+
+
+@cache
+def word_expression() -> str:
+    """A regular expression for a word: letters and digits (and "_", as \\w has it, which
+    _words turns into a space first) with the combining marks written on them. The marks are
+    looked for only past a character that may be one (none is below U+0300): a class of some
+    300 ranges, tried at every space, took twice as long as the words themselves on Russian
+    text."""
+    return f"\\w+(?:(?=[^\\x00-\\u02ff])[{_marks()}]+\\w*)*"
+
+
+@cache
+def _word() -> re.Pattern[str]:
+    return re.compile(word_expression())
+
+
+@cache
+def _cjk() -> re.Pattern[str]:
+    return re.compile(f"[{_CJK_CHARS}]")
+
+
+@cache
+def _paired() -> re.Pattern[str]:
+    """A character of the scripts read in pairs."""
+    return re.compile(f"[{_CJK_CHARS}{_SOUTHEAST_CHARS}]")
+
+
+@cache
+def _runs() -> re.Pattern[str]:
+    """A run of CJK (its characters taken one by one), of the others read in pairs (taken with
+    their marks), or of neither."""
+    return re.compile(
+        f"([{_CJK_CHARS}]+)|([{_SOUTHEAST_CHARS}]+)|[^{_CJK_CHARS}{_SOUTHEAST_CHARS}]+"
+    )
+
+
+@cache
+def _cluster() -> re.Pattern[str]:
+    """A letter with the marks written on it."""
+    return re.compile(f".[{_marks()}]*", re.DOTALL)
+
+
 _NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 _SPACES = bytes.maketrans(_NOT_ALNUM, b" " * len(_NOT_ALNUM))
 # Snowball's own cache of words made stemming slower than none; _terms caches instead.
@@ -170,30 +211,30 @@ def _words(text: str) -> list[str]:
     normal = unicodedata.normalize("NFKC", _IGNORABLE.sub("", text)).casefold()
     if _SEMITIC.search(normal):
         normal = normal.translate(_SEMITIC_FOLDS)
-    words = _WORD.findall(normal.replace("_", " "))
-    if not _PAIRED.search(normal):
+    words = _word().findall(normal.replace("_", " "))
+    if not _paired().search(normal):
         return words
     return [piece for word in words for piece in _pieces(word)]
 
 
 def _pieces(word: str) -> list[str]:
-    """`word` with its runs of the scripts read in pairs (_PAIRED) as overlapping pairs of
+    """`word` with its runs of the scripts read in pairs (_paired) as overlapping pairs of
     letters, each with its marks (a lone one as it is), and a CJK run's characters too."""
-    if not _PAIRED.search(word):
+    if not _paired().search(word):
         return [word]
     pieces: list[str] = []
-    for found in _RUNS.finditer(word):
+    for found in _runs().finditer(word):
         cjk, southeast = found.groups()
         if cjk:  # each character, and each pair: "猫" is a word of its own
             pieces.append(cjk[0])
             for a, b in pairwise(cjk):
                 pieces += (a + b, b)
             continue
-        letters = _CLUSTER.findall(southeast) if southeast else []
+        letters = _cluster().findall(southeast) if southeast else []
         if len(letters) > 1:
             pieces.extend(a + b for a, b in pairwise(letters))
         else:
-            pieces.extend(_WORD.findall(found.group()))  # marks that lost their letter go
+            pieces.extend(_word().findall(found.group()))  # marks that lost their letter go
     return pieces
 
 
@@ -212,7 +253,7 @@ def _learn(words: set[str]) -> dict[str, str]:
     listed = list(words)
     learned = dict(zip(listed, stem_words(listed), strict=True))
     for word in listed:
-        if len(word) == 1 and not word.isdigit() and not _CJK.match(word):
+        if len(word) == 1 and not word.isdigit() and (word.isascii() or not _cjk().match(word)):
             learned[word] = ""
     learned.update(dict.fromkeys(words.intersection(STOPWORDS), ""))
     return learned
