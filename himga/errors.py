@@ -101,6 +101,18 @@ class Violations(list[FieldViolation]):
         return len(self) >= MAX_VIOLATIONS
 
 
+def unicode_problem(text: str) -> str | None:
+    """The rule `text` breaks if it is not Unicode text (a lone surrogate, which JSON can spell
+    as "\\ud800" and Python holds), else None."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"must be valid Unicode: a lone surrogate at character {error.start}"
+    return None
+
+
 def _cut(text: str) -> str:
     if not text.isascii():  # a key a JSON body spelt with a lone surrogate: written as escaped
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")

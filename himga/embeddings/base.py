@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from himga.errors import InvalidArgument, ModelError
+from himga.errors import InvalidArgument, ModelError, unicode_problem
 
 
 class Embedder(abc.ABC):
@@ -62,14 +62,9 @@ class Embedder(abc.ABC):
                 raise InvalidArgument(
                     f"texts[{index}]", "must not be empty: an empty text has no vector"
                 )
-            if not text.isascii():
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError as error:
-                    raise InvalidArgument(
-                        f"texts[{index}]",
-                        f"must be valid Unicode: a lone surrogate at character {error.start}",
-                    ) from None
+            problem = unicode_problem(text)
+            if problem is not None:
+                raise InvalidArgument(f"texts[{index}]", problem)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         raw = np.asarray(self._embed([prefix + text for text in texts]), dtype=np.float32)

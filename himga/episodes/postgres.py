@@ -31,13 +31,13 @@ import numpy as np
 import psycopg
 
 from himga.episodes.base import EpisodeFilter
-from himga.episodes.features import Features, features
+from himga.episodes.features import Features
 from himga.episodes.index import EpisodeIndex
 from himga.episodes.indexed import IndexedStore, Row
 from himga.episodes.meaning import EpisodeOptions, EpisodeVectors, Vector, embedder_of
 from himga.episodes.paging import Position, listed_files
 from himga.episodes.registry import DATABASE_STORE, place_problem
-from himga.episodes.sqlite import features_of, features_text, row_of, row_values, where_of
+from himga.episodes.sqlite import features_anew, features_of, row_of, row_values, where_of
 from himga.memory.text import TERMS
 from himga.storage import commit
 from himga.storage.place import Place
@@ -101,10 +101,7 @@ class PostgresEpisodes(IndexedStore):
         with connection.cursor() as cursor:
             cursor.executemany(
                 "UPDATE himga_episodes SET features = %s WHERE namespace = %s AND id = %s",
-                [
-                    (features_text(features(json.loads(document))), self._id, episode_id)
-                    for episode_id, document in found
-                ],
+                [(features_anew(document), self._id, episode_id) for episode_id, document in found],
             )
         connection.execute(
             "UPDATE himga_namespaces SET episode_terms = %s, episode_version = episode_version "

@@ -310,7 +310,7 @@ def _make_features_again(db: sqlite3.Connection) -> None:
     ).fetchall():
         db.executemany(
             "UPDATE episodes SET features = ? WHERE id = ?",
-            [(features_text(features(json.loads(document))), id_) for id_, document in found],
+            [(features_anew(document), id_) for id_, document in found],
         )
         last = found[-1][0]
 
@@ -372,6 +372,11 @@ def features_text(found: Features) -> str:
         "f": found.files,
     }
     return json.dumps(data, ensure_ascii=False)
+
+
+def features_anew(document: str) -> str:
+    """The `features` column of the episode stored as `document`, made again from it."""
+    return features_text(features(json.loads(document)))
 
 
 def row_values(row: Row, found: Features) -> tuple[Any, ...]:

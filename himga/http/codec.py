@@ -36,6 +36,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from himga.bounds import Violations
+from himga.errors import unicode_problem
 from himga.http import apart, fastjson, protojson
 from himga.status import FieldViolation, Undecodable
 
@@ -320,13 +321,7 @@ def _single(field: FieldDescriptor, item: Any, where: str, found: Violations) ->
 
 def _lone_surrogate(item: Any) -> str | None:
     """What is wrong with a string JSON allows ("\\ud800") but Unicode does not, if it is one."""
-    if not isinstance(item, str) or item.isascii():
-        return None
-    try:
-        item.encode("utf-8")
-    except UnicodeEncodeError as error:
-        return f"must be valid Unicode: a lone surrogate at character {error.start}"
-    return None
+    return unicode_problem(item) if isinstance(item, str) else None
 
 
 def _broken(
