@@ -3,14 +3,13 @@ process by onnxruntime, its text split into tokens by Hugging Face's `tokenizers
 
 Every file the card names is checked against its SHA-256 before the model is loaded, and a card
 not in the catalog (himga.embeddings.catalog) has its model run once, when it opens, on a text
-of its `max_tokens` tokens: a window past the model's own is refused then, not at the first
-long text an ingest meets. A text is
-truncated to the card's `max_tokens` tokens (special tokens included); nothing is padded: a text
-runs alone, or (a card whose `batching` is `by_length`) with texts of its own token length only,
-so a text's vector never depends on the texts embedded with it. A batch's runs are shared out to
-`default_runs()` threads, each running the model on its own runs: the vectors are the same, and
-a batch of passages is embedded about as many times faster as there are cores (one text, a
-query, runs in its caller).
+of its `max_tokens` tokens: a window past the model's own is refused then, not at the first long
+text an ingest meets. A text is truncated to the card's `max_tokens` tokens (special tokens
+included); nothing is padded: a text runs alone, or (a card whose `batching` is `by_length`)
+with texts of its own token length only, so a text's vector never depends on the texts embedded
+with it. A batch's runs are shared out to `default_runs()` threads, each running the model on
+its own runs: the vectors are the same, and a batch of passages is embedded about as many times
+faster as there are cores (one text, a query, runs in its caller).
 """
 
 import logging

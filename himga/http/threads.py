@@ -38,13 +38,12 @@ def _size(count: int) -> str:
 class InThreads:
     """An ASGI application calling the WSGI `app` on `pool` for each HTTP request. A body over
     `max_body_bytes` is refused as soon as that many bytes have come: 413, with Connect's error
-    JSON (resource_exhausted) naming `max_message_bytes`, the limit a caller knows (the body
-    may hold a few bytes more: gRPC-Web's frame), which Connect clients read as they read any
-    error. A call to one
-    of the paths of `writes` is watched meanwhile for the client hanging up (the core asks
-    before a write commits whether its caller is still there); no other call asks, and watching
-    costs the loop more than the thread's handoff (a task awaiting hypercorn's `receive`, then
-    cancelled: a fifth of the server's CPU for a small Retrieve)."""
+    JSON (resource_exhausted) naming `max_message_bytes`, the limit a caller knows (the body may
+    hold a few bytes more: gRPC-Web's frame), which Connect clients read as they read any error.
+    A call to one of the paths of `writes` is watched meanwhile for the client hanging up (the
+    core asks before a write commits whether its caller is still there); no other call asks, and
+    watching costs the loop more than the thread's handoff (a task awaiting hypercorn's
+    `receive`, then cancelled: a fifth of the server's CPU for a small Retrieve)."""
 
     def __init__(
         self,
