@@ -1,7 +1,9 @@
 """The context string the keyword memories return from `retrieve`: their best hits, one a line.
 
-Each line reads `[<session date>] <speaker>: <content>` (the seed memory's layout; `[unknown]`
-when the session has no date), best hit first. `retrieve` gives CONTEXT_HITS hits, `recall` the
+Each line reads `[<session date>] <speaker>: <content>` (the seed memory's layout), best hit
+first; when the session has no `date_str`, the date is the message's time in UTC to the second
+(`2026-12-06T07:12:50Z`: its own timestamp, else its session's), and `unknown` only when it has
+neither. `retrieve` gives CONTEXT_HITS hits, `recall` the
 hits it answers (at most its `limit`); either way at most CONTEXT_CHARS
 characters in all, and, when a call gives a token budget, at most that many tokens (counted by
 himga.memory.budget): a hit that would overflow a budget is cut short with "…" if it is the
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from himga.memory.base import DEFAULT_LIMIT, BaseMemory, Hit
 from himga.memory.budget import check_budget, count_tokens, cut
 from himga.memory.filters import MessageFilter
+from himga.timeutil import to_utc_isoformat
 
 CONTEXT_HITS = 10
 CONTEXT_CHARS = 4000
@@ -22,7 +25,16 @@ CONTEXT_CHARS = 4000
 
 def format_hit(hit: Hit) -> str:
     """One hit as a context line."""
-    return f"[{hit.date_str or 'unknown'}] {hit.role}: {hit.content}"
+    return f"[{_date_of(hit)}] {hit.role}: {hit.content}"
+
+
+def _date_of(hit: Hit) -> str:
+    """When a hit was said, as its context line shows it."""
+    if hit.date_str:
+        return hit.date_str
+    if hit.time is None:
+        return "unknown"
+    return to_utc_isoformat(hit.time.replace(microsecond=0))
 
 
 def build_context(hits: Sequence[Hit], max_tokens: int = 0, count: int = CONTEXT_HITS) -> str:

@@ -38,6 +38,9 @@ NON_STORING = {"null"}
 # Memories that find by meaning too: a search also returns turns that share no word with the
 # query (their nearest by meaning), after or among those that do.
 BY_MEANING = {"hybrid"}
+# Memories whose context lines are the seed example's own: `[<date_str or unknown>]`, the time of
+# a message in a session without date_str left unsaid.
+SEED_LINES = {"naive"}
 
 # Each registry memory in process, through RemoteMemory, through AsyncRemoteMemory (run by
 # SyncOverAsync, which waits for each of its coroutines), and through RemoteMemory's calls sent
@@ -71,6 +74,7 @@ class Kind:
     new: Callable[[], BaseMemory]
     stores: bool
     by_meaning: bool = False
+    dates_by_time: bool = True
 
 
 @pytest.fixture(params=MEMORIES)
@@ -107,7 +111,12 @@ def kind(
         made.append(memory)
         return memory
 
-    yield Kind(new, stores=name not in NON_STORING, by_meaning=name in BY_MEANING)
+    yield Kind(
+        new,
+        stores=name not in NON_STORING,
+        by_meaning=name in BY_MEANING,
+        dates_by_time=name not in SEED_LINES,
+    )
     for memory in made:
         memory.close()
 
@@ -394,6 +403,32 @@ def test_a_message_has_its_own_time_else_its_sessions_else_its_date_str(kind: Ki
         assert stored["T8"].time == times["T8"] and stored["T12"].date_str == unreadable.date_str
     else:
         assert times == {}
+
+
+def test_the_context_dates_a_message_by_its_session_else_by_its_time(kind: Kind) -> None:
+    memory = kind.new()
+    word = unique_word()
+    at = datetime(2026, 12, 6, 7, 12, 50, 250_000, tzinfo=UTC)
+    memory.store(
+        [
+            (Message(role="Ada", content=f"{word} timed", timestamp=at), Session(session_id="s1")),
+            (
+                Message(role="Ada", content=f"{word} dated", timestamp=at),
+                Session(session_id="s2", date_str="1:56 pm on 8 May, 2023"),
+            ),
+            (Message(role="Ada", content=f"{word} undated"), Session(session_id="s3")),
+        ]
+    )
+    lines = set(memory.retrieve(word).splitlines())
+    if not kind.stores:
+        assert lines == set()
+        return
+    timed = "2026-12-06T07:12:50Z" if kind.dates_by_time else "unknown"
+    assert lines == {
+        f"[{timed}] Ada: {word} timed",
+        f"[1:56 pm on 8 May, 2023] Ada: {word} dated",
+        f"[unknown] Ada: {word} undated",
+    }
 
 
 def test_delete_by_ids_sessions_or_time_counts_and_forgets(kind: Kind) -> None:
