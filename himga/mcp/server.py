@@ -14,12 +14,12 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 
 import himga
 from himga.errors import HimgaError
 from himga.mcp import handshake
 from himga.mcp.inflight import Draining, InFlight, Sent
+from himga.mcp.stdio import stdio
 from himga.mcp.stores import Door, Stores
 from himga.mcp.unreadable import Answering
 
@@ -104,15 +104,13 @@ def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
-async def serve_stdio(server: Server[Any], stdin: Any = None, stdout: Any = None) -> None:
-    """Serve over stdio: the process's own, or the `stdin` and `stdout` streams given (text,
-    line by line: himga.mcp.handshake's, after it answered `initialize`). A line that is not a
+async def serve_stdio(server: Server[Any], stdin: Any, stdout: Any) -> None:
+    """Serve over the `stdin` and `stdout` streams given (text, line by line: himga.mcp.handshake's,
+    after it answered `initialize`; himga.mcp.stdio reads and writes them). A line that is not a
     JSON-RPC message is answered with JSON-RPC's error for it (himga.mcp.unreadable), and the
     calls in flight when stdin closes are answered before the server stops
     (himga.mcp.inflight)."""
-    wrapped_in = anyio.wrap_file(stdin) if stdin is not None else None
-    wrapped_out = anyio.wrap_file(stdout) if stdout is not None else None
-    async with stdio_server(wrapped_in, wrapped_out) as (read_stream, write_stream):
+    async with stdio(stdin, stdout) as (read_stream, write_stream):
         answering = Answering(read_stream, write_stream)  # a line that is no message: answered
         flight = InFlight()  # and the calls still running when stdin closes, before the end
         reading, writing = Draining(answering, flight), Sent(write_stream, flight)

@@ -1,14 +1,17 @@
 """Answers to the lines of stdio that are not JSON-RPC messages.
 
-The SDK's stdio transport hands such a line to the session as an exception, which drops it without a
-word: a host that sent one waits for an answer that never comes. JSON-RPC 2.0 answers it: a line
-that is not JSON gets a parse error (-32700, id null), and JSON that is no request, notification or
-response an invalid request (-32600, under the request's id when it has one), each naming what is
-wrong. A blank line is passed over, and a malformed response of the client's is logged, not answered
-(JSON-RPC never answers a response). `Answering` stands between the transport's read stream and the
-server: it writes those answers and passes every message on.
+The stdio transport (himga.mcp.stdio, as the SDK's) hands such a line to the session as an
+exception, which the SDK's session drops without a word: a host that sent one waits for an answer
+that never comes. JSON-RPC 2.0 answers it: a line that is not JSON gets a parse error (-32700, id
+null), and JSON that is no request, notification or response an invalid request (-32600, under
+the request's id when it has one), each naming what is wrong; so does a request whose id is not
+a string or an integer (id null, naming the id). A blank line is passed over, and a malformed
+response of the client's is logged, not answered (JSON-RPC never answers a response).
+`Answering` stands between the transport's read stream and the server: it writes those answers
+and passes every message on.
 """
 
+import json
 import logging
 from typing import Any
 
@@ -23,10 +26,25 @@ _SHOWN = 200
 """Characters of a refused line the log shows at most."""
 
 
+class BadRequestId(ValueError):
+    """A request whose id (`id`, as JSON gave it) is neither a string nor an integer."""
+
+    def __init__(self, id: Any) -> None:
+        super().__init__(f"a request's id is {json.dumps(id)[:_SHOWN]}")
+        self.id = id
+
+
 def refusal(error: Exception) -> types.JSONRPCError | None:
     """The answer to a line the transport could not read, as it reported it (`error`); None
     for a line that gets none: a blank one, or a response of the client's (JSON-RPC answers no
     response, and the client would read an error under its id as its own request's answer)."""
+    if isinstance(error, BadRequestId):  # its id cannot be echoed: JSON-RPC then answers null
+        return _error(
+            None,
+            types.INVALID_REQUEST,
+            f"invalid request: id is {_kind_of(error.id)}; a request's id must be a string or an "
+            "integer (a message without id is a notification, which gets no answer)",
+        )
     problems = error.errors() if isinstance(error, ValidationError) else []
     if problems and isinstance(problems[0]["input"], str) and not problems[0]["input"].strip():
         return None
@@ -51,6 +69,15 @@ def refusal(error: Exception) -> types.JSONRPCError | None:
         'invalid request: not a JSON-RPC 2.0 message (want {"jsonrpc": "2.0", "method": ..., '
         '"id": ...} for a request, without "id" for a notification)',
     )
+
+
+def _kind_of(value: Any) -> str:
+    """What JSON value `value` is, as an error names it."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, float):
+        return f"the number {json.dumps(value)}, not an integer"
+    return "an array" if isinstance(value, list) else "an object"
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> types.JSONRPCError:
