@@ -17,9 +17,9 @@ github.com/snap-research/locomo, task_eval/evaluation.py: `normalize_answer`, `f
   information available" or "not mentioned" (any case), else 0; the gold answer is not used.
 
 The authors stem with NLTK's PorterStemmer, whose default mode adds a few changes to Porter's
-rules; this uses the Porter stemmer himga's keyword memories use (himga.memory.text.stem_words,
-Snowball's implementation of the original algorithm). Both answers go through the same
-stemmer, so F1 moves only where the two stemmers group two words differently.
+rules; this uses the stemmer himga's keyword memories use (himga.memory.text.stem_words: for
+English, Snowball's implementation of the original Porter algorithm). Both answers go through
+the same stemmer, so F1 moves only where the two stemmers group two words differently.
 
 BLEU-1 is the unigram BLEU the mem0 paper reports for LoCoMo (mem0ai/mem0,
 evaluation/metrics/utils.py: NLTK's `sentence_bleu` with weights (1, 0, 0, 0) and smoothing

@@ -8,7 +8,7 @@ with the combining marks written on them: the vowel signs of Devanagari, Tamil o
 of their words ("दुनिया" is one word, not the letters between its signs). Arabic and Hebrew are
 written with their short vowels or without, so those go, with Arabic's tatweel, and Arabic's
 variant letters read as one, as Lucene's Arabic normalizer reads them ("الكِتَابُ", "الكتـــاب"
-and "الكتاب" are one word); their prefixes stay (no stemmer: "الكتاب" is not "كتاب").
+and "الكتاب" are one word).
 
 Han, kana and Hangul, written without spaces between words, are indexed as each character and
 each overlapping pair of characters, as Lucene's CJK analyzer does with its unigrams on
@@ -19,12 +19,20 @@ would need a dictionary to split into words; they are indexed in overlapping pai
 each with the marks written on it ("ครับ" -> "ครั", "รับ"), their letters being no words alone.
 
 English stopwords and single letters (other than Han, kana and Hangul) are dropped, then each
-word is reduced to its Porter stem ("adoption agencies" -> ["adopt", "agenc"]). Words of two
-letters are kept as they are, as Porter's own implementation does ("us" stays "us").
+word is reduced to its stem ("adoption agencies" -> ["adopt", "agenc"]). Words of two letters
+are kept as they are, as Porter's own implementation does ("us" stays "us").
 
-The stemmer is Snowball's implementation of the original Porter algorithm (PyStemmer), which
-Snowball keeps frozen, so stored indexes do not drift with its releases. It is C: stemming in
-Python dominated ingest.
+The stemmer is chosen by the script of the word's first letter (SCRIPT_STEMMERS): the language a
+script is most written in, where Snowball has a stemmer for it (Cyrillic: Russian, "книга",
+"книги" and "книгу" are one term, and a stress mark goes, "зна́чение" is "значение"; Greek;
+Arabic, whose article goes, "الكتاب" is "كتاب"; Devanagari: Hindi; Tamil); Snowball's
+implementation of the original Porter algorithm for every other word, Latin-script ones
+included, so English text is stemmed as the paper does (a text's language is not guessed).
+Another language of a script is stemmed by that script's rules (Ukrainian by Russian's,
+Persian by Arabic's), the same way in a question as in what it asks about, so a word still
+finds its own form. Snowball keeps the Porter algorithm frozen, so stored indexes do not drift
+with its releases; a store whose terms another version made indexes them again (TERMS). The
+stemmers are C (PyStemmer): stemming in Python dominated ingest.
 """
 
 import re
@@ -40,8 +48,19 @@ import Stemmer
 # turn one lookup into thousands.
 MAX_QUERY_TERMS = 64
 STEMMER = "porter"
+SCRIPT_STEMMERS = {
+    "CYRILLIC": "russian",
+    "GREEK": "greek",
+    "ARABIC": "arabic",
+    "DEVANAGARI": "hindi",
+    "TAMIL": "tamil",
+}
+"""Snowball's stemmer for the words of each script (as Unicode names a letter's script) that has
+one; STEMMER for the others."""
 TERMS = (
-    f"{STEMMER} stems, stopwords; words keep their marks, but Arabic's and Hebrew's vowels; CJK "
+    f"{STEMMER} stems, but "
+    + ", ".join(f"{name} for {script.title()}" for script, name in sorted(SCRIPT_STEMMERS.items()))
+    + "; stopwords; words keep their marks, but Arabic's and Hebrew's vowels; CJK "
     f"by characters and pairs; Thai, Lao, Khmer, Burmese in pairs; Unicode "
     f"{unicodedata.unidata_version}"
 )
@@ -152,8 +171,6 @@ def _cluster() -> re.Pattern[str]:
 
 _NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 _SPACES = bytes.maketrans(_NOT_ALNUM, b" " * len(_NOT_ALNUM))
-# Snowball's own cache of words made stemming slower than none; _terms caches instead.
-_stemmer = Stemmer.Stemmer(STEMMER, 0)
 # word -> its term, or "" for a word that is dropped, for the words met so far
 _terms: dict[str, str] = {}
 _MAX_CACHED_WORDS = 200_000
@@ -239,12 +256,40 @@ def _pieces(word: str) -> list[str]:
 
 
 def stem_words(words: list[str]) -> list[str]:
-    """The Porter stem of each of `words` (casefolded already); words of one or two letters are
-    kept as they are, as Porter's own implementation (and NLTK's) keeps them."""
-    return [
-        word if len(word) <= 2 else stem
-        for word, stem in zip(words, _stemmer.stemWords(words), strict=True)
-    ]
+    """The stem of each of `words` (casefolded already), by its script's stemmer (the module's
+    text); words of one or two letters are kept as they are, as Porter's own implementation (and
+    NLTK's) keeps them."""
+    stems = list(words)
+    by_stemmer: dict[str, list[int]] = {}
+    for i, word in enumerate(words):
+        if len(word) > 2:
+            by_stemmer.setdefault(_stemmer_of(word), []).append(i)
+    for name, places in by_stemmer.items():
+        given = [words[i] for i in places]
+        if name == "russian":  # its stress marks, which learners' texts write and others not
+            given = [word.translate(_STRESS) for word in given]
+        for i, stem in zip(places, _stemmers(name).stemWords(given), strict=True):
+            stems[i] = stem
+    return stems
+
+
+_STRESS = str.maketrans("", "", "\u0300\u0301")
+"""Combining grave and acute accents: on Cyrillic, stress marks."""
+
+
+def _stemmer_of(word: str) -> str:
+    """The name of the stemmer of `word`: its first letter's script's, or STEMMER."""
+    if word.isascii():
+        return STEMMER
+    first = next((c for c in word if c.isalpha()), "")
+    return SCRIPT_STEMMERS.get(unicodedata.name(first, "").partition(" ")[0], STEMMER)
+
+
+@cache
+def _stemmers(name: str) -> "Stemmer.Stemmer":
+    """Snowball's stemmer `name`, made once, without Snowball's own cache of words, which made
+    stemming slower than none (_terms caches instead)."""
+    return Stemmer.Stemmer(name, 0)
 
 
 def _learn(words: set[str]) -> dict[str, str]:
