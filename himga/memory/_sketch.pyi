@@ -8,6 +8,7 @@ def best_rows(
     query: npt.NDArray[np.int8],
     count: int,
     threads: int = 1,
-    plain: bool = False,
+    loop: str | None = None,
     /,
 ) -> bytes: ...
+def loops() -> tuple[str, ...]: ...

@@ -1,15 +1,15 @@
 """The vector index's sketches (himga.memory.sketch and its C scan, himga.memory._sketch): the
-scan's answer is the exact integer ranking (both of its loops, any rank, each half of a byte
-with its own weight, ties to the lower row, no overflow at the extremes); an index past its
-threshold finds nearly all of the exact answer with exact cosines, keeps each sketch with its
-row through deletes and corrections, fits its axes again as it grows, and bad options are
-refused naming the option."""
+scan's answer is the exact integer ranking (each of its loops the processor runs, any rank,
+each half of a byte with its own weight, ties to the lower row, no overflow at the extremes);
+an index past its threshold finds nearly all of the exact answer with exact cosines, keeps each
+sketch with its row through deletes and corrections, fits its axes again as it grows, and bad
+options are refused naming the option."""
 
 import numpy as np
 import pytest
 
 from himga.errors import InvalidArgument
-from himga.memory._sketch import best_rows
+from himga.memory._sketch import best_rows, loops
 from himga.memory.registry import memory_options
 from himga.memory.sketch import REFIT, SketchOptions
 from himga.memory.vectors import VectorIndex
@@ -33,47 +33,80 @@ def reference(sketches: np.ndarray, query: np.ndarray, count: int) -> np.ndarray
 
 
 def scanned(
-    sketches: np.ndarray, query: np.ndarray, count: int, threads: int = 1, plain: bool = False
+    sketches: np.ndarray, query: np.ndarray, count: int, threads: int = 1, loop: str | None = None
 ) -> np.ndarray:
-    return np.frombuffer(best_rows(sketches, query, count, threads, plain), dtype=np.int32)
+    return np.frombuffer(best_rows(sketches, query, count, threads, loop), dtype=np.int32)
 
 
-@pytest.mark.parametrize(("threads", "plain"), [(1, False), (1, True), (3, False), (16, True)])
+LOOPS = loops()  # the loops this processor runs: each is held to the definition
+
+
+def test_every_processor_has_the_portable_loop_and_the_best_is_last() -> None:
+    assert LOOPS[0] == "portable" and set(LOOPS) <= {"portable", "avx2", "avx512"}
+    sketches = np.arange(64, dtype=np.uint8).reshape(2, 32)
+    query = np.ones(64, np.int8)
+    assert best_rows(sketches, query, 2) == best_rows(sketches, query, 2, 1, LOOPS[-1])
+    with pytest.raises(ValueError, match="no loop sse"):
+        best_rows(sketches, query, 2, 1, "sse")
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("threads", [1, 3, 16])
 @pytest.mark.parametrize(
     ("rows", "rank", "count"),
-    [(1, 64, 1), (500, 128, 40), (3_000, 192, 700), (50, 1_024, 80), (200, 64, 0), (7, 64, 7)],
+    [
+        (1, 64, 1),
+        (500, 128, 40),
+        (3_000, 192, 700),
+        (50, 1_024, 80),
+        (200, 64, 0),
+        (7, 64, 7),
+        (1_001, 384, 100),
+        (13, 320, 13),
+    ],
 )
 def test_the_scan_is_the_exact_integer_ranking(
-    threads: int, plain: bool, rows: int, rank: int, count: int
+    loop: str, threads: int, rows: int, rank: int, count: int
 ) -> None:
     rng = np.random.default_rng(rows + rank)
-    # few distinct values: many equal scores, which go to the lower row (in any thread's share)
+    # few distinct values: many equal scores, which go to the lower row (in any thread's share);
+    # rows not a multiple of four and ranks of an odd number of blocks meet each loop's ends
     sketches = rng.choice(np.array([0x00, 0x0F, 0xF0, 0x11, 0x87], np.uint8), (rows, rank // 2))
     query = rng.integers(-2, 3, size=rank).astype(np.int8)
-    found = scanned(sketches, query, count, threads, plain)
+    found = scanned(sketches, query, count, threads, loop)
     assert found.tolist() == reference(sketches, query, count).tolist()
 
 
-@pytest.mark.parametrize("plain", [False, True])
-def test_the_scan_does_not_overflow_at_the_extremes(plain: bool) -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_scan_ranks_random_sketches_as_the_definition(loop: str) -> None:
+    rng = np.random.default_rng(7)
+    sketches = rng.integers(0, 256, size=(2_003, 192), dtype=np.uint8)
+    query = rng.integers(-128, 128, size=384).astype(np.int8)
+    assert scanned(sketches, query, 50, 2, loop).tolist() == reference(sketches, query, 50).tolist()
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_scan_does_not_overflow_at_the_extremes(loop: str) -> None:
     rank = 65_536  # the most the scan takes: 15 x 128 x 65,536 is far inside int32
-    sketches = np.full((3, rank // 2), 0xFF, dtype=np.uint8)
-    sketches[1] = 0
+    sketches = np.full((5, rank // 2), 0xFF, dtype=np.uint8)
+    sketches[1] = sketches[3] = 0
     sketches[2, : rank // 4] = 0
-    assert scanned(sketches, np.full(rank, 127, np.int8), 3, plain=plain).tolist() == [0, 2, 1]
-    assert scanned(sketches, np.full(rank, -128, np.int8), 3, plain=plain).tolist() == [1, 2, 0]
+    sketches[4, rank // 4 :] = 0
+    assert scanned(sketches, np.full(rank, 127, np.int8), 5, loop=loop).tolist() == [0, 2, 4, 1, 3]
+    assert scanned(sketches, np.full(rank, -128, np.int8), 5, loop=loop).tolist() == [1, 3, 2, 4, 0]
 
 
-def test_the_halves_of_a_byte_meet_their_own_weights() -> None:
-    sketches = np.zeros((3, 32), np.uint8)
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_halves_of_a_byte_meet_their_own_weights(loop: str) -> None:
+    sketches = np.zeros((5, 64), np.uint8)  # two blocks a row
     sketches[0, 5] = 0x01  # coordinate 5
     sketches[1, 5] = 0x10  # coordinate 37
     sketches[2, 6] = 0x01  # coordinate 6
-    query = np.zeros(64, np.int8)
-    query[37] = 3
-    query[5] = 2
-    for plain in (False, True):
-        assert scanned(sketches, query, 3, plain=plain).tolist() == [1, 0, 2]
+    sketches[3, 32 + 5] = 0x01  # coordinate 69: the second block's
+    sketches[4, 32 + 5] = 0x10  # coordinate 101
+    query = np.zeros(128, np.int8)
+    query[[5, 37, 69, 101]] = [2, 3, 4, 5]
+    assert scanned(sketches, query, 5, loop=loop).tolist() == [4, 3, 1, 0, 2]
 
 
 @pytest.mark.parametrize(
