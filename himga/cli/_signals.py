@@ -14,7 +14,7 @@ thread, which then acts holding nothing. A signal that arrives before the comman
 kept in the pipe, not lost."""
 
 import os
-import select
+import selectors
 import signal
 import time
 from collections.abc import Iterable
@@ -34,6 +34,10 @@ class Signals:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
+        # A selector, not select.select: a server with a thousand connections open has fds past
+        # FD_SETSIZE (1024), which select.select refuses ("filedescriptor out of range").
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._read, selectors.EVENT_READ)
         self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         self._previous = {number: signal.signal(number, _noted) for number in self._wanted}
 
@@ -43,8 +47,7 @@ class Signals:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self._read], [], [], left)
-            if not ready:
+            if not self._selector.select(left):
                 return None
             try:
                 byte = os.read(self._read, 1)
@@ -59,6 +62,7 @@ class Signals:
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         signal.set_wakeup_fd(self._previous_fd)
+        self._selector.close()
         os.close(self._read)
         os.close(self._write)
 

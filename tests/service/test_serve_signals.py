@@ -3,6 +3,7 @@ while it is busy with the last one (a burst of SIGHUPs, a SIGTERM right as it st
 deadlocks it nor is lost (himga.cli._signals)."""
 
 import os
+import resource
 import signal
 import sys
 import time
@@ -27,6 +28,27 @@ def test_a_signal_is_kept_until_asked_for_and_others_are_not_returned() -> None:
         assert signals.next(timeout=0) == signal.SIGUSR1
         assert signals.next(timeout=0) is None
     assert signal.getsignal(signal.SIGUSR1) == before
+
+
+def test_signals_are_read_when_the_process_has_more_than_a_thousand_files_open() -> None:
+    """A server with a thousand connections open has file descriptors past select's 1024: its
+    signal pipe is one of them, and a SIGTERM must still be read."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1100
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+    opened: list[int] = []
+    try:
+        while not opened or opened[-1] < 1030:
+            opened.append(os.open(os.devnull, os.O_RDONLY))
+        with Signals([signal.SIGUSR1]) as signals:
+            assert signals.next(timeout=0) is None
+            os.kill(os.getpid(), signal.SIGUSR1)
+            assert signals.next(timeout=5) == signal.SIGUSR1
+    finally:
+        for fd in opened:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_a_signal_while_the_last_ones_are_handled_does_not_deadlock(
