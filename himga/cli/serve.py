@@ -18,13 +18,12 @@ import himga
 from himga.episodes.registry import DATABASE_STORE, DEFAULT_STORE, store_names
 from himga.memory.registry import DATABASE_MEMORY, DEFAULT_MEMORY, memory_names
 from himga.service.doors import DOORS
+from himga.storage.namespaces import MAX_OPEN
 
 GRACE_SECONDS = 5.0
 """How long in-flight calls may run on after a stop signal."""
 WORKERS = 8
 """The server's threads for calls, and so its connections to a database (two spare)."""
-MAX_OPEN_NAMESPACES = 256
-"""The default bound on open namespaces: about 3 file descriptors each for SQLite."""
 
 if TYPE_CHECKING:
     from himga.service.auth import AuthFile
@@ -161,7 +160,7 @@ def options() -> tuple[Option, ...]:
             "--max-open-namespaces",
             config="max_open_namespaces",
             type=_positive,
-            default=MAX_OPEN_NAMESPACES,
+            default=MAX_OPEN,
             metavar="N",
             help="close the least recently used idle namespaces beyond N (default: %(default)s)",
         ),

@@ -29,6 +29,7 @@ from himga.service.metrics import Metrics
 from himga.service.namespaces import Namespaces
 from himga.service.resources import StoreHealth
 from himga.service.undecodable import RefuseUndecodable
+from himga.storage.namespaces import MAX_OPEN
 from himga.storage.place import Place
 
 SERVICE_NAME: str = memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
@@ -132,8 +133,9 @@ class ServerConfig:
     with every other server over it; `memory` and `episodes` then default to the PostgreSQL
     ones, and only memories shared so are offered). With `auth`, every call but health and
     reflection needs a token of its file; with `tls`, the port (and every other door) speaks
-    TLS only. At most `max_open_namespaces` durable namespaces stay open. `metrics` sees every
-    call (serving them over HTTP is the caller's choice: `Metrics.serve`). With `http_address`
+    TLS only. At most `max_open_namespaces` durable namespaces stay open (the least recently
+    used idle ones close; None: no bound). `metrics` sees every call (serving them over HTTP is
+    the caller's choice: `Metrics.serve`). With `http_address`
     (host, port), the same services are also served over HTTP (himga.http: Connect and
     gRPC-Web, the OpenAPI document, the memory browser), through the same core, on a pool of
     `max_workers` threads of its own, with CORS for `cors_origins`; any other door opens at
@@ -149,7 +151,7 @@ class ServerConfig:
     max_workers: int = 8
     auth: TokenSource | None = None
     tls: ServerTls | None = None
-    max_open_namespaces: int | None = None
+    max_open_namespaces: int | None = MAX_OPEN
     metrics: Metrics | None = None
     http_address: tuple[str, int] | None = None
     cors_origins: Sequence[str] = ()

@@ -59,6 +59,9 @@ from himga.storage.place import Place
 
 T = TypeVar("T")
 
+MAX_OPEN = 256
+"""The default bound of a server on stores open at once (`himga serve --max-open-namespaces`):
+about three file descriptors each for SQLite."""
 ROOM_DESCRIPTORS = 48
 """Descriptors kept free when a store is opened in a data directory: for new connections, the
 health probe and a store being opened (a SQLite database takes three: its file, -wal, -shm)."""

@@ -14,6 +14,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.service import create_server
+from himga.storage.namespaces import MAX_OPEN
 from tests.service.conftest import ingest_request
 
 HANG_SECONDS = 60
@@ -42,6 +43,20 @@ def test_idle_namespaces_beyond_the_bound_are_closed_and_reopen(tmp_path: Path) 
                     pb.RetrieveRequest(namespace=f"ns-{number}", query=f"word{number}")
                 )
                 assert [hit.content for hit in response.hits] == [f"word{number} said"]
+    finally:
+        server.stop(None).wait()
+
+
+def test_a_server_started_with_no_bound_named_has_the_served_one(tmp_path: Path) -> None:
+    """A server started from code, as one from `himga serve`, keeps at most MAX_OPEN
+    namespaces open, not every one it ever served."""
+    server, port = create_server("127.0.0.1:0", memory="sqlite", data_dir=tmp_path)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            for number in range(MAX_OPEN + 5):
+                stub.Ingest(ingest_request(f"many-{number}", "x"))
+            assert len(server.namespaces) == MAX_OPEN
     finally:
         server.stop(None).wait()
 

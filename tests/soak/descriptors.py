@@ -20,12 +20,11 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.records import ActionEntry, EpisodeTrace
 from himga.service import convert
+from himga.storage.namespaces import MAX_OPEN  # the descriptors run out long before it
 from tests.soak.kill_rounds import serve
 
 CALL_SECONDS = 30.0
 """The deadline of each call (protection against a hang)."""
-MAX_OPEN = 256
-"""`himga serve`'s default bound: the descriptors run out long before it is reached."""
 TRIES = 200
 """How often a call answered RESOURCE_EXHAUSTED is sent again before the run gives up on it."""
 
