@@ -37,6 +37,11 @@ def server_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("server-data")
 
 
+SESSION_OPEN_NAMESPACES = 16
+"""The session servers' bound on open namespaces: far below a served one's, so that the suite's
+thousands of namespaces keep few files open and every test runs beside namespaces closing."""
+
+
 @pytest.fixture(scope="session")
 def memory_server(server_data_dir: Path) -> Iterator[str]:
     """The target ("127.0.0.1:PORT") of a memory server with the default memory, shared by the
@@ -46,6 +51,7 @@ def memory_server(server_data_dir: Path) -> Iterator[str]:
         memory=DEFAULT_MEMORY,
         data_dir=server_data_dir,
         http_address=("127.0.0.1", 0),
+        max_open_namespaces=SESSION_OPEN_NAMESPACES,
     )
     HTTP_PORTS[f"127.0.0.1:{port}"] = f"http://127.0.0.1:{server.http_port}"
     try:
@@ -72,7 +78,12 @@ def database(postgres: postgres_cluster.Postgres) -> Iterator[Database]:
 def postgres_memory_server(database: Database) -> Iterator[str]:
     """The target of a memory server over the session's database (memory and episodes in
     PostgreSQL), shared by the session."""
-    server, port = create_server("127.0.0.1:0", database=database, http_address=("127.0.0.1", 0))
+    server, port = create_server(
+        "127.0.0.1:0",
+        database=database,
+        http_address=("127.0.0.1", 0),
+        max_open_namespaces=SESSION_OPEN_NAMESPACES,
+    )
     HTTP_PORTS[f"127.0.0.1:{port}"] = f"http://127.0.0.1:{server.http_port}"
     try:
         yield f"127.0.0.1:{port}"

@@ -91,11 +91,15 @@ def kind(
     def new() -> BaseMemory:
         namespace = f"contract-{uuid.uuid4().hex}"
         if way == "local":
-            return open_memory(name, namespace, place_of(name))
+            memory = open_memory(name, namespace, place_of(name))
+            made.append(memory)
+            return memory
         if way == "database-local":
             database = request.getfixturevalue("database")
             recorded_memory(database, namespace, name)  # as the server's opener records it
-            return open_memory(name, namespace, database)
+            memory = open_memory(name, namespace, database)
+            made.append(memory)
+            return memory
         if way == "database-remote":
             memory = RemoteMemory(
                 request.getfixturevalue("postgres_memory_server"), namespace, memory=name
