@@ -32,11 +32,13 @@ def test_a_signal_is_kept_until_asked_for_and_others_are_not_returned() -> None:
 
 def test_signals_are_read_when_the_process_has_more_than_a_thousand_files_open() -> None:
     """A server with a thousand connections open has file descriptors past select's 1024: its
-    signal pipe is one of them, and a SIGTERM must still be read."""
+    signal pipe is one of them, and a signal must still be read."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = 1100
-    if soft < wanted:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        pytest.skip(f"this process may open at most {hard} files (RLIMIT_NOFILE)")
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     opened: list[int] = []
     try:
         while not opened or opened[-1] < 1030:
