@@ -1,8 +1,8 @@
 """The namespaces a server holds, as things: which there are (ListNamespaces) and forgetting one
 wholly (DeleteNamespace), on each place a server keeps them (himga.storage.place).
 
-A namespace is held once something was stored in it: its messages' memory is recorded, or it
-has episodes.
+A namespace is held once something was stored in it: a message (its memory is then recorded),
+or an episode. One whose first write failed is not (himga.storage.namespaces).
 
 - In process (no place): the namespaces open now, messages or episodes.
 - A data directory: every file of a namespace, in every folder, is named by
@@ -12,11 +12,12 @@ has episodes.
   so also gets `namespaces/<readable>-<hash>.name`, written when it is opened (`remember_name`):
   a long-named namespace an earlier himga made is listed from its next call on. Deleting removes
   every file of the namespace in every folder.
-- A database: a namespace's row in himga_namespaces is held when it records a memory or has
-  episodes. Deleting empties the row (its messages, episodes, receipts and change log go, its
-  memory is unset, and its counters are raised, so every other server reads it anew as after a
-  reset) rather than removing it: servers keep the row's id for as long as they hold the
-  namespace.
+- A database: a namespace's row in himga_namespaces is held when it has episodes, or records a
+  memory and has numbered a message (`next_number`, kept past deletes and resets: a first write
+  that failed records the memory, as the servers open namespaces by it, but numbers nothing).
+  Deleting empties the row (its messages, episodes, receipts and change log go, its memory is
+  unset, and its counters are raised, so every other server reads it anew as after a reset)
+  rather than removing it: servers keep the row's id for as long as they hold the namespace.
 """
 
 import base64
@@ -160,9 +161,11 @@ def _directory_forget(data_dir: Path, namespace: str) -> None:
 
 
 _HELD = """
-    SELECT name, coalesce(memory, '') FROM himga_namespaces AS n
+    SELECT name, CASE WHEN next_number > 0 THEN coalesce(memory, '') ELSE '' END
+    FROM himga_namespaces AS n
     WHERE starts_with(name, %s) AND name COLLATE "C" > %s
-      AND (memory IS NOT NULL OR EXISTS (SELECT 1 FROM himga_episodes WHERE namespace = n.id))
+      AND ((memory IS NOT NULL AND next_number > 0)
+           OR EXISTS (SELECT 1 FROM himga_episodes WHERE namespace = n.id))
     ORDER BY name COLLATE "C" LIMIT %s
 """
 _EMPTIED = (

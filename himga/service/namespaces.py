@@ -63,14 +63,6 @@ class Namespaces(NamespaceStores):
         problem = self.memory_problem(memory) if memory else None
         return [] if problem is None else [FieldViolation("memory", problem)]
 
-    def open(self, namespace: str, memory: str) -> OpenNamespace:
-        """The namespace's messages, opened now with `memory` ("" for the default) if they were
-        not open. With `max_open` they may be closed as soon as this returns: a call uses
-        `using`."""
-        with self.using(namespace, memory) as opened:
-            assert opened is not None
-            return opened
-
     using = NamespaceStores.messages
     """`messages`, under the name the servicer calls it by."""
 

@@ -13,6 +13,12 @@ call names none, and the episode store of every namespace.
 
 Each namespace has two sides, its messages (a memory) and its episodes (an episode store).
 - It creates: a write (`create=True`) makes what the namespace lacks: its record and its store.
+  A namespace so made that holds nothing when its last call ends (its first write failed: the
+  caller gone, the disk full, the model unreachable) is unmade again: in process it is dropped,
+  in a data directory its record goes (its empty database file stays, for its next write), so
+  it is not listed as if something had been stored. Over a database the record stays (servers
+  there open a namespace by its record, so another server may be writing into it) and the
+  listing passes over a namespace that never numbered a message (himga.service.catalog).
 - It records the memory a namespace holds, so that the namespace keeps it across restarts and
   every server over the place reads the same one: in a data directory a file written once,
   atomically (himga.storage.layout), in a database the namespace's row
@@ -89,6 +95,9 @@ class OpenNamespace:
     lock: threading.Lock = field(default_factory=threading.Lock)
     users: int = 0
     """Calls holding it now (counted under the opener's lock); only an unused one is closed."""
+    fresh: bool = False
+    """Made by a write into a namespace that had no record, and not yet seen holding anything
+    by the end of its last call (the opener's to check: `_settle`)."""
 
     @property
     def durable(self) -> bool:
@@ -199,7 +208,7 @@ class NamespaceStores:
             opened = self._open.get(key)
             if opened is None and (create or self._has_messages(namespace)):
                 self._make_room()
-                record_made = self._record_missing(namespace)
+                fresh = self._record_missing(namespace)
                 _check_memory(namespace, self._recorded(namespace, memory), memory)
                 factory = self._memory_factory(memory)
                 options = self.memory_options.get(memory) or (
@@ -210,9 +219,10 @@ class NamespaceStores:
                 except BaseException:
                     # not opened (its model cannot load, say): the namespace holds nothing yet,
                     # so the record just made would bind it to a memory for no message
-                    if record_made and self.data_dir is not None:
-                        layout.memory_record(self.data_dir, namespace).unlink(missing_ok=True)
+                    if fresh:
+                        self._unrecord(namespace)
                     raise
+                opened.fresh = fresh
                 self._open[key] = opened
             if opened is not None:
                 self._hold(key, opened)
@@ -224,7 +234,7 @@ class NamespaceStores:
             _check_memory(namespace, opened.memory_name, memory)
             yield opened
         finally:
-            self._release(opened)
+            self._release(opened, key)
 
     @contextmanager
     def episodes(self, namespace: str, *, create: bool = True) -> Iterator[EpisodeStore | None]:
@@ -279,10 +289,18 @@ class NamespaceStores:
         return layout.episodes_database(self.data_dir, namespace).exists()
 
     def _record_missing(self, namespace: str) -> bool:
-        """Whether a data directory has no memory recorded for `namespace` yet."""
-        if self.database is not None or self.data_dir is None:
+        """Whether `namespace` has no memory recorded yet, where a write may unmake what it
+        made (see the module's text): in a data directory, or in process."""
+        if self.database is not None:
             return False
+        if self.data_dir is None:
+            return True
         return not layout.memory_record(self.data_dir, namespace).exists()
+
+    def _unrecord(self, namespace: str) -> None:
+        """Take back the record a write made for `namespace`, which holds nothing."""
+        if self.data_dir is not None:
+            layout.memory_record(self.data_dir, namespace).unlink(missing_ok=True)
 
     def _recorded(self, namespace: str, memory: str) -> str:
         """The memory recorded for `namespace`; `memory`, recorded now, if none is (or there is
@@ -344,10 +362,25 @@ class NamespaceStores:
         self._open.move_to_end(key)
         opened.users += 1
 
-    def _release(self, opened: OpenNamespace | OpenEpisodes) -> None:
+    def _release(
+        self, opened: OpenNamespace | OpenEpisodes, key: tuple[str, str] | None = None
+    ) -> None:
         with self._opening:
             opened.users -= 1
+            if isinstance(opened, OpenNamespace) and opened.fresh and opened.users == 0:
+                assert key is not None
+                self._settle(key, opened)
             self._close_idle()
+
+    def _settle(self, key: tuple[str, str], opened: OpenNamespace) -> None:
+        """After the last call of a fresh namespace (called under the lock): kept when it holds
+        something, else closed and unmade (the module's text)."""
+        if _holds_something(opened.memory):
+            opened.fresh = False
+            return
+        self._open.pop(key)
+        opened.close()
+        self._unrecord(key[1])
 
     def _idle(self) -> list[tuple[str, str]]:
         """The open stores no call uses that can be closed, least recently used first."""
@@ -361,6 +394,15 @@ class NamespaceStores:
             return
         for key in self._idle()[: len(self._open) - keep]:
             self._open.pop(key).close()
+
+
+def _holds_something(memory: BaseMemory) -> bool:
+    """Whether `memory` holds a message; True where it cannot say (it cannot list, or the
+    listing failed): a namespace is unmade only when it is known to hold nothing."""
+    try:
+        return bool(memory.list(page_size=1).messages)
+    except Exception:
+        return True
 
 
 def _check_memory(namespace: str, held: str, asked: str) -> None:

@@ -72,7 +72,9 @@ def test_over_embedded_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         cancel_a_remember(held)
         assert isinstance(wait_for(outcomes), commit.CallerGone)
         with held.namespaces.using(NAMESPACE, "", create=False) as opened:
-            assert opened is not None and opened.memory.list().messages == []
+            # the namespace's only write failed, so it is unmade once that call has let it go
+            # (himga.storage.namespaces): not opened, or still open and empty, holding nothing
+            assert opened is None or opened.memory.list().messages == []
     finally:
         held.close()
 

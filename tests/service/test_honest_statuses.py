@@ -294,3 +294,77 @@ def test_a_delete_past_its_deadline_is_rolled_back(gated: tuple[str, object]) ->
             assert gate.ended.wait(HANG_SECONDS)
             assert isinstance(gate.outcome, commit.CallerGone)
         assert stored(stub, "late-delete", "still") == ["still here"]
+
+
+def listed(stub: memory_pb2_grpc.MemoryServiceStub, prefix: str) -> list[str]:
+    response = stub.ListNamespaces(pb.ListNamespacesRequest(prefix=prefix), timeout=30)
+    return [namespace.name for namespace in response.namespaces]
+
+
+def ended(server: object) -> None:
+    """Wait until the server's calls have let their namespaces go (a cancelled call's client
+    returns before its handler has: this looks under the opener's lock, which a call lets its
+    namespace go under)."""
+    namespaces = server.namespaces  # type: ignore[attr-defined]
+    deadline = time.monotonic() + HANG_SECONDS
+    while True:
+        with namespaces._opening:
+            if not any(opened.users for opened in namespaces._open.values()):
+                return
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_a_new_namespace_whose_first_write_is_rolled_back_is_not_listed(
+    gated: tuple[str, object], tmp_path: Path
+) -> None:
+    target, server = gated
+    name, gate = new_gate()
+    with grpc.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        call = stub.Ingest.future(ingest_request("never-kept", name))
+        assert gate.started.wait(HANG_SECONDS)
+        assert listed(stub, "never-") == ["never-kept"]  # made, while its first write runs
+        call.cancel()
+        assert gate.ended.wait(HANG_SECONDS)
+        assert isinstance(gate.outcome, commit.CallerGone)
+        ended(server)
+        assert listed(stub, "never-") == []
+        assert list((tmp_path / "namespaces").glob("never-kept-*")) == []  # no record
+        stub.Ingest(ingest_request("never-kept", "kept now"))  # its next write makes it again
+        assert listed(stub, "never-") == ["never-kept"]
+        assert stored(stub, "never-kept", "kept") == ["kept now"]
+
+
+def test_a_new_namespace_is_kept_by_a_write_beside_its_rolled_back_first(
+    gated: tuple[str, object],
+) -> None:
+    target, _ = gated
+    name, gate = new_gate()
+    with grpc.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        first = stub.Ingest.future(ingest_request("beside", name))
+        assert gate.started.wait(HANG_SECONDS)
+        second = stub.Ingest.future(ingest_request("beside", "second write"))  # waits its turn
+        first.cancel()
+        assert gate.ended.wait(HANG_SECONDS)
+        second.result(timeout=HANG_SECONDS)
+        assert listed(stub, "beside") == ["beside"]
+        assert stored(stub, "beside", "second") == ["second write"]
+
+
+def test_a_namespace_that_held_something_stays_listed_when_a_write_is_rolled_back(
+    gated: tuple[str, object],
+) -> None:
+    target, server = gated
+    name, gate = new_gate()
+    with grpc.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        kept = stub.Ingest(ingest_request("emptied", "soon gone")).id
+        assert stub.Delete(pb.DeleteRequest(namespace="emptied", ids=[kept])).deleted == 1
+        call = stub.Ingest.future(ingest_request("emptied", name))
+        assert gate.started.wait(HANG_SECONDS)
+        call.cancel()
+        assert gate.ended.wait(HANG_SECONDS)
+        ended(server)
+        assert listed(stub, "emptied") == ["emptied"]  # written once: held, though empty now

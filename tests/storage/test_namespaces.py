@@ -240,3 +240,71 @@ def test_an_embedded_caller_and_a_server_share_a_data_directory(tmp_path: Path) 
             assert got.episode.id == "ep-0003"
     finally:
         server.stop(None).wait()
+
+
+class WriteFailed(Exception):
+    """What a write raises here after its namespace was opened (its caller gone, the disk full)."""
+
+
+@pytest.mark.parametrize("in_directory", [True, False], ids=["data directory", "in process"])
+def test_a_namespace_whose_first_write_fails_is_unmade(tmp_path: Path, in_directory: bool) -> None:
+    stores = (
+        NamespaceStores(tmp_path, memory="sqlite", episodes="sqlite")
+        if in_directory
+        else NamespaceStores(None, memory="keyword", episodes="inprocess")
+    )
+    try:
+        with stores.episodes("with-episodes") as store:  # its episodes are kept whatever befalls
+            assert store is not None
+            store.record(episode(2))
+        for namespace in ("new", "with-episodes"):
+            with pytest.raises(WriteFailed), stores.messages(namespace) as opened:
+                assert opened is not None
+                raise WriteFailed
+            with stores.messages(namespace, create=False) as opened:
+                assert opened is None  # no record: as never written
+        assert len(stores) == 1  # the episodes
+        if in_directory:
+            assert [path.suffix for path in (tmp_path / "namespaces").iterdir()] == []
+        with stores.episodes("with-episodes", create=False) as store:
+            assert store is not None and store.get("ep-0002").id == "ep-0002"
+        ingest(stores, "new", "kept at last")
+        with stores.messages("new", create=False) as opened:
+            assert opened is not None
+            assert [hit.content for hit in opened.memory.search("kept")] == ["kept at last"]
+    finally:
+        stores.close()
+
+
+def test_a_namespace_whose_first_write_rolled_back_is_not_listed_over_a_database(
+    database: Database,
+) -> None:
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage.commit import CallerGone, Terms, committing
+
+    def gone() -> None:
+        raise CallerGone("the caller went away")
+
+    namespaces = Namespaces("postgres", database)
+    prefix = f"rolled-back-{uuid.uuid4().hex}-"
+    try:
+        with namespaces.episodes(prefix + "with-episodes") as store:
+            assert store is not None
+            store.record(episode(4))
+        for name in ("new", "with-episodes"):
+            with (
+                pytest.raises(CallerGone),
+                namespaces.using(prefix + name) as opened,
+                committing(Terms(gone)),
+            ):
+                assert opened is not None
+                opened.memory.ingest(Message(role="u", content="lost"), Session(session_id="s"))
+        assert catalog.held(namespaces, prefix, "") == [catalog.Held(prefix + "with-episodes", "")]
+        ingest(namespaces, prefix + "new", "kept at last")
+        assert [held.name for held in catalog.held(namespaces, prefix, "")] == [
+            prefix + "new",
+            prefix + "with-episodes",
+        ]
+    finally:
+        namespaces.close()
