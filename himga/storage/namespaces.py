@@ -13,12 +13,17 @@ call names none, and the episode store of every namespace.
 
 Each namespace has two sides, its messages (a memory) and its episodes (an episode store).
 - It creates: a write (`create=True`) makes what the namespace lacks: its record and its store.
-  A namespace so made that holds nothing when its last call ends (its first write failed: the
-  caller gone, the disk full, the model unreachable) is unmade again: in process it is dropped,
-  in a data directory its record goes (its empty database file stays, for its next write), so
-  it is not listed as if something had been stored. Over a database the record stays (servers
-  there open a namespace by its record, so another server may be writing into it) and the
-  listing passes over a namespace that never numbered a message (himga.service.catalog).
+  A namespace whose messages were so made and hold nothing when their last call ends (the first
+  write failed: the caller gone, the disk full, the model unreachable) is unmade again: in
+  process it is dropped, in a data directory its record goes (its empty database file stays,
+  for its next write), so it is not listed as if something had been stored. Only the record
+  goes, never a file another process could be writing; should a second process over the data
+  directory (`himga mcp --data-dir`) store the namespace's first message as it goes, the
+  record is made again: by this side, which looks once more after taking it, or by that
+  process, whose every write ends by looking that the record is there. Over a database the
+  record stays (servers there open a namespace by its record) and the listing passes over a
+  namespace that never numbered a message (himga.service.catalog). Episodes are not unmade:
+  their store is their record, a file another process may hold.
 - It records the memory a namespace holds, so that the namespace keeps it across restarts and
   every server over the place reads the same one: in a data directory a file written once,
   atomically (himga.storage.layout), in a database the namespace's row
@@ -234,7 +239,7 @@ class NamespaceStores:
             _check_memory(namespace, opened.memory_name, memory)
             yield opened
         finally:
-            self._release(opened, key)
+            self._release(opened, key, wrote=create)
 
     @contextmanager
     def episodes(self, namespace: str, *, create: bool = True) -> Iterator[EpisodeStore | None]:
@@ -363,24 +368,44 @@ class NamespaceStores:
         opened.users += 1
 
     def _release(
-        self, opened: OpenNamespace | OpenEpisodes, key: tuple[str, str] | None = None
+        self,
+        opened: OpenNamespace | OpenEpisodes,
+        key: tuple[str, str] | None = None,
+        *,
+        wrote: bool = False,
     ) -> None:
         with self._opening:
             opened.users -= 1
-            if isinstance(opened, OpenNamespace) and opened.fresh and opened.users == 0:
-                assert key is not None
-                self._settle(key, opened)
+            if isinstance(opened, OpenNamespace) and key is not None:
+                if opened.fresh and opened.users == 0:
+                    self._settle(key, opened)
+                elif wrote and not opened.fresh:
+                    self._record_again(key[1], opened)
             self._close_idle()
 
     def _settle(self, key: tuple[str, str], opened: OpenNamespace) -> None:
-        """After the last call of a fresh namespace (called under the lock): kept when it holds
-        something, else closed and unmade (the module's text)."""
-        if _holds_something(opened.memory):
-            opened.fresh = False
+        """After the last call of a fresh namespace (called under the lock, no call using it):
+        kept when it holds something, else closed and unmade (the module's text). Looked at
+        again once the record is gone: a message another process stored meanwhile keeps it."""
+        namespace = key[1]
+        if not _holds_something(opened.memory):
+            self._unrecord(namespace)
+            if not _holds_something(opened.memory):
+                self._open.pop(key)
+                opened.close()
+                return
+        self._recorded(namespace, opened.memory_name)
+        opened.fresh = False
+
+    def _record_again(self, namespace: str, opened: OpenNamespace) -> None:
+        """After a write (called under the lock): in a data directory, record the namespace's
+        memory again should another process have unmade it as this one stored its first
+        message (the module's text). A look at one file; the rest only when it is gone."""
+        if self.data_dir is None or layout.memory_record(self.data_dir, namespace).exists():
             return
-        self._open.pop(key)
-        opened.close()
-        self._unrecord(key[1])
+        with opened.lock:  # other calls may be using it: wait for the one writing
+            if _holds_something(opened.memory):
+                self._recorded(namespace, opened.memory_name)
 
     def _idle(self) -> list[tuple[str, str]]:
         """The open stores no call uses that can be closed, least recently used first."""

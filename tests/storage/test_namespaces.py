@@ -308,3 +308,31 @@ def test_a_namespace_whose_first_write_rolled_back_is_not_listed_over_a_database
         ]
     finally:
         namespaces.close()
+
+
+def test_a_message_stored_by_another_process_as_the_namespace_is_unmade_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """Two openers over one data directory (`himga serve` and `himga mcp --data-dir`): the first
+    to open a new namespace fails its write and unmakes it while the second, which opened it
+    meanwhile, stores the namespace's first message: the record is made again."""
+    first = NamespaceStores(tmp_path, memory="sqlite")
+    second = NamespaceStores(tmp_path, memory="sqlite")
+    later = NamespaceStores(tmp_path, memory="sqlite")
+    try:
+        failing = first.messages("shared")
+        failing.__enter__()
+        beside = second.messages("shared")
+        opened = beside.__enter__()
+        assert opened is not None and not opened.fresh  # the first one's record was there
+        assert failing.__exit__(WriteFailed, WriteFailed(), None) is False  # the failure goes on
+        assert list((tmp_path / "namespaces").iterdir()) == []  # unmade: nothing was stored
+        with opened.lock:
+            opened.memory.ingest(Message(role="u", content="kept beside"), Session(session_id="s"))
+        beside.__exit__(None, None, None)
+        with later.messages("shared", create=False) as found:
+            assert found is not None
+            assert [hit.content for hit in found.memory.search("kept")] == ["kept beside"]
+    finally:
+        for stores in (first, second, later):
+            stores.close()
