@@ -1,10 +1,12 @@
-"""The required checks of namespaces as things: ListNamespaces shows, under a prefix and a page
-at a time in the byte order of their names, every namespace whose messages can be read back;
+"""The required checks of namespaces as things: ListNamespaces shows, under a prefix and a page at
+a time in the byte order of their names, every namespace whose messages can be read back;
 DeleteNamespace forgets one wholly (its messages and the receipts of its writes) and answers
-whether it was held. A memory that stores nothing may list nothing; what it lists must still
-keep the order, the prefix and the paging. `forget_namespaces` is how the kit removes what it
-wrote once a check is done.
+whether it was held; a namespace whose only write failed is not listed. A memory that stores
+nothing may list nothing; what it lists must still keep the order, the prefix and the paging.
+`forget_namespaces` is how the kit removes what it wrote once a check is done.
 """
+
+import time
 
 import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
@@ -107,6 +109,47 @@ def _namespace_deleted(wire: Wire, new_namespace: NewNamespace) -> None:
     stored = wire.memory.IngestBatch(other, timeout=wire.timeout)
     if stored.ingested != 2:
         raise CheckFailed(f"the first write's request id answered {stored.ingested} items")
+
+
+FAILED_WRITE_DEADLINE = 0.001
+"""The deadline of the write the failed-write check means to fail (seconds): long past by the
+time a server has opened a new namespace."""
+SETTLE_SECONDS = 30.0
+"""How long the failed-write check waits for the call to end on the server (which may finish
+its work after the client's deadline passed) before it holds the listing to the messages."""
+
+
+@check(
+    "failed-write-unlisted",
+    "required",
+    "a namespace whose only write failed (its deadline passed) is not listed once the call has "
+    "ended on the server, unless that write was stored after all",
+)
+def _failed_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
+    namespace = new_namespace()
+    word = marker()
+    request = pb.IngestRequest(
+        namespace=namespace, message=said(word), session=pb.Session(session_id="s1")
+    )
+    try:
+        wire.memory.Ingest(request, timeout=FAILED_WRITE_DEADLINE)
+        return  # stored in time: nothing failed, so there is nothing to hold it to
+    except grpc.RpcError as error:
+        if code_of(error) not in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+            raise
+    # The server ends the call in its own time: rolled back (then not listed) or, should the
+    # answer have been on its way as the deadline passed, stored (then readable).
+    waited = time.monotonic() + SETTLE_SECONDS
+    while True:
+        shown = [info.name for info in listed(wire, namespace)] == [namespace]
+        if not shown or _readable(wire, namespace, word):
+            return
+        if time.monotonic() > waited:
+            raise CheckFailed(
+                f"{SETTLE_SECONDS:g} s after its only write failed, the namespace is listed "
+                "and holds no message"
+            )
+        time.sleep(0.05)
 
 
 def forget_namespaces(wire: Wire, made: list[str]) -> str:
