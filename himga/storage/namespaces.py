@@ -239,7 +239,9 @@ class NamespaceStores:
             _check_memory(namespace, opened.memory_name, memory)
             yield opened
         finally:
-            self._release(opened, key, wrote=create)
+            if create and not opened.fresh:  # (fresh: the last call's release settles it)
+                self._record_again(namespace, opened)
+            self._release(opened, key)
 
     @contextmanager
     def episodes(self, namespace: str, *, create: bool = True) -> Iterator[EpisodeStore | None]:
@@ -368,19 +370,13 @@ class NamespaceStores:
         opened.users += 1
 
     def _release(
-        self,
-        opened: OpenNamespace | OpenEpisodes,
-        key: tuple[str, str] | None = None,
-        *,
-        wrote: bool = False,
+        self, opened: OpenNamespace | OpenEpisodes, key: tuple[str, str] | None = None
     ) -> None:
         with self._opening:
             opened.users -= 1
-            if isinstance(opened, OpenNamespace) and key is not None:
-                if opened.fresh and opened.users == 0:
-                    self._settle(key, opened)
-                elif wrote and not opened.fresh:
-                    self._record_again(key[1], opened)
+            if isinstance(opened, OpenNamespace) and opened.fresh and opened.users == 0:
+                assert key is not None
+                self._settle(key, opened)
             self._close_idle()
 
     def _settle(self, key: tuple[str, str], opened: OpenNamespace) -> None:
@@ -398,9 +394,10 @@ class NamespaceStores:
         opened.fresh = False
 
     def _record_again(self, namespace: str, opened: OpenNamespace) -> None:
-        """After a write (called under the lock): in a data directory, record the namespace's
-        memory again should another process have unmade it as this one stored its first
-        message (the module's text). A look at one file; the rest only when it is gone."""
+        """After a write, while the call still holds the namespace (so it stays open) but not
+        its lock: in a data directory, record the namespace's memory again should another
+        process have unmade it as this one stored its first message (the module's text). A
+        look at one file; the memory is read only when it is gone."""
         if self.data_dir is None or layout.memory_record(self.data_dir, namespace).exists():
             return
         with opened.lock:  # other calls may be using it: wait for the one writing
