@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -315,20 +316,30 @@ def ended(server: object) -> None:
         time.sleep(0.01)
 
 
+@contextmanager
+def cancelled_write(
+    stub: memory_pb2_grpc.MemoryServiceStub, namespace: str, server: object
+) -> Iterator[None]:
+    """A gated write into `namespace`, holding its write while the block runs, then cancelled:
+    rolled back, and every call of the server ended."""
+    name, gate = new_gate()
+    call = stub.Ingest.future(ingest_request(namespace, name))
+    assert gate.started.wait(HANG_SECONDS)
+    yield
+    call.cancel()
+    assert gate.ended.wait(HANG_SECONDS)
+    assert isinstance(gate.outcome, commit.CallerGone)
+    ended(server)
+
+
 def test_a_new_namespace_whose_first_write_is_rolled_back_is_not_listed(
     gated: tuple[str, object], tmp_path: Path
 ) -> None:
     target, server = gated
-    name, gate = new_gate()
     with grpc.insecure_channel(target) as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
-        call = stub.Ingest.future(ingest_request("never-kept", name))
-        assert gate.started.wait(HANG_SECONDS)
-        assert listed(stub, "never-") == ["never-kept"]  # made, while its first write runs
-        call.cancel()
-        assert gate.ended.wait(HANG_SECONDS)
-        assert isinstance(gate.outcome, commit.CallerGone)
-        ended(server)
+        with cancelled_write(stub, "never-kept", server):
+            assert listed(stub, "never-") == ["never-kept"]  # made, while its first write runs
         assert listed(stub, "never-") == []
         assert list((tmp_path / "namespaces").glob("never-kept-*")) == []  # no record
         stub.Ingest(ingest_request("never-kept", "kept now"))  # its next write makes it again
@@ -339,15 +350,11 @@ def test_a_new_namespace_whose_first_write_is_rolled_back_is_not_listed(
 def test_a_new_namespace_is_kept_by_a_write_beside_its_rolled_back_first(
     gated: tuple[str, object],
 ) -> None:
-    target, _ = gated
-    name, gate = new_gate()
+    target, server = gated
     with grpc.insecure_channel(target) as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
-        first = stub.Ingest.future(ingest_request("beside", name))
-        assert gate.started.wait(HANG_SECONDS)
-        second = stub.Ingest.future(ingest_request("beside", "second write"))  # waits its turn
-        first.cancel()
-        assert gate.ended.wait(HANG_SECONDS)
+        with cancelled_write(stub, "beside", server):
+            second = stub.Ingest.future(ingest_request("beside", "second write"))  # waits
         second.result(timeout=HANG_SECONDS)
         assert listed(stub, "beside") == ["beside"]
         assert stored(stub, "beside", "second") == ["second write"]
@@ -357,14 +364,10 @@ def test_a_namespace_that_held_something_stays_listed_when_a_write_is_rolled_bac
     gated: tuple[str, object],
 ) -> None:
     target, server = gated
-    name, gate = new_gate()
     with grpc.insecure_channel(target) as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
         kept = stub.Ingest(ingest_request("emptied", "soon gone")).id
         assert stub.Delete(pb.DeleteRequest(namespace="emptied", ids=[kept])).deleted == 1
-        call = stub.Ingest.future(ingest_request("emptied", name))
-        assert gate.started.wait(HANG_SECONDS)
-        call.cancel()
-        assert gate.ended.wait(HANG_SECONDS)
-        ended(server)
+        with cancelled_write(stub, "emptied", server):
+            pass
         assert listed(stub, "emptied") == ["emptied"]  # written once: held, though empty now
