@@ -383,15 +383,16 @@ class NamespaceStores:
         """After the last call of a fresh namespace (called under the lock, no call using it):
         kept when it holds something, else closed and unmade (the module's text). Looked at
         again once the record is gone: a message another process stored meanwhile keeps it."""
-        namespace = key[1]
-        if not _holds_something(opened.memory):
-            self._unrecord(namespace)
-            if not _holds_something(opened.memory):
-                self._open.pop(key)
-                opened.close()
-                return
-        self._recorded(namespace, opened.memory_name)
         opened.fresh = False
+        if _holds_something(opened.memory):
+            return
+        namespace = key[1]
+        self._unrecord(namespace)
+        if _holds_something(opened.memory):  # stored by another process as the record went
+            self._recorded(namespace, opened.memory_name)
+            return
+        self._open.pop(key)
+        opened.close()
 
     def _record_again(self, namespace: str, opened: OpenNamespace) -> None:
         """After a write, while the call still holds the namespace (so it stays open) but not
