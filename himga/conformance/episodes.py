@@ -1,12 +1,14 @@
 """The EpisodeService checks: round trip, filters and paging, delete, search by files,
-isolation between namespaces, the context budget, and refusing an invalid episode. They run
-only against a server that offers the service (`offers_episodes`)."""
+isolation between namespaces, the context budget, refusing an invalid episode, and not
+listing a namespace whose only write, an episode, failed. They run only against a server that
+offers the service (`offers_episodes`)."""
 
 import grpc
 from google.protobuf import timestamp_pb2
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.conformance.checks import INVALID, NewNamespace, check
+from himga.conformance.namespaces import FAILED_WRITE_DEADLINE, failed_write_settles
 from himga.conformance.wire import CheckFailed, Wire, code_of, expect_error, marker
 
 TOKEN_CHARS = 4
@@ -254,3 +256,33 @@ def _invalid(wire: Wire, new_namespace: NewNamespace) -> None:
     expect_error(lambda: _record(wire, namespace, episode), INVALID, "episode.context.goal")
     if _list(wire, namespace).episodes:
         raise CheckFailed("the refused episode is listed")
+
+
+@check(
+    "failed-episode-write-unlisted",
+    "episodes",
+    "a namespace whose only write, an episode, failed (its deadline passed) is not listed once "
+    "the call has ended on the server, unless the episode was stored after all",
+)
+def _failed_episode_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
+    namespace = new_namespace()
+    episode = _episode(1, marker())
+    request = pb.RecordEpisodeRequest(namespace=namespace, episode=episode)
+    failed_write_settles(
+        wire,
+        namespace,
+        lambda: wire.episodes.RecordEpisode(request, timeout=FAILED_WRITE_DEADLINE),
+        lambda: _got(wire, namespace, episode.id),
+        "episode",
+    )
+
+
+def _got(wire: Wire, namespace: str, episode_id: str) -> bool:
+    """Whether GetEpisode finds the episode (NOT_FOUND: it does not)."""
+    try:
+        _get(wire, namespace, episode_id)
+    except grpc.RpcError as error:
+        if code_of(error) == grpc.StatusCode.NOT_FOUND:
+            return False
+        raise
+    return True

@@ -1,12 +1,14 @@
 """The required checks of namespaces as things: ListNamespaces shows, under a prefix and a page at
 a time in the byte order of their names, every namespace whose messages can be read back;
 DeleteNamespace forgets one wholly (its messages and the receipts of its writes) and answers
-whether it was held; a namespace whose only write failed is not listed. A memory that stores
+whether it was held; a namespace whose only write failed is not listed (the same for an
+episode: himga.conformance.episodes). A memory that stores
 nothing may list nothing; what it lists must still keep the order, the prefix and the paging.
 `forget_namespaces` is how the kit removes what it wrote once a check is done.
 """
 
 import time
+from collections.abc import Callable
 
 import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
@@ -131,8 +133,28 @@ def _failed_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
     request = pb.IngestRequest(
         namespace=namespace, message=said(word), session=pb.Session(session_id="s1")
     )
+    failed_write_settles(
+        wire,
+        namespace,
+        lambda: wire.memory.Ingest(request, timeout=FAILED_WRITE_DEADLINE),
+        lambda: _readable(wire, namespace, word),
+        "message",
+    )
+
+
+def failed_write_settles(
+    wire: Wire,
+    namespace: str,
+    write: Callable[[], object],
+    stored: Callable[[], bool],
+    what: str,
+) -> None:
+    """Hold a server to its listing after `write`, the only write into the new `namespace`,
+    failed past its deadline: once the call has ended on the server (waited for up to
+    SETTLE_SECONDS), the namespace is listed only if `stored()` finds what was written (a
+    `what`). Nothing to hold it to when the write was stored in time."""
     try:
-        wire.memory.Ingest(request, timeout=FAILED_WRITE_DEADLINE)
+        write()
         return  # stored in time: nothing failed, so there is nothing to hold it to
     except grpc.RpcError as error:
         if code_of(error) not in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
@@ -142,12 +164,12 @@ def _failed_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
     waited = time.monotonic() + SETTLE_SECONDS
     while True:
         shown = [info.name for info in listed(wire, namespace)] == [namespace]
-        if not shown or _readable(wire, namespace, word):
+        if not shown or stored():
             return
         if time.monotonic() > waited:
             raise CheckFailed(
                 f"{SETTLE_SECONDS:g} s after its only write failed, the namespace is listed "
-                "and holds no message"
+                f"and holds no {what}"
             )
         time.sleep(0.05)
 

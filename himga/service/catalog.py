@@ -7,7 +7,8 @@ or an episode. One whose first write failed is not (himga.storage.namespaces).
 - In process (no place): the namespaces open now, messages or episodes.
 - A data directory: every file of a namespace, in every folder, is named by
   himga.memory.registry.namespace_file (`<readable>-<hash><suffix>`). A namespace is held when
-  `namespaces/` records its memory or `episodes/` holds its database; its name is read back from
+  `namespaces/` records its memory or `episodes/` holds its database (unless `namespaces/` marks
+  that database unmade: made by a write that stored nothing); its name is read back from
   the file name (the readable part, checked against the hash). A name too long to be read back
   so also gets `namespaces/<readable>-<hash>.name`, written when it is opened (`remember_name`):
   a long-named namespace an earlier himga made is listed from its next call on. Deleting removes
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 from himga.service.errors import FieldViolation, InvalidRequest
 from himga.service.namespaces import namespace_violations
 from himga.storage.files import write_private
-from himga.storage.layout import namespace_file
+from himga.storage.layout import EPISODES_UNMADE, RECORDS, namespace_file
 
 if TYPE_CHECKING:
     from himga.service.namespaces import Namespaces
@@ -127,7 +128,10 @@ def _bytes(name: str) -> bytes:
 def _directory_held(data_dir: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     for path in sorted((data_dir / "episodes").glob("*.sqlite3")):
-        name = _name_of(data_dir, path.name.removesuffix(".sqlite3"))
+        stem = path.name.removesuffix(".sqlite3")
+        if (data_dir / RECORDS / f"{stem}{EPISODES_UNMADE}").exists():
+            continue
+        name = _name_of(data_dir, stem)
         if name is not None:
             found[name] = ""
     for path in (data_dir / "namespaces").glob("*.memory"):

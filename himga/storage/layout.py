@@ -3,6 +3,8 @@
     <data_dir>/namespaces/<namespace>-<hash>.memory    the memory the namespace holds (a record)
     <data_dir>/sqlite/<namespace>-<hash>.sqlite3       its messages (the sqlite memory)
     <data_dir>/episodes/<namespace>-<hash>.sqlite3     its episodes (the sqlite episode store)
+    <data_dir>/namespaces/<namespace>-<hash>.episodes-unmade   that database made by a write
+                                                       that stored nothing (not held for it)
 
 Every directory is 0700 and every file 0600 (himga.storage.files). A namespace that was never
 written has none of them.
@@ -42,3 +44,13 @@ def messages_database(data_dir: Path, namespace: str) -> Path:
 def episodes_database(data_dir: Path, namespace: str) -> Path:
     """The SQLite database of `namespace`'s episodes."""
     return namespace_file(data_dir, EPISODES, namespace, ".sqlite3")
+
+
+EPISODES_UNMADE = ".episodes-unmade"
+"""The suffix of `episodes_unmade`."""
+
+
+def episodes_unmade(data_dir: Path, namespace: str) -> Path:
+    """The mark that `namespace`'s episode database was made by a write that stored nothing:
+    the namespace is not held for it (himga.storage.namespaces, himga.service.catalog)."""
+    return namespace_file(data_dir, RECORDS, namespace, EPISODES_UNMADE)

@@ -22,8 +22,13 @@ Each namespace has two sides, its messages (a memory) and its episodes (an episo
   record is made again: by this side, which looks once more after taking it, or by that
   process, whose every write ends by looking that the record is there. Over a database the
   record stays (servers there open a namespace by its record) and the listing passes over a
-  namespace that never numbered a message (himga.service.catalog). Episodes are not unmade:
-  their store is their record, a file another process may hold.
+  namespace that never numbered a message (himga.service.catalog). Episodes made so are
+  unmade the same way: in process dropped; in a data directory, where their database is their
+  record and a file another process may hold, marked unmade beside it (the listing passes over
+  a marked database), the mark taken away again by the write that stores the namespace's first
+  episode, in this process or another (each write into a marked namespace looks whether its
+  store holds an episode); over a database the listing passes over a namespace with no episode
+  already. A data directory of an earlier himga has no marks: its databases are held as before.
 - It records the memory a namespace holds, so that the namespace keeps it across restarts and
   every server over the place reads the same one: in a data directory a file written once,
   atomically (himga.storage.layout), in a database the namespace's row
@@ -129,6 +134,9 @@ class OpenEpisodes:
 
     store: EpisodeStore
     users: int = 0
+    fresh: bool = False
+    """Made by a write into a namespace that held no episodes, and not yet seen holding one by
+    the end of its last call (the opener's to check: `_settle_episodes`)."""
 
     @property
     def durable(self) -> bool:
@@ -253,7 +261,9 @@ class NamespaceStores:
             opened = self._open.get(key)
             if opened is None and (create or self._has_episodes(namespace)):
                 self._make_room()
+                fresh = create and not self._episodes_held(namespace)
                 opened = OpenEpisodes(self._make(self._episodes, namespace, self.episode_options))
+                opened.fresh = fresh
                 self._open[key] = opened
             if opened is not None:
                 self._hold(key, opened)
@@ -264,7 +274,9 @@ class NamespaceStores:
         try:
             yield opened.store
         finally:
-            self._release(opened)
+            if create:
+                self._episodes_kept(namespace, opened)
+            self._release(opened, key)
 
     def close(self) -> None:
         """Close every open store, once no call uses them any more."""
@@ -294,6 +306,29 @@ class NamespaceStores:
         if self.data_dir is None:
             return False
         return layout.episodes_database(self.data_dir, namespace).exists()
+
+    def _episodes_held(self, namespace: str) -> bool:
+        """Whether a namespace whose episodes are not open is held for them, where a write may
+        unmake what it made: in a data directory their database, unless marked unmade; in
+        process never (they would be open). Over a database always (nothing is unmade there)."""
+        if self.database is not None:
+            return True
+        if self.data_dir is None:
+            return False
+        return (
+            layout.episodes_database(self.data_dir, namespace).exists()
+            and not layout.episodes_unmade(self.data_dir, namespace).exists()
+        )
+
+    def _episodes_kept(self, namespace: str, opened: OpenEpisodes) -> None:
+        """After a write, while the call still holds the store: in a data directory, take the
+        unmade mark away should the store now hold an episode (stored by this write, or by
+        another process's). A look at one file; the store is read only when it is there."""
+        if self.data_dir is None:
+            return
+        mark = layout.episodes_unmade(self.data_dir, namespace)
+        if mark.exists() and _holds_episodes(opened.store):
+            mark.unlink(missing_ok=True)
 
     def _record_missing(self, namespace: str) -> bool:
         """Whether `namespace` has no memory recorded yet, where a write may unmake what it
@@ -374,9 +409,12 @@ class NamespaceStores:
     ) -> None:
         with self._opening:
             opened.users -= 1
-            if isinstance(opened, OpenNamespace) and opened.fresh and opened.users == 0:
+            if opened.fresh and opened.users == 0:
                 assert key is not None
-                self._settle(key, opened)
+                if isinstance(opened, OpenNamespace):
+                    self._settle(key, opened)
+                else:
+                    self._settle_episodes(key, opened)
             self._close_idle()
 
     def _settle(self, key: tuple[str, str], opened: OpenNamespace) -> None:
@@ -391,6 +429,23 @@ class NamespaceStores:
         if _holds_something(opened.memory):  # stored by another process as the record went
             self._recorded(namespace, opened.memory_name)
             return
+        self._open.pop(key)
+        opened.close()
+
+    def _settle_episodes(self, key: tuple[str, str], opened: OpenEpisodes) -> None:
+        """After the last call of a fresh episode store (called under the lock, no call using
+        it): kept when it holds an episode, else closed and unmade (the module's text): in a
+        data directory marked, and looked at again once marked: an episode another process
+        stored meanwhile keeps it (that process's write may have looked before the mark)."""
+        opened.fresh = False
+        if _holds_episodes(opened.store):
+            return
+        if self.data_dir is not None:
+            mark = layout.episodes_unmade(self.data_dir, key[1])
+            write_private(mark, b"")
+            if _holds_episodes(opened.store):
+                mark.unlink(missing_ok=True)
+                return
         self._open.pop(key)
         opened.close()
 
@@ -424,6 +479,15 @@ def _holds_something(memory: BaseMemory) -> bool:
     listing failed): a namespace is unmade only when it is known to hold nothing."""
     try:
         return bool(memory.list(page_size=1).messages)
+    except Exception:
+        return True
+
+
+def _holds_episodes(store: EpisodeStore) -> bool:
+    """Whether `store` holds an episode; True where it cannot say (the listing failed): a
+    namespace is unmade only when it is known to hold nothing."""
+    try:
+        return bool(store.list(page_size=1).episodes)
     except Exception:
         return True
 

@@ -276,6 +276,76 @@ def test_a_namespace_whose_first_write_fails_is_unmade(tmp_path: Path, in_direct
         stores.close()
 
 
+@pytest.mark.parametrize("in_directory", [True, False], ids=["data directory", "in process"])
+def test_a_namespace_whose_first_episode_write_fails_is_unmade(
+    tmp_path: Path, in_directory: bool
+) -> None:
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    namespaces = (
+        Namespaces("sqlite", tmp_path, episodes="sqlite")
+        if in_directory
+        else Namespaces("keyword", None, episodes="inprocess")
+    )
+    mark = layout.episodes_unmade(tmp_path, "new")
+    try:
+        with pytest.raises(WriteFailed), namespaces.episodes("new") as store:
+            assert store is not None
+            raise WriteFailed
+        assert catalog.held(namespaces, "", "") == []  # nothing was stored: as never written
+        assert mark.exists() is in_directory  # (in a data directory its empty file stays)
+        with namespaces.episodes("new", create=False) as store:
+            assert store is None or not store.list().episodes
+        with pytest.raises(WriteFailed), namespaces.episodes("new") as store:  # again
+            raise WriteFailed
+        assert catalog.held(namespaces, "", "") == []
+        with namespaces.episodes("new") as store:
+            assert store is not None
+            store.record(episode(5))
+        assert catalog.held(namespaces, "", "") == [catalog.Held("new", "")]
+        assert not mark.exists()
+        with namespaces.episodes("new") as store:  # emptied: held all the same
+            assert store is not None and store.delete("ep-0005")
+        with pytest.raises(WriteFailed), namespaces.episodes("new"):
+            raise WriteFailed
+        assert catalog.held(namespaces, "", "") == [catalog.Held("new", "")]
+    finally:
+        namespaces.close()
+
+
+def test_an_episode_stored_by_another_process_as_the_namespace_is_unmade_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """Two openers over one data directory (`himga serve` and `himga mcp --data-dir`): the first
+    to open a new namespace's episodes fails its write and marks them unmade while the second,
+    which opened them meanwhile, has yet to store the namespace's first episode; the second's
+    write then takes the mark away."""
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    first, second = NamespaceStores(tmp_path), NamespaceStores(tmp_path)
+    later = Namespaces("sqlite", tmp_path)
+    try:
+        failing = first.episodes("shared")
+        failing.__enter__()
+        beside = second.episodes("shared")
+        store = beside.__enter__()
+        assert store is not None
+        assert failing.__exit__(WriteFailed, WriteFailed(), None) is False  # the failure goes on
+        assert layout.episodes_unmade(tmp_path, "shared").exists()
+        assert catalog.held(later, "", "") == []
+        store.record(episode(6))
+        beside.__exit__(None, None, None)
+        assert not layout.episodes_unmade(tmp_path, "shared").exists()
+        assert catalog.held(later, "", "") == [catalog.Held("shared", "")]
+    finally:
+        for stores in (first, second, later):
+            stores.close()
+
+
 def test_a_namespace_whose_first_write_rolled_back_is_not_listed_over_a_database(
     database: Database,
 ) -> None:
