@@ -1,10 +1,10 @@
-"""The required checks of namespaces as things: ListNamespaces shows, under a prefix and a page at
-a time in the byte order of their names, every namespace whose messages can be read back;
+"""The required checks of namespaces as things: ListNamespaces shows, under a prefix and a page
+at a time in the byte order of their names, every namespace whose messages can be read back;
 DeleteNamespace forgets one wholly (its messages and the receipts of its writes) and answers
 whether it was held; a namespace whose only write failed is not listed (the same for an
-episode: himga.conformance.episodes). A memory that stores
-nothing may list nothing; what it lists must still keep the order, the prefix and the paging.
-`forget_namespaces` is how the kit removes what it wrote once a check is done.
+episode: himga.conformance.episodes). A memory that stores nothing may list nothing; what it
+lists must still keep the order, the prefix and the paging. `forget_namespaces` is how the kit
+removes what it wrote once a check is done.
 """
 
 import time
@@ -114,11 +114,11 @@ def _namespace_deleted(wire: Wire, new_namespace: NewNamespace) -> None:
 
 
 FAILED_WRITE_DEADLINE = 0.001
-"""The deadline of the write the failed-write check means to fail (seconds): long past by the
+"""The deadline of the write the failed-write checks mean to fail (seconds): long past by the
 time a server has opened a new namespace."""
 SETTLE_SECONDS = 30.0
-"""How long the failed-write check waits for the call to end on the server (which may finish
-its work after the client's deadline passed) before it holds the listing to the messages."""
+"""How long the failed-write checks wait for the call to end on the server (which may finish
+its work after the client's deadline passed) before they hold the listing to what it stores."""
 
 
 @check(
