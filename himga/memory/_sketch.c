@@ -14,6 +14,9 @@
    interpreter's lock is released while it runs (the caller keeps the sketches unchanged: the
    vector index's rule, no write beside a search). */
 
+#if defined(__linux__)
+#define _GNU_SOURCE /* sched_getcpu, pthread_attr_setaffinity_np */
+#endif
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -29,6 +32,9 @@
 #if !defined(_WIN32)
 #define HAVE_THREADS 1
 #include <pthread.h>
+#endif
+#if defined(__linux__)
+#include <sched.h>
 #endif
 
 enum { PORTABLE, AVX2, AVX512, LOOPS };
@@ -266,6 +272,34 @@ static void *scan_part(void *arg) {
     return NULL;
 }
 
+#ifdef HAVE_THREADS
+/* Sets `attr` for the scan's helper threads: on any of the caller's cores but the one it runs on
+   (Linux; elsewhere, and when the caller may run on one core only, returns 0: no attributes).
+   Left to itself, Linux may start a helper on the caller's own core when the other core was
+   busy just before (its load is an average that decays over milliseconds), and the helper's
+   share then waits for the caller's: on a 2-core virtual machine, hybrid Retrieves at 100k
+   vectors did so in up to 3 scans in 10, and 8 in 10 when the scan followed the model on its
+   thread, 0.87 ms late (benchmarks/README.md, the 100k target on the Intel Xeon). */
+static int helpers_elsewhere(pthread_attr_t *attr) {
+#if defined(__linux__)
+    cpu_set_t allowed;
+    int here = sched_getcpu();
+    if (here < 0 || here >= CPU_SETSIZE || sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return 0;
+    CPU_CLR(here, &allowed);
+    if (CPU_COUNT(&allowed) == 0 || pthread_attr_init(attr) != 0) return 0;
+    if (pthread_attr_setaffinity_np(attr, sizeof allowed, &allowed) != 0) {
+        pthread_attr_destroy(attr);
+        return 0;
+    }
+    return 1;
+#else
+    (void)attr;
+    return 0;
+#endif
+}
+#endif
+
 /* The scan over `threads` threads (this one and threads - 1 started for it), each over an equal
    share of the rows; their heaps, side by side in `heap` (threads x count), are then sorted
    together, so the best `count` of them are the best of all rows (each share kept its own
@@ -281,9 +315,13 @@ static Py_ssize_t scan(Part *whole, int threads) {
     }
 #ifdef HAVE_THREADS
     pthread_t started[MOST_THREADS];
-    int running = 1;
+    pthread_attr_t elsewhere;
+    int running = 1, attributes = threads > 1 && helpers_elsewhere(&elsewhere);
     for (; running < threads; running++)
-        if (pthread_create(&started[running], NULL, scan_part, &parts[running]) != 0) break;
+        if (pthread_create(&started[running], attributes ? &elsewhere : NULL, scan_part,
+                           &parts[running]) != 0)
+            break;
+    if (attributes) pthread_attr_destroy(&elsewhere);
     scan_part(&parts[0]);
     for (int t = 1; t < running; t++) pthread_join(started[t], NULL);
     for (int t = running; t < threads; t++) scan_part(&parts[t]); /* a thread not started */

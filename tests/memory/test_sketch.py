@@ -5,6 +5,8 @@ an index past its threshold finds nearly all of the exact answer with exact cosi
 sketch with its row through deletes and corrections, fits its axes again as it grows, and bad
 options are refused naming the option."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -132,6 +134,22 @@ def test_the_scan_refuses_what_it_cannot_read(
 def test_more_wanted_than_held_is_every_row() -> None:
     sketches = np.arange(96, dtype=np.uint8).reshape(3, 32)
     assert scanned(sketches, np.ones(64, np.int8), 10, threads=2).tolist() == [2, 1, 0]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_a_scan_on_a_thread_held_to_one_core_still_shares_its_rows() -> None:
+    """The scan's helper threads start on the caller's other cores; a caller allowed only one
+    (a container given one CPU, `taskset`) starts them as before, and the answer is the same."""
+    rng = np.random.default_rng(7)
+    sketches = rng.integers(0, 256, size=(4_000, 96), dtype=np.uint8)
+    query = rng.integers(-128, 128, size=192, dtype=np.int8)
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})  # this thread only
+    try:
+        found = scanned(sketches, query, 50, threads=4)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert found.tolist() == reference(sketches, query, 50).tolist()
 
 
 # --- the index ------------------------------------------------------------------------------
