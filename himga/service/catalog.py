@@ -136,8 +136,12 @@ def _directory_held(data_dir: Path) -> dict[str, str]:
             found[name] = ""
     for path in (data_dir / "namespaces").glob("*.memory"):
         name = _name_of(data_dir, path.name.removesuffix(".memory"))
-        if name is not None:
+        if name is None:
+            continue
+        try:
             found[name] = path.read_text(encoding="utf-8")
+        except FileNotFoundError:  # unmade (its first write failed) or deleted since the look
+            continue
     return found
 
 

@@ -276,6 +276,34 @@ def test_a_namespace_whose_first_write_fails_is_unmade(tmp_path: Path, in_direct
         stores.close()
 
 
+def test_a_namespace_unmade_while_it_is_listed_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing in a data directory finds a namespace's record, which a failed first write (or
+    a DeleteNamespace) takes away before the listing reads it: the namespace is left out, and
+    the listing answers (it was an internal error, seen by the conformance kit)."""
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    namespaces = Namespaces("sqlite", tmp_path)
+    try:
+        for namespace in ("kept", "going"):
+            ingest(namespaces, namespace, "stored")
+        name_of = catalog._name_of
+
+        def unmade_meanwhile(data_dir: Path, stem: str) -> str | None:
+            name = name_of(data_dir, stem)
+            if name == "going":
+                layout.memory_record(data_dir, name).unlink()
+            return name
+
+        monkeypatch.setattr(catalog, "_name_of", unmade_meanwhile)
+        assert catalog.held(namespaces, "", "") == [catalog.Held("kept", "sqlite")]
+    finally:
+        namespaces.close()
+
+
 @pytest.mark.parametrize("in_directory", [True, False], ids=["data directory", "in process"])
 def test_a_namespace_whose_first_episode_write_fails_is_unmade(
     tmp_path: Path, in_directory: bool
