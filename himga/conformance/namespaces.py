@@ -1,10 +1,11 @@
 """The required checks of namespaces as things: ListNamespaces shows, under a prefix and a page
 at a time in the byte order of their names, every namespace whose messages can be read back;
 DeleteNamespace forgets one wholly (its messages and the receipts of its writes) and answers
-whether it was held; a namespace whose only write failed is not listed (the same for an
-episode: himga.conformance.episodes). A memory that stores nothing may list nothing; what it
-lists must still keep the order, the prefix and the paging. `forget_namespaces` is how the kit
-removes what it wrote once a check is done.
+whether it was held; a namespace whose only write failed is not listed, nor one whose only
+write since it was deleted failed (the same for an episode: himga.conformance.episodes). A
+memory that stores nothing may list nothing; what it lists must still keep the order, the
+prefix and the paging. `forget_namespaces` is how the kit removes what it wrote once a check
+is done.
 """
 
 import time
@@ -129,6 +130,31 @@ its work after the client's deadline passed) before they hold the listing to wha
 )
 def _failed_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
     namespace = new_namespace()
+    word = marker()
+    request = pb.IngestRequest(
+        namespace=namespace, message=said(word), session=pb.Session(session_id="s1")
+    )
+    failed_write_settles(
+        wire,
+        namespace,
+        lambda: wire.memory.Ingest(request, timeout=FAILED_WRITE_DEADLINE),
+        lambda: _readable(wire, namespace, word),
+        "message",
+    )
+
+
+@check(
+    "failed-write-after-delete-unlisted",
+    "required",
+    "a namespace deleted and then written once more, that write failing (its deadline passed), "
+    "is not listed once the call has ended on the server, unless that write was stored after all",
+)
+def _failed_write_after_delete_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
+    namespace = new_namespace()
+    wire.store(namespace, batch_item(said(marker())))
+    wire.memory.DeleteNamespace(
+        pb.DeleteNamespaceRequest(namespace=namespace), timeout=wire.timeout
+    )
     word = marker()
     request = pb.IngestRequest(
         namespace=namespace, message=said(word), session=pb.Session(session_id="s1")

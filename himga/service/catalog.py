@@ -14,11 +14,13 @@ or an episode. One whose first write failed is not (himga.storage.namespaces).
   a long-named namespace an earlier himga made is listed from its next call on. Deleting removes
   every file of the namespace in every folder.
 - A database: a namespace's row in himga_namespaces is held when it has episodes, or records a
-  memory and has numbered a message (`next_number`, kept past deletes and resets: a first write
-  that failed records the memory, as the servers open namespaces by it, but numbers nothing).
-  Deleting empties the row (its messages, episodes, receipts and change log go, its memory is
-  unset, and its counters are raised, so every other server reads it anew as after a reset)
-  rather than removing it: servers keep the row's id for as long as they hold the namespace.
+  memory and has numbered a message since it was last deleted (`next_number`, kept past deletes
+  and resets, beyond `listed_from`: a first write that failed records the memory, as the
+  servers open namespaces by it, but numbers nothing). Deleting empties the row (its messages,
+  episodes, receipts and change log go, its memory is unset, `listed_from` is raised to
+  `next_number`, and its counters are raised, so every other server reads it anew as after a
+  reset) rather than removing it: servers keep the row's id for as long as they hold the
+  namespace, and number its messages on from where they were.
 """
 
 import base64
@@ -169,10 +171,10 @@ def _directory_forget(data_dir: Path, namespace: str) -> None:
 
 
 _HELD = """
-    SELECT name, CASE WHEN next_number > 0 THEN coalesce(memory, '') ELSE '' END
+    SELECT name, CASE WHEN next_number > listed_from THEN coalesce(memory, '') ELSE '' END
     FROM himga_namespaces AS n
     WHERE starts_with(name, %s) AND name COLLATE "C" > %s
-      AND ((memory IS NOT NULL AND next_number > 0)
+      AND ((memory IS NOT NULL AND next_number > listed_from)
            OR EXISTS (SELECT 1 FROM himga_episodes WHERE namespace = n.id))
     ORDER BY name COLLATE "C" LIMIT %s
 """
@@ -182,8 +184,8 @@ _EMPTIED = (
     "DELETE FROM himga_episodes WHERE namespace = %s",
     "DELETE FROM himga_receipts WHERE namespace = %s",
     "DELETE FROM himga_changes WHERE namespace = %s",
-    """UPDATE himga_namespaces SET memory = NULL, version = version + 1,
-        generation = generation + 1, episode_version = episode_version + 1,
+    """UPDATE himga_namespaces SET memory = NULL, listed_from = next_number,
+        version = version + 1, generation = generation + 1, episode_version = episode_version + 1,
         episode_generation = episode_generation + 1 WHERE id = %s""",
 )
 

@@ -171,6 +171,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 8: the method that made the terms of a namespace's episodes' features (NULL: the one
     # before it was recorded), so that a server whose method differs makes them again
     ("ALTER TABLE himga_namespaces ADD COLUMN episode_terms text",),
+    # 9: the message number from which a namespace is listed again (himga.service.catalog):
+    # DeleteNamespace sets it to next_number, so a first write after it that numbers nothing
+    # (it failed) leaves the namespace unlisted, as a new namespace's does; one deleted before
+    # (no memory recorded, numbers given) is set so too
+    (
+        "ALTER TABLE himga_namespaces ADD COLUMN listed_from integer NOT NULL DEFAULT 0",
+        "UPDATE himga_namespaces SET listed_from = next_number WHERE memory IS NULL",
+    ),
 )
 VERSION = len(MIGRATIONS)
 """The schema version this himga writes: migration n takes version n - 1 to n."""

@@ -260,6 +260,46 @@ def test_an_old_schema_is_migrated_and_keeps_what_it_holds(postgres: Postgres) -
             memory.close()
 
 
+def test_a_namespace_deleted_before_the_upgrade_is_unlisted_after_a_failed_write(
+    postgres: Postgres,
+) -> None:
+    """Migration 9: a namespace a himga of schema 8 deleted (its row kept, no memory, numbers
+    given) is listed again only once a write after the upgrade numbers a message, not after
+    one that failed."""
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage.commit import CallerGone, Terms, committing
+
+    def gone() -> None:
+        raise CallerGone("the caller went away")
+
+    url = fresh_database(postgres)
+    with Database(url, migrate=False) as old:
+        migrate_schema(old, upto=8)
+        with old.transaction() as connection:
+            connection.execute(
+                "INSERT INTO himga_namespaces (name, memory, version, generation, next_number) "
+                "VALUES ('deleted', NULL, 3, 2, 5)"
+            )
+    with Database(url) as database:
+        namespaces = Namespaces("postgres", database)
+        try:
+            with (
+                pytest.raises(CallerGone),
+                namespaces.using("deleted") as opened,
+                committing(Terms(gone)),
+            ):
+                assert opened is not None
+                opened.memory.ingest(Message(role="u", content="lost"), Session(session_id="s"))
+            assert catalog.held(namespaces, "", "") == []
+            with namespaces.using("deleted") as opened:
+                assert opened is not None
+                opened.memory.ingest(Message(role="u", content="kept"), Session(session_id="s"))
+            assert catalog.held(namespaces, "", "") == [catalog.Held("deleted", "postgres")]
+        finally:
+            namespaces.close()
+
+
 def test_a_server_refuses_a_newer_schema_naming_both_versions(postgres: Postgres) -> None:
     url = fresh_database(postgres)
     with Database(url) as database, database.transaction() as connection:

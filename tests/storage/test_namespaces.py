@@ -404,6 +404,25 @@ def test_a_namespace_whose_first_write_rolled_back_is_not_listed_over_a_database
             prefix + "new",
             prefix + "with-episodes",
         ]
+        # deleted, then a first write that fails: unlisted, as a new namespace's leaves it
+        assert catalog.forget(namespaces, prefix + "new")
+        with (
+            pytest.raises(CallerGone),
+            namespaces.using(prefix + "new") as opened,
+            committing(Terms(gone)),
+        ):
+            assert opened is not None
+            opened.memory.ingest(Message(role="u", content="lost"), Session(session_id="s"))
+        assert catalog.held(namespaces, prefix, "") == [catalog.Held(prefix + "with-episodes", "")]
+        ingest(namespaces, prefix + "new", "kept after the delete")
+        with namespaces.using(prefix + "new") as opened:  # emptied by a delete: held all the same
+            assert opened is not None
+            (hit,) = opened.memory.search("kept")
+            assert opened.memory.delete([hit.turn_id]) == 1
+        assert [held.name for held in catalog.held(namespaces, prefix, "")] == [
+            prefix + "new",
+            prefix + "with-episodes",
+        ]
     finally:
         namespaces.close()
 
