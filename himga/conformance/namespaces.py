@@ -129,18 +129,7 @@ its work after the client's deadline passed) before they hold the listing to wha
     "ended on the server, unless that write was stored after all",
 )
 def _failed_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
-    namespace = new_namespace()
-    word = marker()
-    request = pb.IngestRequest(
-        namespace=namespace, message=said(word), session=pb.Session(session_id="s1")
-    )
-    failed_write_settles(
-        wire,
-        namespace,
-        lambda: wire.memory.Ingest(request, timeout=FAILED_WRITE_DEADLINE),
-        lambda: _readable(wire, namespace, word),
-        "message",
-    )
+    _failed_message_write_settles(wire, new_namespace())
 
 
 @check(
@@ -155,6 +144,12 @@ def _failed_write_after_delete_unlisted(wire: Wire, new_namespace: NewNamespace)
     wire.memory.DeleteNamespace(
         pb.DeleteNamespaceRequest(namespace=namespace), timeout=wire.timeout
     )
+    _failed_message_write_settles(wire, namespace)
+
+
+def _failed_message_write_settles(wire: Wire, namespace: str) -> None:
+    """An Ingest into `namespace`, which holds nothing, past FAILED_WRITE_DEADLINE, held to
+    the listing by `failed_write_settles`."""
     word = marker()
     request = pb.IngestRequest(
         namespace=namespace, message=said(word), session=pb.Session(session_id="s1")
