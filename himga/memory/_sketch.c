@@ -10,7 +10,8 @@
    has). A bounded heap keeps the best rows seen; a row enters only when it beats the worst
    kept, which after the first few thousand rows is rare, so the scan is the dot products. The
    rows may be shared out to a few threads (a scan of a large index is bound by memory, which
-   one core does not exhaust on some machines; on others, by the core: hence the loops). The
+   one core does not exhaust on some machines; on others, by the core: hence the loops), or, as
+   a SharedScan, taken a share at a time by whichever threads join it while it runs. The
    interpreter's lock is released while it runs (the caller keeps the sketches unchanged: the
    vector index's rule, no write beside a search). */
 
@@ -124,7 +125,8 @@ static void scan_plain(Part *p) {
     const uint8_t *start = p->sketches + p->first * bytes;
     if (p->count == 0) return;
     for (Py_ssize_t i = 0; i < p->rows; i++)
-        keep(p->heap, &p->kept, p->count, dot(start + i * bytes, p->query, p->rank), i);
+        keep(p->heap, &p->kept, p->count, dot(start + i * bytes, p->query, p->rank),
+             p->first + i);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -176,7 +178,7 @@ __attribute__((target("avx2"))) static void scan_avx2(Part *p) {
                             last);
         }
         _mm_storeu_si128((__m128i *)four, across4(s0, s1, s2, s3));
-        for (int j = 0; j < 4; j++) keep(p->heap, &p->kept, p->count, four[j], i + j);
+        for (int j = 0; j < 4; j++) keep(p->heap, &p->kept, p->count, four[j], p->first + i + j);
     }
     for (; i < p->rows; i++) { /* the last rows, one at a time */
         const uint8_t *row = start + i * bytes;
@@ -186,7 +188,7 @@ __attribute__((target("avx2"))) static void scan_avx2(Part *p) {
                              _mm256_loadu_si256((const __m256i *)(p->query + at)),
                              _mm256_loadu_si256((const __m256i *)(p->query + at + HALF)));
         _mm_storeu_si128((__m128i *)four, across4(sum, zero, zero, zero));
-        keep(p->heap, &p->kept, p->count, four[0], i);
+        keep(p->heap, &p->kept, p->count, four[0], p->first + i);
     }
 }
 
@@ -232,7 +234,7 @@ __attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void scan_avx
         }
         _mm_storeu_si128((__m128i *)four, across4(avx512_fold(s0), avx512_fold(s1),
                                                  avx512_fold(s2), avx512_fold(s3)));
-        for (int j = 0; j < 4; j++) keep(p->heap, &p->kept, p->count, four[j], i + j);
+        for (int j = 0; j < 4; j++) keep(p->heap, &p->kept, p->count, four[j], p->first + i + j);
     }
     for (; i < p->rows; i++) { /* the last rows, one at a time */
         const uint8_t *row = start + i * bytes;
@@ -243,7 +245,7 @@ __attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void scan_avx
                               _mm512_maskz_loadu_epi8(m, first + 64 * k),
                               _mm512_maskz_loadu_epi8(m, last + 64 * k));
         }
-        keep(p->heap, &p->kept, p->count, _mm512_reduce_add_epi32(sum), i);
+        keep(p->heap, &p->kept, p->count, _mm512_reduce_add_epi32(sum), p->first + i);
     }
 }
 #endif
@@ -268,7 +270,6 @@ static void *scan_part(void *arg) {
     else
 #endif
         scan_plain(p);
-    for (Py_ssize_t i = 0; i < p->kept; i++) p->heap[i].row += (int32_t)p->first;
     return NULL;
 }
 
@@ -300,6 +301,19 @@ static int helpers_elsewhere(pthread_attr_t *attr) {
 }
 #endif
 
+/* The best `count` rows of the heaps of `parts` (`shares` of them), best first, into `heap`
+   (room for every row the parts kept; it may be the first part's own): the best of all rows,
+   since each part kept its own best `count`, ties to the lower row. Returns how many. */
+static Py_ssize_t merged(const Part *parts, int shares, Kept *heap, Py_ssize_t count) {
+    Py_ssize_t kept = 0;
+    for (int t = 0; t < shares; t++) {
+        memmove(heap + kept, parts[t].heap, (size_t)parts[t].kept * sizeof(Kept));
+        kept += parts[t].kept;
+    }
+    qsort(heap, (size_t)kept, sizeof(Kept), best_first);
+    return kept < count ? kept : count;
+}
+
 /* The scan over `threads` threads (this one and threads - 1 started for it), each over an equal
    share of the rows; their heaps, side by side in `heap` (threads x count), are then sorted
    together, so the best `count` of them are the best of all rows (each share kept its own
@@ -328,14 +342,7 @@ static Py_ssize_t scan(Part *whole, int threads) {
 #else
     for (int t = 0; t < threads; t++) scan_part(&parts[t]);
 #endif
-    Kept *heap = whole->heap;
-    Py_ssize_t kept = 0;
-    for (int t = 0; t < threads; t++) {
-        memmove(heap + kept, parts[t].heap, (size_t)parts[t].kept * sizeof(Kept));
-        kept += parts[t].kept;
-    }
-    qsort(heap, (size_t)kept, sizeof(Kept), best_first);
-    return kept < whole->count ? kept : whole->count;
+    return merged(parts, threads, whole->heap, whole->count);
 }
 
 static int view_of(PyObject *object, Py_buffer *view, const char *formats, const char *what,
@@ -360,6 +367,78 @@ PyDoc_STRVAR(best_rows_doc,
 "share the rows; a thread that cannot be started leaves its share to this one. `loop`: one of\n"
 "loops() by name (the same answer from each; the tests compare them), None for the best.");
 
+/* Reads a scan's arguments into `whole` (its views held in `sketches` and `query`, AVX-512's
+   weights allocated: `release_scan` gives them back), `count` at most every row; -1 with the
+   error set (nothing held) when they cannot be scanned. */
+static int open_scan(PyObject *sketches_arg, PyObject *query_arg, Py_ssize_t count,
+                     const char *loop_name, Py_buffer *sketches, Py_buffer *query, Part *whole) {
+    int loop = LOOPS;
+    for (int l = 0; l < LOOPS; l++) {
+        if (loop_name == NULL ? has_loop[l] : strcmp(loop_name, loop_names[l]) == 0) loop = l;
+    }
+    if (loop == LOOPS || !has_loop[loop]) {
+        PyErr_Format(PyExc_ValueError, "no loop %s on this processor (see loops())",
+                     loop_name ? loop_name : "");
+        return -1;
+    }
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "count must not be negative");
+        return -1;
+    }
+    if (view_of(sketches_arg, sketches, "B", "sketches", "uint8") < 0) return -1;
+    if (view_of(query_arg, query, "b", "query", "int8") < 0) {
+        PyBuffer_Release(sketches);
+        return -1;
+    }
+    Py_ssize_t rank = query->len;
+    if (rank < 1 || rank > MOST_RANK || rank % BLOCK != 0) {
+        PyErr_Format(PyExc_ValueError, "query must have a multiple of %d weights up to %d, got %zd",
+                     BLOCK, MOST_RANK, rank);
+        goto refused;
+    }
+    if (sketches->len % (rank / 2) != 0) {
+        PyErr_Format(PyExc_ValueError, "sketches hold %zd bytes, not whole rows of %zd",
+                     sketches->len, rank / 2);
+        goto refused;
+    }
+    Py_ssize_t rows = sketches->len / (rank / 2);
+    if (rows > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "more rows than a 32-bit row number holds");
+        goto refused;
+    }
+    int8_t *halves = loop == AVX512 ? PyMem_RawMalloc((size_t)rank) : NULL;
+    if (loop == AVX512 && halves == NULL) {
+        PyErr_NoMemory();
+        goto refused;
+    }
+    if (halves != NULL) paired_weights(query->buf, rank, halves);
+    Part opened = {sketches->buf, query->buf, halves, 0, rows, rank, count > rows ? rows : count,
+                   0, NULL, loop};
+    *whole = opened;
+    return 0;
+refused:
+    PyBuffer_Release(query);
+    PyBuffer_Release(sketches);
+    return -1;
+}
+
+static void release_scan(Py_buffer *sketches, Py_buffer *query, Part *whole) {
+    PyMem_RawFree((void *)whole->halves);
+    whole->halves = NULL;
+    PyBuffer_Release(query);
+    PyBuffer_Release(sketches);
+}
+
+/* The rows of `heap`'s first `kept` entries, as best_rows answers them. */
+static PyObject *rows_of(const Kept *heap, Py_ssize_t kept) {
+    PyObject *result = PyBytes_FromStringAndSize(NULL, kept * (Py_ssize_t)sizeof(int32_t));
+    if (result != NULL) {
+        int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
+        for (Py_ssize_t i = 0; i < kept; i++) out[i] = heap[i].row;
+    }
+    return result;
+}
+
 static PyObject *best_rows(PyObject *module, PyObject *args) {
     PyObject *sketches_arg, *query_arg;
     Py_ssize_t count;
@@ -368,77 +447,178 @@ static PyObject *best_rows(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOn|iz:best_rows", &sketches_arg, &query_arg, &count, &threads,
                           &loop_name))
         return NULL;
-    int loop = LOOPS;
-    for (int l = 0; l < LOOPS; l++) {
-        if (loop_name == NULL ? has_loop[l] : strcmp(loop_name, loop_names[l]) == 0) loop = l;
-    }
-    if (loop == LOOPS || !has_loop[loop]) {
-        PyErr_Format(PyExc_ValueError, "no loop %s on this processor (see loops())",
-                     loop_name ? loop_name : "");
-        return NULL;
-    }
-    if (count < 0) {
-        PyErr_SetString(PyExc_ValueError, "count must not be negative");
-        return NULL;
-    }
     if (threads < 1 || threads > MOST_THREADS) {
         PyErr_Format(PyExc_ValueError, "threads must be 1 to %d, got %d", MOST_THREADS, threads);
         return NULL;
     }
     Py_buffer sketches, query;
-    if (view_of(sketches_arg, &sketches, "B", "sketches", "uint8") < 0) return NULL;
-    if (view_of(query_arg, &query, "b", "query", "int8") < 0) {
-        PyBuffer_Release(&sketches);
+    Part whole;
+    if (open_scan(sketches_arg, query_arg, count, loop_name, &sketches, &query, &whole) < 0)
         return NULL;
-    }
     PyObject *result = NULL;
-    Py_ssize_t rank = query.len;
-    if (rank < 1 || rank > MOST_RANK || rank % BLOCK != 0) {
-        PyErr_Format(PyExc_ValueError, "query must have a multiple of %d weights up to %d, got %zd",
-                     BLOCK, MOST_RANK, rank);
-        goto done;
-    }
-    if (sketches.len % (rank / 2) != 0) {
-        PyErr_Format(PyExc_ValueError, "sketches hold %zd bytes, not whole rows of %zd",
-                     sketches.len, rank / 2);
-        goto done;
-    }
-    Py_ssize_t rows = sketches.len / (rank / 2);
-    if (rows > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "more rows than a 32-bit row number holds");
-        goto done;
-    }
-    if (count > rows) count = rows;
-    if (threads > rows) threads = rows > 0 ? (int)rows : 1;
-    Kept *heap = PyMem_RawMalloc((size_t)threads * (size_t)(count ? count : 1) * sizeof(Kept));
-    if (heap == NULL) {
+    if (threads > whole.rows) threads = whole.rows > 0 ? (int)whole.rows : 1;
+    whole.heap =
+        PyMem_RawMalloc((size_t)threads * (size_t)(whole.count ? whole.count : 1) * sizeof(Kept));
+    if (whole.heap == NULL) {
         PyErr_NoMemory();
-        goto done;
+    } else {
+        Py_ssize_t kept;
+        Py_BEGIN_ALLOW_THREADS
+        kept = scan(&whole, threads);
+        Py_END_ALLOW_THREADS
+        result = rows_of(whole.heap, kept);
+        PyMem_RawFree(whole.heap);
     }
-    int8_t *halves = loop == AVX512 ? PyMem_RawMalloc((size_t)rank) : NULL;
-    if (loop == AVX512 && halves == NULL) {
-        PyMem_RawFree(heap);
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (halves != NULL) paired_weights(query.buf, rank, halves);
-    Part whole = {sketches.buf, query.buf, halves, 0, rows, rank, count, 0, heap, loop};
-    Py_ssize_t kept;
-    Py_BEGIN_ALLOW_THREADS
-    kept = scan(&whole, threads);
-    Py_END_ALLOW_THREADS
-    result = PyBytes_FromStringAndSize(NULL, kept * (Py_ssize_t)sizeof(int32_t));
-    if (result != NULL) {
-        int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
-        for (Py_ssize_t i = 0; i < kept; i++) out[i] = heap[i].row;
-    }
-    PyMem_RawFree(heap);
-    PyMem_RawFree(halves);
-done:
-    PyBuffer_Release(&query);
-    PyBuffer_Release(&sketches);
+    release_scan(&sketches, &query, &whole);
     return result;
 }
+
+/* --- a scan shared by the threads that take part in it ---------------------------------- */
+
+#define SHARE_ROWS 16384 /* the rows a thread takes at a time */
+
+/* SharedScan: the scan of best_rows, its rows taken SHARE_ROWS at a time by every thread that
+   calls share() (each into a heap of its own, at most MOST_THREADS of them) until none is
+   left; best() takes part too, then waits for the others and answers as best_rows does. A
+   thread joins when it has nothing better to do: a hybrid search's model thread starts the
+   scan beside the keyword side, and the caller, done ranking words, joins it rather than wait
+   (himga.memory.beside). The locks are Python's own, taken without the interpreter's lock. */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer sketches, query;
+    Part whole;
+    Part parts[MOST_THREADS];
+    Kept *heaps;                             /* MOST_THREADS x count, each part's */
+    Py_ssize_t next;                         /* the first row no thread has taken */
+    int joined;                              /* how many threads took part */
+    PyThread_type_lock claim;                /* guards next and joined */
+    PyThread_type_lock running[MOST_THREADS]; /* held by each part while it scans */
+    PyObject *best;                          /* the answer, once made */
+} SharedScan;
+
+static void shared_dealloc(SharedScan *self) {
+    for (int t = 0; t < MOST_THREADS; t++)
+        if (self->running[t]) PyThread_free_lock(self->running[t]);
+    if (self->claim) PyThread_free_lock(self->claim);
+    PyMem_RawFree(self->heaps);
+    if (self->whole.sketches != NULL) release_scan(&self->sketches, &self->query, &self->whole);
+    Py_XDECREF(self->best);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Take part: scan rows until none is left (without the interpreter's lock). */
+static void take_part(SharedScan *self) {
+    PyThread_acquire_lock(self->claim, WAIT_LOCK);
+    int part = self->joined < MOST_THREADS ? self->joined++ : -1;
+    if (part >= 0) PyThread_acquire_lock(self->running[part], WAIT_LOCK);
+    PyThread_release_lock(self->claim);
+    if (part < 0) return; /* as many threads as there are heaps take part already */
+    Part *p = &self->parts[part];
+    const Py_ssize_t rows = self->whole.rows;
+    for (;;) {
+        PyThread_acquire_lock(self->claim, WAIT_LOCK);
+        Py_ssize_t first = self->next, end = first + SHARE_ROWS < rows ? first + SHARE_ROWS : rows;
+        self->next = end > first ? end : first;
+        PyThread_release_lock(self->claim);
+        if (first >= rows) break;
+        p->first = first;
+        p->rows = end - first;
+        scan_part(p);
+    }
+    PyThread_release_lock(self->running[part]);
+}
+
+PyDoc_STRVAR(share_doc,
+"share() -> None\n\n"
+"Take part in the scan: take rows and scan them until none is left.");
+
+static PyObject *shared_share(SharedScan *self, PyObject *unused) {
+    Py_BEGIN_ALLOW_THREADS
+    take_part(self);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(best_doc,
+"best() -> bytes\n\n"
+"Take part in the scan, wait for every thread that took part, and answer as best_rows does\n"
+"(the same answer each time it is asked).");
+
+static PyObject *shared_best(SharedScan *self, PyObject *unused) {
+    if (self->best == NULL) {
+        Py_ssize_t kept;
+        Py_BEGIN_ALLOW_THREADS
+        take_part(self); /* every row is taken when it returns: a later part scans nothing */
+        PyThread_acquire_lock(self->claim, WAIT_LOCK);
+        int parts = self->joined;
+        PyThread_release_lock(self->claim);
+        for (int t = 0; t < parts; t++) { /* each part's lock is free once it has ended */
+            PyThread_acquire_lock(self->running[t], WAIT_LOCK);
+            PyThread_release_lock(self->running[t]);
+        }
+        kept = merged(self->parts, parts, self->heaps, self->whole.count);
+        Py_END_ALLOW_THREADS
+        self->best = rows_of(self->heaps, kept);
+        if (self->best == NULL) return NULL;
+    }
+    Py_INCREF(self->best);
+    return self->best;
+}
+
+static PyMethodDef shared_methods[] = {
+    {"share", (PyCFunction)shared_share, METH_NOARGS, share_doc},
+    {"best", (PyCFunction)shared_best, METH_NOARGS, best_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(shared_doc,
+"SharedScan(sketches, query, count, loop=None)\n\n"
+"best_rows's scan, shared by the threads that call share() and best() on it (see the\n"
+"module's text): the same arguments and the same answer, from best().");
+
+static PyObject *shared_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *sketches_arg, *query_arg;
+    Py_ssize_t count;
+    const char *loop_name = NULL;
+    static char *names[] = {"sketches", "query", "count", "loop", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOn|z:SharedScan", names, &sketches_arg,
+                                     &query_arg, &count, &loop_name))
+        return NULL;
+    SharedScan *self = (SharedScan *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    if (open_scan(sketches_arg, query_arg, count, loop_name, &self->sketches, &self->query,
+                  &self->whole) < 0) {
+        self->whole.sketches = NULL;
+        Py_DECREF(self);
+        return NULL;
+    }
+    Py_ssize_t room = self->whole.count ? self->whole.count : 1;
+    self->heaps = PyMem_RawMalloc((size_t)MOST_THREADS * (size_t)room * sizeof(Kept));
+    self->claim = PyThread_allocate_lock();
+    int locks = self->claim != NULL;
+    for (int t = 0; t < MOST_THREADS; t++) {
+        self->running[t] = PyThread_allocate_lock();
+        locks = locks && self->running[t] != NULL;
+        self->parts[t] = self->whole;
+        self->parts[t].heap = self->heaps ? self->heaps + t * room : NULL;
+    }
+    if (self->heaps == NULL || !locks) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static PyTypeObject SharedScanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "himga.memory._sketch.SharedScan",
+    .tp_basicsize = sizeof(SharedScan),
+    .tp_dealloc = (destructor)shared_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = shared_doc,
+    .tp_methods = shared_methods,
+    .tp_new = shared_new,
+};
 
 PyDoc_STRVAR(loops_doc,
 "loops() -> tuple[str, ...]\n\n"
@@ -479,5 +659,14 @@ PyMODINIT_FUNC PyInit__sketch(void) {
     has_loop[AVX512] = has_loop[AVX2] && __builtin_cpu_supports("avx512f") &&
                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
 #endif
-    return PyModule_Create(&module);
+    if (PyType_Ready(&SharedScanType) < 0) return NULL;
+    PyObject *created = PyModule_Create(&module);
+    if (created == NULL) return NULL;
+    Py_INCREF(&SharedScanType);
+    if (PyModule_AddObject(created, "SharedScan", (PyObject *)&SharedScanType) < 0) {
+        Py_DECREF(&SharedScanType);
+        Py_DECREF(created);
+        return NULL;
+    }
+    return created;
 }

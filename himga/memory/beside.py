@@ -1,6 +1,7 @@
 """What a hybrid search (himga.memory.hybrid) runs on a second core while its caller ranks the
 keyword side: the query's embedding and, when the caller is still ranking by then, the scan of
-the vectors' sketches.
+the vectors' sketches, which the caller joins once its keyword side is ranked
+(himga.memory.vectors.SharedNearest).
 
 Both the model (onnxruntime) and the scan (himga.memory._sketch) let the interpreter's lock go,
 as the keyword ranking does (himga.memory._ranking), so they take two cores at once.
@@ -16,12 +17,16 @@ from typing import TypeVar
 
 import numpy as np
 
+from himga.memory.vectors import SharedNearest
 from himga.pools import started
 
 T = TypeVar("T")
 
 Nearest = tuple[np.ndarray, np.ndarray]
 """The vectors' nearest turns to a query: their keys and cosines, best first."""
+
+Scan = Callable[[np.ndarray], SharedNearest | None]
+"""Begins the search of a query vector's nearest turns, to be shared (None: it is not)."""
 
 BESIDE = ThreadPoolExecutor(len(os.sched_getaffinity(0)), thread_name_prefix="himga-beside")
 """Where a scan runs beside a keyword side ranked again, deeper or on an index that changed
@@ -36,48 +41,57 @@ for all of them at once, as it was when each caller embedded its own query."""
 
 class QueryVector:
     """A query's vector being made on a thread of QUERIES, and then, should its caller still be
-    ranking the keyword side, the vectors' nearest turns to it found there too.
+    ranking the keyword side, the vectors' nearest turns to it searched there too: a scan the
+    caller joins once its keyword side is ranked (`nearest`).
 
     The scan reads the index the caller's lock guards, so it may only run while the caller holds
     that lock: the caller says when its keyword side is ranked (`ranked`), and learns whether
-    the scan runs beside; if it does, the caller waits for it before it lets the lock go; if it
-    does not, none will start (the caller searches the vectors itself, or later)."""
+    the scan runs beside; if it does, the caller takes part and waits for it before it lets the
+    lock go; if it does not, none will start (the caller searches the vectors itself, or later)."""
 
-    def __init__(
-        self, embed: Callable[[], np.ndarray], scan: Callable[[np.ndarray], Nearest] | None
-    ) -> None:
-        """`embed`: makes the query's vector; `scan`: its nearest turns (None: never beside)."""
+    def __init__(self, embed: Callable[[], np.ndarray], scan: Scan | None) -> None:
+        """`embed`: makes the query's vector; `scan`: its nearest turns' search, to be shared
+        (None: never beside)."""
         self._claim = threading.Lock()
         self._caller_ranked = False
-        self._scanning = False
-        self._done: Future[tuple[np.ndarray, Nearest | None]] = started(
-            QUERIES, self._run, embed, scan
-        )
+        self._scan: SharedNearest | None = None
+        self._done: Future[np.ndarray] = started(QUERIES, self._run, embed, scan)
 
-    def _run(
-        self, embed: Callable[[], np.ndarray], scan: Callable[[np.ndarray], Nearest] | None
-    ) -> tuple[np.ndarray, Nearest | None]:
+    def _run(self, embed: Callable[[], np.ndarray], scan: Scan | None) -> np.ndarray:
         vector = embed()
         with self._claim:
-            self._scanning = scan is not None and not self._caller_ranked
-        return vector, (scan(vector) if scan is not None and self._scanning else None)
+            if scan is not None and not self._caller_ranked:
+                self._scan = scan(vector)
+        if self._scan is not None:
+            self._scan.share()
+        return vector
 
     def ranked(self) -> bool:
         """Say the caller's keyword side is ranked (or given up): whether the scan runs beside,
-        to be waited for (`result`) before the caller's lock is let go."""
+        to be joined and waited for (`nearest`) before the caller's lock is let go."""
         with self._claim:
             self._caller_ranked = True
-            return self._scanning
+            return self._scan is not None
 
     @property
     def done(self) -> bool:
         """Whether the vector (and the scan, if it ran beside) is done, whatever came of it."""
         return self._done.done()
 
-    def result(self) -> tuple[np.ndarray, Nearest | None]:
-        """The query's vector, and its nearest turns when the scan ran beside (else None); when
-        it runs beside, waited for to its end whatever interrupts the caller (`outlast`)."""
-        return outlast(self._done) if self._scanning else self._done.result()
+    def result(self) -> np.ndarray:
+        """The query's vector; when the scan runs beside, waited for to its end whatever
+        interrupts the caller (`outlast`)."""
+        return outlast(self._done) if self._scan is not None else self._done.result()
+
+    def nearest(self) -> Nearest | None:
+        """The vectors' nearest turns when the scan runs beside (`ranked` said so): the caller
+        takes part in it, then waits for its every part; None when it does not run beside."""
+        if self._scan is None:
+            return None
+        try:
+            return self._scan.nearest()
+        finally:
+            ended(self._done)
 
     def wait(self) -> None:
         """Wait until the vector (and the scan, if it runs beside) is done, whatever came of it

@@ -16,10 +16,11 @@ vector and is still found by its words.
   (the change log) are read again, turns deleted leave (`HybridIndex`).
 - Searching: the query is embedded once, on a thread of himga.memory.beside, while the
   caller ranks the keyword method's best `keyword_depth` turns under the lock; then the
-  vectors' nearest `dense_depth` turns (their sketches scanned there, beside, when the
-  embedding is done before the keyword side, the lock held until the scan ends; else by the
-  caller, which copies the keyword hits' rows and lets the lock go while it waits) and the
-  keyword hits' own cosines go to `fusion.fuse`. A filter never changes a turn's score (the
+  vectors' nearest `dense_depth` turns (their sketches' scan begun there, beside, when the
+  embedding is done before the keyword side, and joined by the caller once its keyword side
+  is ranked, the lock held until the scan ends; else searched by the caller, which copies the
+  keyword hits' rows and lets the lock go while it waits) and the keyword hits' own cosines go
+  to `fusion.fuse`. A filter never changes a turn's score (the
   fused ranking of every turn, restricted to those it admits, as the keyword kinds' filters
   are): both sides look deeper until `limit` admitted turns are found (HybridIndex.ranked).
 - The model: its id is recorded beside the vectors. A store written with another model is
@@ -48,7 +49,7 @@ from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
-from himga.memory.beside import BESIDE, Nearest, QueryVector, outlast
+from himga.memory.beside import BESIDE, Nearest, QueryVector, ended
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Dated, Fusion, Links, dense_query, fuse_arrays, pairs, passage
@@ -59,7 +60,7 @@ from himga.memory.months import named_months, said_in
 from himga.memory.ranking import Turns
 from himga.memory.rows import Change, Rows, Version
 from himga.memory.text import query_terms
-from himga.memory.vectors import Gathered, VectorIndex
+from himga.memory.vectors import Gathered, SharedNearest, VectorIndex
 from himga.pools import started
 from himga.storage.place import Place
 
@@ -302,29 +303,36 @@ class HybridIndex(DerivedIndex):
     def _both_sides(
         self, wanted: Sequence[str], keyword_depth: int, query: np.ndarray, dense_depth: int
     ) -> tuple[np.ndarray, np.ndarray, Nearest]:
-        """The keyword side's best `keyword_depth` turns and the vectors' nearest `dense_depth`
-        (`scan_beside`)."""
+        """The keyword side's best `keyword_depth` turns and the vectors' nearest `dense_depth`,
+        their scan begun on a worker thread (`scan_beside`) and joined by the caller once its
+        keyword side is ranked."""
         scan = self.scan_beside(dense_depth)
-        beside = started(BESIDE, scan, query) if scan is not None else None
+        shared = scan(query) if scan is not None else None
+        beside = started(BESIDE, shared.share) if shared is not None else None
         try:
             keyword_keys, keyword_scores = self.keyword_side(wanted, keyword_depth)
-        finally:  # the scan reads the index: it ends before the caller's lock is let go
-            found = outlast(beside) if beside is not None else None
-        if found is None:
-            found = self.vectors.nearest(query, dense_depth, None)
+        except BaseException:  # the scan reads the index: it ends before the lock is let go
+            if beside is not None:
+                ended(beside)
+            raise
+        if shared is None or beside is None:
+            return keyword_keys, keyword_scores, self.vectors.nearest(query, dense_depth, None)
+        try:
+            found = shared.nearest()
+        finally:
+            ended(beside)
         return keyword_keys, keyword_scores, found
 
-    def scan_beside(self, depth: int) -> Callable[[np.ndarray], Nearest] | None:
-        """The search for a query's `depth` nearest turns to run beside the keyword side: a
-        scan of the sketches on one thread (its usual few would share the cores with the
-        keyword side: at 100k vectors one made a Retrieve without its embedding 0.86x as long,
-        0.72x to 1.01x over 8 alternating pairs, an A/B in one process; at 1M 1.01x, 0.97x to
-        1.05x). None without sketches: an exact search of a few thousand vectors is quicker
-        than handing it over."""
+    def scan_beside(self, depth: int) -> Callable[[np.ndarray], SharedNearest | None] | None:
+        """The search for a query's `depth` nearest turns to begin beside the keyword side, on
+        one thread, and to be joined by the caller once its keyword side is ranked
+        (VectorIndex.shared_nearest, None where it would not scan the sketches): the other core
+        then waits no longer than the keyword side lasts. None without sketches: an exact
+        search of a few thousand vectors is quicker than handing it over."""
         if not self.vectors.sketched:
             return None
-        nearest = self.vectors.nearest
-        return lambda query: nearest(query, depth, None, alone=False)
+        shared_nearest = self.vectors.shared_nearest
+        return lambda query: shared_nearest(query, depth)
 
     def _dense(
         self,
@@ -504,7 +512,7 @@ class HybridMemory(IndexedMemory):
             )
             if not isinstance(begun, _Waiting):
                 return begun or []
-            vector = begun.vector.result()[0]
+            vector = begun.vector.result()
 
             def pick(
                 begun: _Waiting = begun, vector: np.ndarray = vector
@@ -556,7 +564,7 @@ class HybridMemory(IndexedMemory):
             keyword = index.keyword_side(wanted, keyword_depth)
             if not earlier.done:
                 return _Waiting.of(named, earlier, keyword, index)
-            made = earlier.result()[0]
+            made = earlier.result()
             first = First(keyword, None)
             return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
         vector = QueryVector(
@@ -571,7 +579,8 @@ class HybridMemory(IndexedMemory):
             raise
         if not vector.ranked():
             return _Waiting.of(named, vector, keyword, index)
-        made, nearest = vector.result()
+        nearest = vector.nearest()  # the caller joins the scan beside, then waits for it
+        made = vector.result()
         first = First(keyword, nearest)
         return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
 

@@ -20,6 +20,11 @@ outer products (in fixed point, as integers, so that a delete takes away exactly
 vector added), from which the mean and variance of any query's cosine follow; their float64
 conversion is made once after each change, not by every query.
 
+A search that runs beside other work (a hybrid search's keyword side) may scan the sketches as a
+SharedNearest instead (`shared_nearest`): the scan starts on one thread and any other that is
+done with its own work joins it (`share`), so a scan left alone on one core gets a second as
+soon as the other work ends.
+
 Not safe for a write beside any other call: the memory's lock orders writes; searches, stats
 and lookups change nothing, so any number may run together.
 """
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from himga.memory._sketch import best_rows
+from himga.memory._sketch import SharedScan, best_rows
 from himga.memory.graph import Graph, GraphOptions
 from himga.memory.sketch import CHUNK, REFIT, Sketch, SketchOptions
 
@@ -274,16 +279,12 @@ class VectorIndex:
         query: npt.ArrayLike,
         k: int,
         allowed: npt.ArrayLike | None = None,
-        *,
-        alone: bool = True,
     ) -> tuple[Keys, Floats]:
         """The (at most) `k` keys whose vectors are nearest `query`, with their cosines, best
         first (ties by lower key). `allowed`: the sorted keys a request's filters admit (None:
         every key). Exact, but for a search without a filter while `graphed` or `sketched`:
         then the keys are the best of the graph's or the sketches' candidates (their cosines
-        exact). `alone`: whether nothing else of the caller's runs meanwhile; a scan of the
-        sketches shares itself out to a few threads only then (beside other work it takes one
-        thread: the cores are busy anyway)."""
+        exact), the sketches' scan shared out to a few threads past _THREADED_ROWS."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError(f"k: must be a non-negative integer, got {k!r}")
         q = self._query(query)
@@ -299,12 +300,12 @@ class VectorIndex:
             assert self._sketch_options is not None
             wanted = self._sketch_options.wanted(k)
             if wanted < n:
-                threads = _SCAN_THREADS if alone and n >= _THREADED_ROWS else 1
+                threads = _SCAN_THREADS if n >= _THREADED_ROWS else 1
                 rows = np.frombuffer(
                     best_rows(self._sketches[:n], self._sketch.weights(q), wanted, threads),
                     dtype=np.int32,
                 )
-                return self._best(self._keys[rows], _scores(self._matrix[rows], q), k)
+                return self._rescored(q, rows, k)
         if allowed is None:
             return self._best(self._keys[:n], _scores(self._matrix[:n], q), k)
         admitted = np.asarray(allowed, dtype=np.int64).reshape(-1)
@@ -314,6 +315,24 @@ class VectorIndex:
             slots = [s for s in map(self._slot.get, admitted.tolist()) if s is not None]
             return self._best(self._keys[slots], _scores(self._matrix[slots], q), k)
         return self._best_admitted(q, k, admitted)
+
+    def shared_nearest(self, query: npt.ArrayLike, k: int) -> SharedNearest | None:
+        """`nearest(query, k)` as a scan of the sketches that threads share (SharedNearest);
+        None where that search would not scan them (too few vectors, the graph in use)."""
+        q = self._query(query)
+        n = len(self._slot)
+        if self._sketches is None or self._sketch is None or k <= 0 or self.graphed:
+            return None
+        assert self._sketch_options is not None
+        wanted = self._sketch_options.wanted(k)
+        if wanted >= n:
+            return None
+        scan = SharedScan(self._sketches[:n], self._sketch.weights(q), wanted)
+        return SharedNearest(self, q, k, scan)
+
+    def _rescored(self, q: Floats, rows: npt.NDArray[np.int32], k: int) -> tuple[Keys, Floats]:
+        """The best `k` of the sketches' candidate `rows`, by their exact cosines with `q`."""
+        return self._best(self._keys[rows], _scores(self._matrix[rows], q), k)
 
     def _best_admitted(self, q: Floats, k: int, admitted: Keys) -> tuple[Keys, Floats]:
         """The full scan, then its best rows checked against `admitted` (sorted), widening the
@@ -357,6 +376,26 @@ class VectorIndex:
             _FIXED * _FIXED * n
         )  # no BLAS threads
         return mean, float(np.sqrt(max(square - mean * mean, 0.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class SharedNearest:
+    """A search for the `k` nearest vectors to `q` whose scan of the sketches threads share
+    (VectorIndex.shared_nearest): `share` takes part in the scan on the thread that calls it,
+    until no row is left; `nearest` takes part too, waits for every thread that took part, and
+    answers as VectorIndex.nearest does. The index must not change until every part has ended."""
+
+    index: VectorIndex
+    q: Floats
+    k: int
+    scan: SharedScan
+
+    def share(self) -> None:
+        self.scan.share()
+
+    def nearest(self) -> tuple[Keys, Floats]:
+        rows = np.frombuffer(self.scan.best(), dtype=np.int32)
+        return self.index._rescored(self.q, rows, self.k)
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,35 +188,37 @@ def test_with_sketches_a_scan_beside_the_keyword_side_ends_before_the_search_doe
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from himga.memory.hybrid import HybridIndex
-    from himga.memory.vectors import VectorIndex
+    from himga.memory.vectors import SharedNearest
 
-    with HybridSQLiteMemory(path, HybridOptions(sketch_threshold=len(SAID))) as sketched:
-        sketched.ingest_many(said())
-        assert top(sketched, "Where did Caroline go?") == "C1"  # found by meaning, sketched
+    # enough turns past the threshold that a search's candidates are fewer than the turns
+    notes = [Message(role="Ada", content=f"Garden note {i}.", turn_id=f"N{i}") for i in range(20)]
+    options = HybridOptions(sketch_threshold=8, sketch_fetch=1, sketch_per_hit=2, dense_depth=10)
+    with HybridSQLiteMemory(path, options) as sketched:
+        sketched.ingest_many(said([*SAID, *notes]))
+        answered = [hit.turn_id for hit in sketched.search("Where did Caroline go?")]
         assert sketched._index.vectors.sketched  # type: ignore[attr-defined]
         scans: list[str] = []
         scanning = threading.Event()
-        search = VectorIndex.nearest
+        share = SharedNearest.share
 
-        def nearest(self: VectorIndex, *args: object, **options: object) -> object:
+        def shared(self: SharedNearest) -> None:  # the part of the thread that began the scan
             scans.append("started")
             scanning.set()
-            found = search(self, *args, **options)  # type: ignore[arg-type]
+            share(self)
             time.sleep(0.2)  # a slow scan: a caller that did not wait would be gone by now
             scans.append("ended")
-            return found
 
         def failing(*_: object) -> None:  # a keyword side that ends after the scan began
             assert scanning.wait(30)
             raise RuntimeError("the keyword side failed")
 
-        monkeypatch.setattr(VectorIndex, "nearest", nearest)
+        monkeypatch.setattr(SharedNearest, "share", shared)
         monkeypatch.setattr(HybridIndex, "best", failing)
         with pytest.raises(RuntimeError, match="keyword side failed"):
             sketched.search("Where did Caroline go?")
         assert scans == ["started", "ended"]  # the caller waited for it, under its lock
         monkeypatch.undo()
-        assert top(sketched, "Where did Caroline go?") == "C1"  # and the memory serves on
+        assert [hit.turn_id for hit in sketched.search("Where did Caroline go?")] == answered
 
 
 def test_a_turn_stored_while_the_query_is_embedded_is_ranked_by_words_too(

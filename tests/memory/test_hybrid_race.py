@@ -16,11 +16,11 @@ import pytest
 
 from himga.data.conversation import Message, Session
 from himga.memory import hybrid
-from himga.memory.beside import Nearest, QueryVector
+from himga.memory.beside import QueryVector
 from himga.memory.hybrid import HybridIndex
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.hybrid_sqlite import HybridSQLiteMemory
-from himga.memory.vectors import VectorIndex
+from himga.memory.vectors import SharedNearest
 from tests.memory.test_hybrid import SAID, SESSION
 
 QUERY = "Where did Caroline go?"
@@ -39,9 +39,12 @@ def path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def sketched(path: Path) -> Iterator[HybridSQLiteMemory]:
-    """A memory whose vectors are sketched, so that its scan may run beside the keyword side."""
-    with HybridSQLiteMemory(path, HybridOptions(sketch_threshold=len(SAID))) as memory:
-        memory.store(said())
+    """A memory whose vectors are sketched, and more of them than a search's candidates, so
+    that its scan may run beside the keyword side."""
+    notes = [Message(role="Ada", content=f"Garden note {i}.", turn_id=f"N{i}") for i in range(20)]
+    options = HybridOptions(sketch_threshold=8, sketch_fetch=1, sketch_per_hit=2, dense_depth=10)
+    with HybridSQLiteMemory(path, options) as memory:
+        memory.store(said([*SAID, *notes]))
         assert memory._index.vectors.sketched  # type: ignore[attr-defined]
         yield memory
 
@@ -73,25 +76,23 @@ def test_an_interrupt_while_the_scan_runs_beside_holds_the_lock_until_it_ends(
     """The scan beside reads the index the caller's lock guards: a KeyboardInterrupt raised in
     the caller while it waits for the scan still lets the lock go only once the scan ends (a
     writer let in sooner changes the arrays the scan is reading)."""
+    answered = [hit.turn_id for hit in sketched.search(QUERY)]
     scanning, release = threading.Event(), threading.Event()
     scans: list[str] = []
-    search, best = VectorIndex.nearest, HybridIndex.best
+    share, best = SharedNearest.share, HybridIndex.best
 
-    def nearest(self: VectorIndex, *args: object, **options: object) -> object:
-        if options.get("alone", True):  # the caller's own scan, not one beside
-            return search(self, *args, **options)  # type: ignore[arg-type]
+    def shared(self: SharedNearest) -> None:  # the part of the thread that began the scan
         scans.append("started")
         scanning.set()
         assert release.wait(GUARD)
-        found = search(self, *args, **options)  # type: ignore[arg-type]
+        share(self)
         scans.append("ended")
-        return found
 
     def keyword_side(self: HybridIndex, *args: object) -> object:
         assert scanning.wait(GUARD)  # the keyword side ends while the scan runs beside
         return best(self, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(VectorIndex, "nearest", nearest)
+    monkeypatch.setattr(SharedNearest, "share", shared)
     monkeypatch.setattr(HybridIndex, "best", keyword_side)
     interrupted_once_while_waiting(monkeypatch, scanning, release)
     index = sketched._vectors
@@ -106,7 +107,7 @@ def test_an_interrupt_while_the_scan_runs_beside_holds_the_lock_until_it_ends(
     release.set()
     assert seen == ["started", "ended"]  # the caller waited for the scan before it let go
     monkeypatch.undo()
-    assert sketched.search(QUERY)[0].turn_id == "C1"  # and the memory serves on
+    assert [hit.turn_id for hit in sketched.search(QUERY)] == answered  # and it serves on
 
 
 @pytest.mark.parametrize("first", ["the embedding", "the keyword side"])
@@ -138,7 +139,7 @@ def test_a_search_after_another_connections_write_embeds_its_query_once(
             return embed(self, texts)  # type: ignore[arg-type]
 
         class Noted(QueryVector):
-            def result(self) -> tuple[np.ndarray, Nearest | None]:
+            def result(self) -> np.ndarray:
                 go.set()  # the search waits for its vector: let the embedding end
                 return super().result()
 

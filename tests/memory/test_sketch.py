@@ -6,12 +6,13 @@ sketch with its row through deletes and corrections, fits its axes again as it g
 options are refused naming the option."""
 
 import os
+import threading
 
 import numpy as np
 import pytest
 
 from himga.errors import InvalidArgument
-from himga.memory._sketch import best_rows, loops
+from himga.memory._sketch import SharedScan, best_rows, loops
 from himga.memory.registry import memory_options
 from himga.memory.sketch import REFIT, SketchOptions
 from himga.memory.vectors import VectorIndex
@@ -129,6 +130,32 @@ def test_the_scan_refuses_what_it_cannot_read(
 ) -> None:
     with pytest.raises((TypeError, ValueError), match=message):
         best_rows(sketches, query, count, 0 if message.startswith("threads") else 1)
+    if not message.startswith("threads"):  # a shared scan reads its arguments alike
+        with pytest.raises((TypeError, ValueError), match=message):
+            SharedScan(sketches, query, count)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("sharing", [0, 1, 3, 20])  # 20: more threads than heaps
+def test_a_shared_scan_answers_as_one_scan_however_many_threads_take_part(
+    loop: str, sharing: int
+) -> None:
+    """Threads that call share() and the one that asks best() take the rows between them
+    (16,384 at a time); the answer is the scan's, and asked again it is the same."""
+    rng = np.random.default_rng(11)
+    sketches = rng.integers(0, 256, size=(70_000, 96), dtype=np.uint8)
+    query = rng.integers(-128, 128, size=192, dtype=np.int8)
+    scan = SharedScan(sketches, query, 300, loop)
+    helpers = [threading.Thread(target=scan.share) for _ in range(sharing)]
+    for helper in helpers:
+        helper.start()
+    found = scan.best()
+    for helper in helpers:
+        helper.join()
+    assert np.frombuffer(found, np.int32).tolist() == reference(sketches, query, 300).tolist()
+    assert scan.best() == found
+    scan.share()  # a thread joining once every row is taken scans nothing, and says so quietly
+    assert scan.best() == found
 
 
 def test_more_wanted_than_held_is_every_row() -> None:
