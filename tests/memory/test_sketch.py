@@ -209,6 +209,27 @@ def test_below_the_threshold_the_search_is_exact(data: tuple[np.ndarray, np.ndar
         assert np.array_equal(exact.nearest(q, K)[0], sketched.nearest(q, K)[0])
 
 
+def test_a_shared_search_answers_as_the_index_does_and_only_where_it_scans_sketches(
+    data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    vectors, queries = data
+    _, sketched = pair(vectors)
+    for q in queries[:20]:
+        shared = sketched.shared_nearest(q, K)
+        assert shared is not None
+        helper = threading.Thread(target=shared.share)
+        helper.start()
+        found = shared.nearest()
+        helper.join()
+        assert [part.tolist() for part in found] == [
+            part.tolist() for part in sketched.nearest(q, K)
+        ]
+    below = pair(vectors[: THRESHOLD - 1])[1]
+    assert below.shared_nearest(queries[0], K) is None  # below the threshold: exact
+    assert sketched.shared_nearest(queries[0], len(vectors)) is None  # every row a candidate
+    assert sketched.shared_nearest(queries[0], 0) is None
+
+
 def test_the_sketches_find_nearly_all_of_the_exact_answer(
     data: tuple[np.ndarray, np.ndarray],
 ) -> None:
