@@ -491,6 +491,7 @@ typedef struct {
     Kept *heaps;                             /* MOST_THREADS x count, each part's */
     Py_ssize_t next;                         /* the first row no thread has taken */
     int joined;                              /* how many threads took part */
+    Py_ssize_t kept;                         /* how many rows best() found (-1: not yet) */
     PyThread_type_lock claim;                /* guards next and joined */
     PyThread_type_lock running[MOST_THREADS]; /* held by each part while it scans */
     PyObject *best;                          /* the answer, once made */
@@ -546,7 +547,6 @@ PyDoc_STRVAR(best_doc,
 
 static PyObject *shared_best(SharedScan *self, PyObject *unused) {
     if (self->best == NULL) {
-        Py_ssize_t kept;
         Py_BEGIN_ALLOW_THREADS
         take_part(self); /* every row is taken when it returns: a later part scans nothing */
         PyThread_acquire_lock(self->claim, WAIT_LOCK);
@@ -556,9 +556,11 @@ static PyObject *shared_best(SharedScan *self, PyObject *unused) {
             PyThread_acquire_lock(self->running[t], WAIT_LOCK);
             PyThread_release_lock(self->running[t]);
         }
-        kept = merged(self->parts, parts, self->heaps, self->whole.count);
+        PyThread_acquire_lock(self->claim, WAIT_LOCK); /* merged once, should two threads ask */
+        if (self->kept < 0) self->kept = merged(self->parts, parts, self->heaps, self->whole.count);
+        PyThread_release_lock(self->claim);
         Py_END_ALLOW_THREADS
-        self->best = rows_of(self->heaps, kept);
+        if (self->best == NULL) self->best = rows_of(self->heaps, self->kept);
         if (self->best == NULL) return NULL;
     }
     Py_INCREF(self->best);
@@ -592,6 +594,7 @@ static PyObject *shared_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         Py_DECREF(self);
         return NULL;
     }
+    self->kept = -1;
     Py_ssize_t room = self->whole.count ? self->whole.count : 1;
     self->heaps = PyMem_RawMalloc((size_t)MOST_THREADS * (size_t)room * sizeof(Kept));
     self->claim = PyThread_allocate_lock();

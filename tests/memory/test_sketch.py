@@ -163,6 +163,20 @@ def test_more_wanted_than_held_is_every_row() -> None:
     assert scanned(sketches, np.ones(64, np.int8), 10, threads=2).tolist() == [2, 1, 0]
 
 
+def test_two_threads_asking_a_shared_scan_for_its_answer_get_the_same_one() -> None:
+    rng = np.random.default_rng(12)
+    sketches = rng.integers(0, 256, size=(50_000, 32), dtype=np.uint8)
+    query = rng.integers(-128, 128, size=64, dtype=np.int8)
+    scan = SharedScan(sketches, query, 100)
+    answers: list[bytes] = []
+    other = threading.Thread(target=lambda: answers.append(scan.best()))
+    other.start()
+    answers.append(scan.best())
+    other.join()
+    expected = reference(sketches, query, 100).tolist()
+    assert [np.frombuffer(found, np.int32).tolist() for found in answers] == [expected, expected]
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
 def test_a_scan_on_a_thread_held_to_one_core_still_shares_its_rows() -> None:
     """The scan's helper threads start on the caller's other cores; a caller allowed only one
