@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from himga.service.errors import FieldViolation, InvalidRequest
 from himga.service.namespaces import namespace_violations
 from himga.storage.files import write_private
-from himga.storage.layout import EPISODES_UNMADE, RECORDS, namespace_file
+from himga.storage.layout import episodes_unmade, namespace_file
 
 if TYPE_CHECKING:
     from himga.service.namespaces import Namespaces
@@ -130,11 +130,8 @@ def _bytes(name: str) -> bytes:
 def _directory_held(data_dir: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     for path in sorted((data_dir / "episodes").glob("*.sqlite3")):
-        stem = path.name.removesuffix(".sqlite3")
-        if (data_dir / RECORDS / f"{stem}{EPISODES_UNMADE}").exists():
-            continue
-        name = _name_of(data_dir, stem)
-        if name is not None:
+        name = _name_of(data_dir, path.name.removesuffix(".sqlite3"))
+        if name is not None and not episodes_unmade(data_dir, name).exists():
             found[name] = ""
     for path in (data_dir / "namespaces").glob("*.memory"):
         name = _name_of(data_dir, path.name.removesuffix(".memory"))

@@ -46,11 +46,7 @@ def episodes_database(data_dir: Path, namespace: str) -> Path:
     return namespace_file(data_dir, EPISODES, namespace, ".sqlite3")
 
 
-EPISODES_UNMADE = ".episodes-unmade"
-"""The suffix of `episodes_unmade`."""
-
-
 def episodes_unmade(data_dir: Path, namespace: str) -> Path:
     """The mark that `namespace`'s episode database was made by a write that stored nothing:
     the namespace is not held for it (himga.storage.namespaces, himga.service.catalog)."""
-    return namespace_file(data_dir, RECORDS, namespace, EPISODES_UNMADE)
+    return namespace_file(data_dir, RECORDS, namespace, ".episodes-unmade")
