@@ -30,8 +30,9 @@ Scan = Callable[[np.ndarray], SharedNearest | None]
 
 BESIDE = ThreadPoolExecutor(len(os.sched_getaffinity(0)), thread_name_prefix="himga-beside")
 """Where a scan runs beside a keyword side ranked again, deeper or on an index that changed
-while the query was embedded (HybridIndex.ranked): one thread a core, shared by every memory
-of the process; with many searches in flight the cores are busy either way."""
+while the query was embedded (HybridIndex.ranked), and where a shared scan's helpers run on a
+machine of more than two cores (`helped`): one thread a core, shared by every memory of the
+process; with many searches in flight the cores are busy either way."""
 
 QUERIES = ThreadPoolExecutor(32, thread_name_prefix="himga-query")
 """Where queries are embedded (QueryVector): as many threads as the searches a server's doors
@@ -63,6 +64,7 @@ class QueryVector:
             if scan is not None and not self._caller_ranked:
                 self._scan = scan(vector)
         if self._scan is not None:
+            helped(self._scan)
             self._scan.share()
         return vector
 
@@ -94,9 +96,20 @@ class QueryVector:
             ended(self._done)
 
     def wait(self) -> None:
-        """Wait until the vector (and the scan, if it runs beside) is done, whatever came of it
-        or interrupts the caller meanwhile (`ended`)."""
-        ended(self._done)
+        """Wait until the vector (and the scan, if it runs beside, every part of it) is done,
+        whatever came of it or interrupts the caller meanwhile (`ended`)."""
+        try:
+            ended(self._done)
+        finally:  # the job has ended: whether a scan began is settled
+            if self._scan is not None:
+                self._scan.ended()
+
+
+def helped(scan: SharedNearest) -> None:
+    """Start the helpers `scan` asks for (SharedNearest.helpers) on BESIDE. They are not waited
+    for as such: whoever waits for the scan waits for every part that took rows."""
+    for _ in range(scan.helpers):
+        started(BESIDE, scan.help)
 
 
 def ended(job: Future[T]) -> None:

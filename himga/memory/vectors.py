@@ -23,7 +23,7 @@ conversion is made once after each change, not by every query.
 A search that runs beside other work (a hybrid search's keyword side) may scan the sketches as a
 SharedNearest instead (`shared_nearest`): the scan starts on one thread and any other that is
 done with its own work joins it (`share`), so a scan left alone on one core gets a second as
-soon as the other work ends.
+soon as the other work ends; on a machine with more cores, helpers join it from the start.
 
 Not safe for a write beside any other call: the memory's lock orders writes; searches, stats
 and lookups change nothing, so any number may run together.
@@ -328,7 +328,8 @@ class VectorIndex:
         if wanted >= n:
             return None
         scan = SharedScan(self._sketches[:n], self._sketch.weights(q), wanted)
-        return SharedNearest(self, q, k, scan)
+        threads = _SCAN_THREADS if n >= _THREADED_ROWS else 1
+        return SharedNearest(self, q, k, scan, max(0, threads - 2))
 
     def _rescored(self, q: Floats, rows: npt.NDArray[np.int32], k: int) -> tuple[Keys, Floats]:
         """The best `k` of the sketches' candidate `rows`, by their exact cosines with `q`."""
@@ -383,15 +384,29 @@ class SharedNearest:
     """A search for the `k` nearest vectors to `q` whose scan of the sketches threads share
     (VectorIndex.shared_nearest): `share` takes part in the scan on the thread that calls it,
     until no row is left; `nearest` takes part too, waits for every thread that took part, and
-    answers as VectorIndex.nearest does. The index must not change until every part has ended."""
+    answers as VectorIndex.nearest does. The index must not change until every part has ended.
+
+    `helpers`: how many more threads the scan should have, `help` being their part, where the
+    machine has the cores for more than the two that begin and join it (VectorIndex.nearest's
+    own scan takes up to _SCAN_THREADS). A helper that starts once every row is taken scans
+    nothing, so one started late costs no wait and reads nothing."""
 
     index: VectorIndex
     q: Floats
     k: int
     scan: SharedScan
+    helpers: int = 0
 
     def share(self) -> None:
         self.scan.share()
+
+    def help(self) -> None:
+        self.scan.share()
+
+    def ended(self) -> None:
+        """Wait until every part of the scan has ended (taking part should rows be left): what
+        a caller that gives up on the answer must do before the index may change."""
+        self.scan.best()
 
     def nearest(self) -> tuple[Keys, Floats]:
         rows = np.frombuffer(self.scan.best(), dtype=np.int32)

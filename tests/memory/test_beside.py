@@ -87,3 +87,46 @@ def test_an_embedding_that_fails_fails_the_result_and_runs_no_scan(index: Vector
     with pytest.raises(RuntimeError, match="the model failed"):
         job.result()
     assert scans.vectors == []
+
+
+def test_on_a_machine_of_more_cores_helpers_join_the_scan_and_the_answer_is_the_same(
+    index: VectorIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the index would scan on more threads than the two that begin and join a shared
+    scan (VectorIndex.nearest's own, up to four), as many more help it from the start."""
+    from himga.memory import vectors
+
+    monkeypatch.setattr(vectors, "_SCAN_THREADS", 4)
+    monkeypatch.setattr(vectors, "_THREADED_ROWS", 64)  # the index's 300 rows scan threaded
+    helpers: list[str] = []
+    both_helped = threading.Event()
+    helping = SharedNearest.help
+
+    def noted(self: SharedNearest) -> None:
+        helping(self)
+        helpers.append(threading.current_thread().name)
+        if len(helpers) == 2:
+            both_helped.set()
+
+    monkeypatch.setattr(SharedNearest, "help", noted)
+    job = QueryVector(lambda: VECTOR, Recorded(index))
+    job.wait()
+    assert job.ranked()
+    found = job.nearest()
+    assert found is not None
+    assert [part.tolist() for part in found] == [part.tolist() for part in index.nearest(VECTOR, 5)]
+    assert both_helped.wait(30)
+    assert all(name.startswith("himga-beside") for name in helpers)
+
+
+def test_two_cores_have_no_helpers(index: VectorIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    from himga.memory import vectors
+
+    monkeypatch.setattr(vectors, "_THREADED_ROWS", 64)
+    monkeypatch.setattr(vectors, "_SCAN_THREADS", 2)
+    shared = index.shared_nearest(VECTOR, 5)
+    assert shared is not None and shared.helpers == 0
+    monkeypatch.setattr(vectors, "_THREADED_ROWS", 1000)  # below it the scan is on one thread
+    monkeypatch.setattr(vectors, "_SCAN_THREADS", 4)
+    shared = index.shared_nearest(VECTOR, 5)
+    assert shared is not None and shared.helpers == 0
