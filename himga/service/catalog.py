@@ -7,9 +7,11 @@ or an episode. One whose first write failed is not (himga.storage.namespaces).
 - In process (no place): the namespaces open now, messages or episodes.
 - A data directory: every file of a namespace, in every folder, is named by
   himga.memory.registry.namespace_file (`<readable>-<hash><suffix>`). A namespace is held when
-  `namespaces/` records its memory or `episodes/` holds its database (unless `namespaces/` marks
-  that database unmade: made by a write that stored nothing); its name is read back from
-  the file name (the readable part, checked against the hash). A name too long to be read back
+  `namespaces/` records its memory or `episodes/` holds its database, unless `namespaces/` marks
+  that database unmade (made by a write that stored nothing), and, where `namespaces/` marks a
+  side pending (made by a write under way, or killed with its process), only once it holds
+  something when the listing looks into it (himga.storage.namespaces); its name is read back
+  from the file name (the readable part, checked against the hash). A name too long to be read back
   so also gets `namespaces/<readable>-<hash>.name`, written when it is opened (`remember_name`):
   a long-named namespace an earlier himga made is listed from its next call on. Deleting removes
   every file of the namespace in every folder.
@@ -34,7 +36,12 @@ from typing import TYPE_CHECKING
 from himga.service.errors import FieldViolation, InvalidRequest
 from himga.service.namespaces import namespace_violations
 from himga.storage.files import write_private
-from himga.storage.layout import episodes_unmade, namespace_file
+from himga.storage.layout import (
+    episodes_pending,
+    episodes_unmade,
+    messages_pending,
+    namespace_file,
+)
 
 if TYPE_CHECKING:
     from himga.service.namespaces import Namespaces
@@ -91,7 +98,7 @@ def held(
     if namespaces.database is not None:
         found.update(_database_held(namespaces.database, prefix, after, count))
     elif namespaces.data_dir is not None:
-        found.update(_directory_held(namespaces.data_dir))
+        found.update(_directory_held(namespaces, namespaces.data_dir))
     else:
         found.update(namespaces.open_names())
     names = [
@@ -127,20 +134,28 @@ def _bytes(name: str) -> bytes:
     return name.encode("utf-8")
 
 
-def _directory_held(data_dir: Path) -> dict[str, str]:
+def _directory_held(namespaces: "Namespaces", data_dir: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     for path in sorted((data_dir / "episodes").glob("*.sqlite3")):
         name = _name_of(data_dir, path.name.removesuffix(".sqlite3"))
-        if name is not None and not episodes_unmade(data_dir, name).exists():
+        if name is None:
+            continue
+        if episodes_unmade(data_dir, name).exists():
+            continue
+        if not episodes_pending(data_dir, name).exists() or namespaces.episodes_stored(name):
             found[name] = ""
     for path in (data_dir / "namespaces").glob("*.memory"):
         name = _name_of(data_dir, path.name.removesuffix(".memory"))
         if name is None:
             continue
         try:
-            found[name] = path.read_text(encoding="utf-8")
+            memory = path.read_text(encoding="utf-8")
         except FileNotFoundError:  # unmade (its first write failed) or deleted since the look
             continue
+        if not messages_pending(data_dir, name).exists() or namespaces.messages_stored(
+            name, memory
+        ):
+            found[name] = memory
     return found
 
 

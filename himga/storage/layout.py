@@ -3,8 +3,11 @@
     <data_dir>/namespaces/<namespace>-<hash>.memory    the memory the namespace holds (a record)
     <data_dir>/sqlite/<namespace>-<hash>.sqlite3       its messages (the sqlite memory)
     <data_dir>/episodes/<namespace>-<hash>.sqlite3     its episodes (the sqlite episode store)
-    <data_dir>/namespaces/<namespace>-<hash>.episodes-unmade   that database made by a write
-                                                       that stored nothing (not held for it)
+    <data_dir>/namespaces/<namespace>-<hash>.messages-pending  its messages made by a write
+                                                       under way (or killed with its process)
+    <data_dir>/namespaces/<namespace>-<hash>.episodes-pending  the same, of its episodes
+    <data_dir>/namespaces/<namespace>-<hash>.episodes-unmade   its episode database made by a
+                                                       write that stored nothing (not held)
 
 Every directory is 0700 and every file 0600 (himga.storage.files). A namespace that was never
 written has none of them.
@@ -44,6 +47,20 @@ def messages_database(data_dir: Path, namespace: str) -> Path:
 def episodes_database(data_dir: Path, namespace: str) -> Path:
     """The SQLite database of `namespace`'s episodes."""
     return namespace_file(data_dir, EPISODES, namespace, ".sqlite3")
+
+
+def messages_pending(data_dir: Path, namespace: str) -> Path:
+    """The mark that `namespace`'s messages were made (recorded) by a write not yet seen to
+    store one: under way, or killed with its process before its call ended. The namespace is
+    held for them only once they hold a message (himga.storage.namespaces,
+    himga.service.catalog)."""
+    return namespace_file(data_dir, RECORDS, namespace, ".messages-pending")
+
+
+def episodes_pending(data_dir: Path, namespace: str) -> Path:
+    """The mark that `namespace`'s episode database was made by a write not yet seen to store
+    an episode (as `messages_pending`)."""
+    return namespace_file(data_dir, RECORDS, namespace, ".episodes-pending")
 
 
 def episodes_unmade(data_dir: Path, namespace: str) -> Path:

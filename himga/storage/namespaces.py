@@ -28,7 +28,12 @@ Each namespace has two sides, its messages (a memory) and its episodes (an episo
   a marked database), the mark taken away again by the write that stores the namespace's first
   episode, in this process or another (each write into a marked namespace looks whether its
   store holds an episode); over a database the listing passes over a namespace with no episode
-  already. A data directory of an earlier himga has no marks: its databases are held as before.
+  already. A process killed during a namespace's first write settles nothing, so in a data
+  directory each side is also marked pending before that write makes it (layout.
+  messages_pending, episodes_pending), the mark taken away when the write's call ends, or by
+  any later write once the side holds something: the listing holds a side marked pending (and
+  not unmade) only once it holds something (`messages_stored`, `episodes_stored`). A data
+  directory of an earlier himga has no marks: its records and databases are held as before.
 - It records the memory a namespace holds, so that the namespace keeps it across restarts and
   every server over the place reads the same one: in a data directory a file written once,
   atomically (himga.storage.layout), in a database the namespace's row
@@ -222,6 +227,8 @@ class NamespaceStores:
             if opened is None and (create or self._has_messages(namespace)):
                 self._make_room()
                 fresh = self._record_missing(namespace)
+                if fresh:  # marked before it is recorded: a kill during the write leaves both
+                    self._mark_pending(layout.messages_pending, namespace)
                 _check_memory(namespace, self._recorded(namespace, memory), memory)
                 factory = self._memory_factory(memory)
                 options = self.memory_options.get(memory) or (
@@ -234,6 +241,7 @@ class NamespaceStores:
                     # so the record just made would bind it to a memory for no message
                     if fresh:
                         self._unrecord(namespace)
+                        self._unmark(layout.messages_pending, namespace)
                     raise
                 opened.fresh = fresh
                 self._open[key] = opened
@@ -262,6 +270,8 @@ class NamespaceStores:
             if opened is None and (create or self._has_episodes(namespace)):
                 self._make_room()
                 fresh = create and not self._episodes_held(namespace)
+                if fresh:  # marked before the database is made: a kill leaves it marked
+                    self._mark_pending(layout.episodes_pending, namespace)
                 opened = OpenEpisodes(self._make(self._episodes, namespace, self.episode_options))
                 opened.fresh = fresh
                 self._open[key] = opened
@@ -320,15 +330,49 @@ class NamespaceStores:
             and not layout.episodes_unmade(self.data_dir, namespace).exists()
         )
 
+    def messages_stored(self, namespace: str, memory: str) -> bool:
+        """Whether `namespace`'s messages, recorded as memory `memory` and marked pending in a
+        data directory, hold a message now: the listing's question (himga.service.catalog).
+        They are opened if need be (nothing is made); when they hold one the mark is taken
+        away. True where it cannot say (they cannot be opened, or the look failed)."""
+        try:
+            with self.messages(namespace, memory, create=False) as opened:
+                if opened is None:
+                    return False
+                with opened.held(read=True) as held:
+                    holds = _holds_something(held)
+        except Exception:
+            return True
+        if holds:
+            self._unmark(layout.messages_pending, namespace)
+        return holds
+
+    def episodes_stored(self, namespace: str) -> bool:
+        """Whether `namespace`'s episode store, marked pending in a data directory, holds an
+        episode now (as `messages_stored`)."""
+        try:
+            with self.episodes(namespace, create=False) as store:
+                holds = store is not None and _holds_episodes(store)
+        except Exception:
+            return True
+        if holds:
+            self._unmark(layout.episodes_pending, namespace)
+        return holds
+
     def _episodes_kept(self, namespace: str, opened: OpenEpisodes) -> None:
         """After a write, while the call still holds the store: in a data directory, take the
-        unmade mark away should the store now hold an episode (stored by this write, or by
-        another process's). A look at one file; the store is read only when it is there."""
+        unmade and pending marks away should the store now hold an episode (stored by this
+        write, or by another process's). A look at two files; the store is read only when one
+        is there."""
         if self.data_dir is None:
             return
-        mark = layout.episodes_unmade(self.data_dir, namespace)
-        if mark.exists() and _holds_episodes(opened.store):
-            mark.unlink(missing_ok=True)
+        marks = [
+            mark(self.data_dir, namespace)
+            for mark in (layout.episodes_unmade, layout.episodes_pending)
+        ]
+        if any(mark.exists() for mark in marks) and _holds_episodes(opened.store):
+            for mark in marks:
+                mark.unlink(missing_ok=True)
 
     def _record_missing(self, namespace: str) -> bool:
         """Whether `namespace` has no memory recorded yet, where a write may unmake what it
@@ -422,43 +466,70 @@ class NamespaceStores:
         kept when it holds something, else closed and unmade (the module's text). Looked at
         again once the record is gone: a message another process stored meanwhile keeps it."""
         opened.fresh = False
-        if _holds_something(opened.memory):
-            return
         namespace = key[1]
+        if _holds_something(opened.memory):
+            self._unmark(layout.messages_pending, namespace)
+            return
         self._unrecord(namespace)
         if _holds_something(opened.memory):  # stored by another process as the record went
             self._recorded(namespace, opened.memory_name)
+            self._unmark(layout.messages_pending, namespace)
             return
         self._open.pop(key)
         opened.close()
+        self._unmark(layout.messages_pending, namespace)  # unrecorded: nothing lists it
 
     def _settle_episodes(self, key: tuple[str, str], opened: OpenEpisodes) -> None:
         """After the last call of a fresh episode store (called under the lock, no call using
         it): kept when it holds an episode, else closed and unmade (the module's text): in a
         data directory marked, and looked at again once marked: an episode another process
-        stored meanwhile keeps it (that process's write may have looked before the mark)."""
+        stored meanwhile keeps it (that process's write may have looked before the mark). The
+        pending mark goes either way: the call has ended."""
         opened.fresh = False
-        if _holds_episodes(opened.store):
-            return
-        if self.data_dir is not None:
-            mark = layout.episodes_unmade(self.data_dir, key[1])
-            write_private(mark, b"")
+        try:
             if _holds_episodes(opened.store):
-                mark.unlink(missing_ok=True)
                 return
-        self._open.pop(key)
-        opened.close()
+            if self.data_dir is not None:
+                mark = layout.episodes_unmade(self.data_dir, key[1])
+                write_private(mark, b"")
+                if _holds_episodes(opened.store):
+                    mark.unlink(missing_ok=True)
+                    return
+            self._open.pop(key)
+            opened.close()
+        finally:
+            self._unmark(layout.episodes_pending, key[1])
 
     def _record_again(self, namespace: str, opened: OpenNamespace) -> None:
         """After a write, while the call still holds the namespace (so it stays open) but not
         its lock: in a data directory, record the namespace's memory again should another
-        process have unmade it as this one stored its first message (the module's text). A
-        look at one file; the memory is read only when it is gone."""
-        if self.data_dir is None or layout.memory_record(self.data_dir, namespace).exists():
+        process have unmade it as this one stored its first message, and take its unmade mark
+        away should one be left (by a process killed during the first write, or by another
+        process's write under way) now that it holds a message (the module's text). A look at
+        two files; the memory is read only when the record is gone or the mark is there."""
+        if self.data_dir is None:
+            return
+        missing = not layout.memory_record(self.data_dir, namespace).exists()
+        marked = layout.messages_pending(self.data_dir, namespace).exists()
+        if not (missing or marked):
             return
         with opened.lock:  # other calls may be using it: wait for the one writing
             if _holds_something(opened.memory):
-                self._recorded(namespace, opened.memory_name)
+                if missing:
+                    self._recorded(namespace, opened.memory_name)
+                self._unmark(layout.messages_pending, namespace)
+
+    def _mark_pending(self, mark: Callable[[Path, str], Path], namespace: str) -> None:
+        """In a data directory, mark one side of `namespace` pending (layout.messages_pending or
+        layout.episodes_pending): a write is about to make it."""
+        if self.data_dir is not None:
+            path = mark(self.data_dir, namespace)
+            if not path.exists():
+                write_private(path, b"")
+
+    def _unmark(self, mark: Callable[[Path, str], Path], namespace: str) -> None:
+        if self.data_dir is not None:
+            mark(self.data_dir, namespace).unlink(missing_ok=True)
 
     def _idle(self) -> list[tuple[str, str]]:
         """The open stores no call uses that can be closed, least recently used first."""

@@ -374,6 +374,77 @@ def test_an_episode_stored_by_another_process_as_the_namespace_is_unmade_keeps_i
             stores.close()
 
 
+KILLED_DURING_FIRST_WRITE = """
+import os, signal, sys
+from pathlib import Path
+from himga.data.conversation import Message, Session
+from himga.storage.namespaces import NamespaceStores
+from tests.episodes.helpers import episode
+
+side, stores_it = sys.argv[2], sys.argv[3] == "stored"
+stores = NamespaceStores(Path(sys.argv[1]), memory="sqlite", episodes="sqlite")
+if side == "messages":
+    call = stores.messages("new")  # kept: a call dropped would end, and settle the namespace
+    opened = call.__enter__()
+    if stores_it:
+        with opened.lock:
+            opened.memory.ingest(Message(role="u", content="said"), Session(session_id="s"))
+else:
+    call = stores.episodes("new")
+    store = call.__enter__()
+    if stores_it:
+        store.record(episode(7))
+os.kill(os.getpid(), signal.SIGKILL)  # before the call ends: nothing settles it
+"""
+
+
+@pytest.mark.parametrize("side", ["messages", "episodes"])
+@pytest.mark.parametrize("stored", [True, False], ids=["stored", "nothing stored"])
+def test_a_process_killed_during_a_namespace_first_write_leaves_it_listed_as_it_holds(
+    tmp_path: Path, side: str, stored: bool
+) -> None:
+    """A process (`himga serve`, `himga mcp --data-dir`) killed during a namespace's first write,
+    before the call ended (the write committed or not): the next server over the data directory
+    lists the namespace if and only if the write stored something, and its next write is listed
+    either way (the mark the first write left taken away)."""
+    import subprocess
+    import sys
+
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_DURING_FIRST_WRITE, str(tmp_path), side,
+         "stored" if stored else "nothing"],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        timeout=HANG_SECONDS,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr.decode()
+    mark = (layout.messages_pending if side == "messages" else layout.episodes_pending)(
+        tmp_path, "new"
+    )
+    assert mark.exists()  # the write that made the namespace's side was under way
+    memory = "sqlite" if side == "messages" else ""
+    namespaces = Namespaces("sqlite", tmp_path, episodes="sqlite")
+    try:
+        listed = [catalog.Held("new", memory)] if stored else []
+        assert catalog.held(namespaces, "", "") == listed
+        assert mark.exists() is not stored  # seen holding something: the mark taken away
+        assert catalog.held(namespaces, "", "") == listed  # asked again: the same
+        if side == "messages":
+            ingest(namespaces, "new", "said again")
+        else:
+            with namespaces.episodes("new") as store:
+                assert store is not None
+                store.record(episode(8))
+        assert catalog.held(namespaces, "", "") == [catalog.Held("new", memory)]
+        assert not mark.exists()
+    finally:
+        namespaces.close()
+
+
 def test_a_namespace_whose_first_write_rolled_back_is_not_listed_over_a_database(
     database: Database,
 ) -> None:
