@@ -59,7 +59,8 @@ class Check:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """How a server fared on one check; `detail` says what was seen when it failed.
+    """How a server fared on one check; `detail` says what was seen when it failed, or why a
+    check that passed held nothing (its behaviour could not be brought about: NotExercised).
     `offered` is False when the server does not offer the check's service at all; `left` says
     why the namespaces the check wrote could not be deleted afterwards ("" when they were)."""
 

@@ -8,7 +8,11 @@ from google.protobuf import timestamp_pb2
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.conformance.checks import INVALID, NewNamespace, check
-from himga.conformance.namespaces import FAILED_WRITE_DEADLINE, failed_write_settles
+from himga.conformance.namespaces import (
+    FAILED_WRITE_DEADLINE,
+    failed_write_settles,
+    until_a_write_fails,
+)
 from himga.conformance.wire import CheckFailed, Wire, code_of, expect_error, marker
 
 TOKEN_CHARS = 4
@@ -265,16 +269,19 @@ def _invalid(wire: Wire, new_namespace: NewNamespace) -> None:
     "the call has ended on the server, unless the episode was stored after all",
 )
 def _failed_episode_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
-    namespace = new_namespace()
-    episode = _episode(1, marker())
-    request = pb.RecordEpisodeRequest(namespace=namespace, episode=episode)
-    failed_write_settles(
-        wire,
-        namespace,
-        lambda: wire.episodes.RecordEpisode(request, timeout=FAILED_WRITE_DEADLINE),
-        lambda: _got(wire, namespace, episode.id),
-        "episode",
-    )
+    def attempt() -> bool:
+        namespace = new_namespace()
+        episode = _episode(1, marker())
+        request = pb.RecordEpisodeRequest(namespace=namespace, episode=episode)
+        return failed_write_settles(
+            wire,
+            namespace,
+            lambda: wire.episodes.RecordEpisode(request, timeout=FAILED_WRITE_DEADLINE),
+            lambda: _got(wire, namespace, episode.id),
+            "episode",
+        )
+
+    until_a_write_fails(attempt)
 
 
 def _got(wire: Wire, namespace: str, episode_id: str) -> bool:

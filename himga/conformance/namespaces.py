@@ -15,7 +15,7 @@ import grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.conformance.checks import NewNamespace, batch_item, check, said
-from himga.conformance.wire import CheckFailed, Wire, code_of, marker
+from himga.conformance.wire import CheckFailed, NotExercised, Wire, code_of, marker
 
 PAGE_SIZE = 1000
 
@@ -117,6 +117,9 @@ def _namespace_deleted(wire: Wire, new_namespace: NewNamespace) -> None:
 FAILED_WRITE_DEADLINE = 0.001
 """The deadline of the write the failed-write checks mean to fail (seconds): long past by the
 time a server has opened a new namespace."""
+FAILED_WRITE_TRIES = 5
+"""How many writes a failed-write check tries, each into a namespace of its own, for one that
+fails; should every one be answered in time, the check is not exercised (NotExercised)."""
 SETTLE_SECONDS = 30.0
 """How long the failed-write checks wait for the call to end on the server (which may finish
 its work after the client's deadline passed) before they hold the listing to what it stores."""
@@ -129,7 +132,7 @@ its work after the client's deadline passed) before they hold the listing to wha
     "ended on the server, unless that write was stored after all",
 )
 def _failed_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
-    _failed_message_write_settles(wire, new_namespace())
+    until_a_write_fails(lambda: _failed_message_write_settles(wire, new_namespace()))
 
 
 @check(
@@ -139,27 +142,43 @@ def _failed_write_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
     "is not listed once the call has ended on the server, unless that write was stored after all",
 )
 def _failed_write_after_delete_unlisted(wire: Wire, new_namespace: NewNamespace) -> None:
-    namespace = new_namespace()
-    wire.store(namespace, batch_item(said(marker())))
-    wire.memory.DeleteNamespace(
-        pb.DeleteNamespaceRequest(namespace=namespace), timeout=wire.timeout
-    )
-    _failed_message_write_settles(wire, namespace)
+    def attempt() -> bool:
+        namespace = new_namespace()
+        wire.store(namespace, batch_item(said(marker())))
+        wire.memory.DeleteNamespace(
+            pb.DeleteNamespaceRequest(namespace=namespace), timeout=wire.timeout
+        )
+        return _failed_message_write_settles(wire, namespace)
+
+    until_a_write_fails(attempt)
 
 
-def _failed_message_write_settles(wire: Wire, namespace: str) -> None:
+def _failed_message_write_settles(wire: Wire, namespace: str) -> bool:
     """An Ingest into `namespace`, which holds nothing, past FAILED_WRITE_DEADLINE, held to
-    the listing by `failed_write_settles`."""
+    the listing by `failed_write_settles` (whose answer it gives)."""
     word = marker()
     request = pb.IngestRequest(
         namespace=namespace, message=said(word), session=pb.Session(session_id="s1")
     )
-    failed_write_settles(
+    return failed_write_settles(
         wire,
         namespace,
         lambda: wire.memory.Ingest(request, timeout=FAILED_WRITE_DEADLINE),
         lambda: _readable(wire, namespace, word),
         "message",
+    )
+
+
+def until_a_write_fails(attempt: Callable[[], bool]) -> None:
+    """Run `attempt` (a `failed_write_settles`, each time into a namespace of its own) until one
+    write fails and the server is held to its listing, at most FAILED_WRITE_TRIES times;
+    NotExercised should every write be answered in time."""
+    for _ in range(FAILED_WRITE_TRIES):
+        if attempt():
+            return
+    raise NotExercised(
+        f"each of {FAILED_WRITE_TRIES} writes was answered within its "
+        f"{FAILED_WRITE_DEADLINE * 1000:g} ms deadline, so none failed to be held to"
     )
 
 
@@ -169,14 +188,14 @@ def failed_write_settles(
     write: Callable[[], object],
     stored: Callable[[], bool],
     what: str,
-) -> None:
+) -> bool:
     """Hold a server to its listing after `write`, the only write into the new `namespace`,
     failed past its deadline: once the call has ended on the server (waited for up to
     SETTLE_SECONDS), the namespace is listed only if `stored()` finds what was written (a
-    `what`). Nothing to hold it to when the write was stored in time."""
+    `what`). False, holding it to nothing, when the write was stored in time; else True."""
     try:
         write()
-        return  # stored in time: nothing failed, so there is nothing to hold it to
+        return False  # stored in time: nothing failed, so there is nothing to hold it to
     except grpc.RpcError as error:
         if code_of(error) not in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
             raise
@@ -186,7 +205,7 @@ def failed_write_settles(
     while True:
         shown = [info.name for info in listed(wire, namespace)] == [namespace]
         if not shown or stored():
-            return
+            return True
         if time.monotonic() > waited:
             raise CheckFailed(
                 f"{SETTLE_SECONDS:g} s after its only write failed, the namespace is listed "

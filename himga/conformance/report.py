@@ -27,7 +27,7 @@ def render(target: str, results: Sequence[CheckResult]) -> str:
             r.check.name,
             r.check.kind,
             _result(r),
-            r.check.description if r.passed else r.detail,
+            r.check.description if r.passed and not r.detail else r.detail,
         )
         for r in ordered
     ]

@@ -19,6 +19,7 @@ from himga.conformance.namespaces import forget_namespaces
 from himga.conformance.wire import (
     GRPC,
     CheckFailed,
+    NotExercised,
     Wire,
     code_of,
     connect,
@@ -46,6 +47,8 @@ def _judged(wire: Wire, check: Check, new_namespace: NewNamespace) -> CheckResul
         check.run(wire, new_namespace)
     except CheckFailed as failure:
         return CheckResult(check, False, str(failure))
+    except NotExercised as reason:
+        return CheckResult(check, True, f"not exercised: {reason}")
     except grpc.RpcError as error:
         code = code_of(error)
         details = error.details() if isinstance(error, grpc.Call) else str(error)

@@ -21,6 +21,11 @@ class CheckFailed(AssertionError):
     """A check saw the server break the contract; the message says what it saw."""
 
 
+class NotExercised(Exception):
+    """A check could not bring about what it holds the server to (a write meant to fail was
+    answered in time): it passes, and the table says why it held nothing (the message)."""
+
+
 GRPC, HTTP = "gRPC", "HTTP"
 """The transports the kit speaks: a gRPC port, or an HTTP port's Connect JSON."""
 

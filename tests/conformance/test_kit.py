@@ -131,6 +131,49 @@ def test_storing_memories_pass_every_check(
     assert outcome(results)[0] == offered, render(target, results)
 
 
+FAILED_WRITE_CHECKS = {
+    "failed-write-unlisted",
+    "failed-write-after-delete-unlisted",
+    "failed-episode-write-unlisted",
+}
+
+
+def test_failed_write_checks_a_server_answering_in_time_says_they_held_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that answers every write the failed-write checks mean to fail within its
+    deadline (here a deadline of 30 s rather than 1 ms) gives those checks nothing to hold it
+    to: each tries FAILED_WRITE_TRIES writes, passes, and its row says it was not exercised."""
+    from himga.conformance import episodes, namespaces
+    from himga.conformance.runner import run_check
+    from himga.conformance.wire import connect
+
+    monkeypatch.setattr(namespaces, "FAILED_WRITE_DEADLINE", 30.0)
+    monkeypatch.setattr(episodes, "FAILED_WRITE_DEADLINE", 30.0)
+    tried: list[str] = []
+    fresh = namespaces.until_a_write_fails
+
+    def counted(attempt: Callable[[], bool]) -> None:
+        def noted() -> bool:
+            tried.append("write")
+            return attempt()
+
+        fresh(noted)
+
+    monkeypatch.setattr(namespaces, "until_a_write_fails", counted)
+    monkeypatch.setattr(episodes, "until_a_write_fails", counted)
+    checks = [c for c in CHECKS if c.name in FAILED_WRITE_CHECKS]
+    assert {c.name for c in checks} == FAILED_WRITE_CHECKS
+    with python_server("sqlite", tmp_path) as target, connect(target, 10.0, None) as wire:
+        results = [run_check(wire, c) for c in checks]
+    assert len(tried) == len(checks) * namespaces.FAILED_WRITE_TRIES
+    table = render(target, results)
+    for result in results:
+        assert result.passed and not result.left, table
+        assert result.detail.startswith("not exercised: each of 5 writes was answered"), table
+    assert table.count("within its 30000 ms deadline") == len(checks)
+
+
 @pytest.mark.parametrize(
     "memory",
     [m for m in memory_names() if memory_kind(m).keeps is Keeps.DATA_DIRECTORY_OR_DATABASE],
