@@ -545,17 +545,37 @@ PyDoc_STRVAR(best_doc,
 "Take part in the scan, wait for every thread that took part, and answer as best_rows does\n"
 "(the same answer each time it is asked).");
 
+/* Take part, then wait for every part that took rows (without the interpreter's lock): every
+   row is taken when take_part returns, so a part joining later scans nothing. Returns how many
+   parts took part by then. */
+static int every_part_ended(SharedScan *self) {
+    take_part(self);
+    PyThread_acquire_lock(self->claim, WAIT_LOCK);
+    int parts = self->joined;
+    PyThread_release_lock(self->claim);
+    for (int t = 0; t < parts; t++) { /* each part's lock is free once it has ended */
+        PyThread_acquire_lock(self->running[t], WAIT_LOCK);
+        PyThread_release_lock(self->running[t]);
+    }
+    return parts; /* at most MOST_THREADS: take_part counts no more */
+}
+
+PyDoc_STRVAR(wait_doc,
+"wait() -> None\n\n"
+"Take part in the scan should rows be left, then wait for every thread that took part: once\n"
+"it returns no part reads the sketches any more. It cannot fail.");
+
+static PyObject *shared_wait(SharedScan *self, PyObject *unused) {
+    Py_BEGIN_ALLOW_THREADS
+    every_part_ended(self);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *shared_best(SharedScan *self, PyObject *unused) {
     if (self->best == NULL) {
         Py_BEGIN_ALLOW_THREADS
-        take_part(self); /* every row is taken when it returns: a later part scans nothing */
-        PyThread_acquire_lock(self->claim, WAIT_LOCK);
-        int parts = self->joined;
-        PyThread_release_lock(self->claim);
-        for (int t = 0; t < parts; t++) { /* each part's lock is free once it has ended */
-            PyThread_acquire_lock(self->running[t], WAIT_LOCK);
-            PyThread_release_lock(self->running[t]);
-        }
+        int parts = every_part_ended(self);
         PyThread_acquire_lock(self->claim, WAIT_LOCK); /* merged once, should two threads ask */
         if (self->kept < 0) self->kept = merged(self->parts, parts, self->heaps, self->whole.count);
         PyThread_release_lock(self->claim);
@@ -570,6 +590,7 @@ static PyObject *shared_best(SharedScan *self, PyObject *unused) {
 static PyMethodDef shared_methods[] = {
     {"share", (PyCFunction)shared_share, METH_NOARGS, share_doc},
     {"best", (PyCFunction)shared_best, METH_NOARGS, best_doc},
+    {"wait", (PyCFunction)shared_wait, METH_NOARGS, wait_doc},
     {NULL, NULL, 0, NULL},
 };
 

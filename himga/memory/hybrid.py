@@ -49,7 +49,7 @@ from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
-from himga.memory.beside import BESIDE, Nearest, QueryVector, ended, helped
+from himga.memory.beside import BESIDE, Nearest, QueryVector, helped, scan_ended
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Dated, Fusion, Links, dense_query, fuse_arrays, pairs, passage
@@ -308,22 +308,16 @@ class HybridIndex(DerivedIndex):
         keyword side is ranked."""
         scan = self.scan_beside(dense_depth)
         shared = scan(query) if scan is not None else None
-        beside = started(BESIDE, shared.share) if shared is not None else None
-        if shared is not None:
-            helped(shared)
-        try:
+        if shared is None:
             keyword_keys, keyword_scores = self.keyword_side(wanted, keyword_depth)
-        except BaseException:  # the scan reads the index: it ends before the lock is let go
-            if shared is not None and beside is not None:
-                shared.ended()  # every part that took rows (not to be interrupted)
-                ended(beside)
-            raise
-        if shared is None or beside is None:
             return keyword_keys, keyword_scores, self.vectors.nearest(query, dense_depth, None)
+        beside = started(BESIDE, shared.share)
         try:
+            helped(shared)
+            keyword_keys, keyword_scores = self.keyword_side(wanted, keyword_depth)
             found = shared.nearest()
-        finally:
-            ended(beside)
+        finally:  # the scan reads the index: it ends before the lock is let go
+            scan_ended(shared, beside)
         return keyword_keys, keyword_scores, found
 
     def scan_beside(self, depth: int) -> Callable[[np.ndarray], SharedNearest | None] | None:

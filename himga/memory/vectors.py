@@ -404,9 +404,18 @@ class SharedNearest:
         self.scan.share()
 
     def ended(self) -> None:
-        """Wait until every part of the scan has ended (taking part should rows be left): what
-        a caller that gives up on the answer must do before the index may change."""
-        self.scan.best()
+        """Wait until every part of the scan has ended (taking part should rows be left), even
+        should the waiting thread be interrupted meanwhile (the interrupt raised once they
+        have): what a caller must do, whatever befell it, before the index may change."""
+        interrupted: BaseException | None = None
+        while True:
+            try:
+                self.scan.wait()  # cannot fail: only an interrupt before or after it is raised
+                break
+            except BaseException as error:
+                interrupted = interrupted or error
+        if interrupted is not None:
+            raise interrupted
 
     def nearest(self) -> tuple[Keys, Floats]:
         rows = np.frombuffer(self.scan.best(), dtype=np.int32)

@@ -8,10 +8,11 @@ or an episode. One whose first write failed is not (himga.storage.namespaces).
 - A data directory: every file of a namespace, in every folder, is named by
   himga.memory.registry.namespace_file (`<readable>-<hash><suffix>`). A namespace is held when
   `namespaces/` records its memory or `episodes/` holds its database, unless `namespaces/` marks
-  that database unmade (made by a write that stored nothing), and, where `namespaces/` marks a
-  side pending (made by a write under way, or killed with its process), only once it holds
-  something when the listing looks into it (himga.storage.namespaces); its name is read back
-  from the file name (the readable part, checked against the hash). A name too long to be read back
+  that database unmade (made by a write that stored nothing); where `namespaces/` marks a side
+  pending (made by a first write under way, or killed with its process), only once it holds
+  something when the listing looks into it, whatever other mark it has
+  (himga.storage.namespaces); its name is read back from the file name (the readable part,
+  checked against the hash). A name too long to be read back
   so also gets `namespaces/<readable>-<hash>.name`, written when it is opened (`remember_name`):
   a long-named namespace an earlier himga made is listed from its next call on. Deleting removes
   every file of the namespace in every folder.
@@ -98,7 +99,7 @@ def held(
     if namespaces.database is not None:
         found.update(_database_held(namespaces.database, prefix, after, count))
     elif namespaces.data_dir is not None:
-        found.update(_directory_held(namespaces, namespaces.data_dir))
+        found.update(_directory_held(namespaces, namespaces.data_dir, prefix, after))
     else:
         found.update(namespaces.open_names())
     names = [
@@ -134,19 +135,28 @@ def _bytes(name: str) -> bytes:
     return name.encode("utf-8")
 
 
-def _directory_held(namespaces: "Namespaces", data_dir: Path) -> dict[str, str]:
+def _directory_held(
+    namespaces: "Namespaces", data_dir: Path, prefix: str, after: str
+) -> dict[str, str]:
+    """The namespaces held in `data_dir` (the module's text) among those whose name starts with
+    `prefix` and comes after `after`: only those are looked into when marked pending."""
+
+    def asked(name: str) -> bool:
+        return name.startswith(prefix) and _bytes(name) > _bytes(after)
+
     found: dict[str, str] = {}
     for path in sorted((data_dir / "episodes").glob("*.sqlite3")):
         name = _name_of(data_dir, path.name.removesuffix(".sqlite3"))
-        if name is None:
+        if name is None or not asked(name):
             continue
-        if episodes_unmade(data_dir, name).exists():
-            continue
-        if not episodes_pending(data_dir, name).exists() or namespaces.episodes_stored(name):
+        if episodes_pending(data_dir, name).exists():  # a first write under way, or killed
+            if namespaces.episodes_stored(name):
+                found[name] = ""
+        elif not episodes_unmade(data_dir, name).exists():
             found[name] = ""
     for path in (data_dir / "namespaces").glob("*.memory"):
         name = _name_of(data_dir, path.name.removesuffix(".memory"))
-        if name is None:
+        if name is None or not asked(name):
             continue
         try:
             memory = path.read_text(encoding="utf-8")

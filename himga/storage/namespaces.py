@@ -30,10 +30,11 @@ Each namespace has two sides, its messages (a memory) and its episodes (an episo
   store holds an episode); over a database the listing passes over a namespace with no episode
   already. A process killed during a namespace's first write settles nothing, so in a data
   directory each side is also marked pending before that write makes it (layout.
-  messages_pending, episodes_pending), the mark taken away when the write's call ends, or by
-  any later write once the side holds something: the listing holds a side marked pending (and
-  not unmade) only once it holds something (`messages_stored`, `episodes_stored`). A data
-  directory of an earlier himga has no marks: its records and databases are held as before.
+  messages_pending, episodes_pending), the mark taken away once the write's call has settled
+  it (kept, or unmade), or by any later write once the side holds something: the listing holds
+  a side marked pending only once it holds something, looking into it (`messages_stored`,
+  `episodes_stored`). A data directory of an earlier himga has no marks: its records and
+  databases are held as before.
 - It records the memory a namespace holds, so that the namespace keeps it across restarts and
   every server over the place reads the same one: in a data directory a file written once,
   atomically (himga.storage.layout), in a database the namespace's row
@@ -63,7 +64,7 @@ import errno
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -227,6 +228,9 @@ class NamespaceStores:
             if opened is None and (create or self._has_messages(namespace)):
                 self._make_room()
                 fresh = self._record_missing(namespace)
+                if fresh and not create:  # deleted since the look (by another process)
+                    yield None
+                    return
                 if fresh:  # marked before it is recorded: a kill during the write leaves both
                     self._mark_pending(layout.messages_pending, namespace)
                 _check_memory(namespace, self._recorded(namespace, memory), memory)
@@ -344,19 +348,34 @@ class NamespaceStores:
         except Exception:
             return True
         if holds:
-            self._unmark(layout.messages_pending, namespace)
+            with suppress(OSError):  # left, the mark only costs the next listing a look
+                self._unmark(layout.messages_pending, namespace)
         return holds
 
     def episodes_stored(self, namespace: str) -> bool:
         """Whether `namespace`'s episode store, marked pending in a data directory, holds an
-        episode now (as `messages_stored`)."""
+        episode now (as `messages_stored`), its unmade mark taken away too when it does. Should
+        the pending mark be gone and the store hold nothing (another process deleted the
+        namespace between this look's test and its open, which made the store again, or its
+        first write failed meanwhile), the store is marked unmade, then looked at once more,
+        as `_settle_episodes` does."""
+        assert self.data_dir is not None
+        pending = layout.episodes_pending(self.data_dir, namespace)
+        unmade = layout.episodes_unmade(self.data_dir, namespace)
         try:
             with self.episodes(namespace, create=False) as store:
-                holds = store is not None and _holds_episodes(store)
+                if store is None:
+                    return False
+                holds = _holds_episodes(store)
+                if not holds and not pending.exists():
+                    write_private(unmade, b"")
+                    holds = _holds_episodes(store)
         except Exception:
             return True
         if holds:
-            self._unmark(layout.episodes_pending, namespace)
+            with suppress(OSError):  # left, the marks only cost the next listing a look
+                pending.unlink(missing_ok=True)
+                unmade.unlink(missing_ok=True)
         return holds
 
     def _episodes_kept(self, namespace: str, opened: OpenEpisodes) -> None:
@@ -468,6 +487,9 @@ class NamespaceStores:
         opened.fresh = False
         namespace = key[1]
         if _holds_something(opened.memory):
+            # recorded again should another process's failed first write have taken the record
+            # away meanwhile (both found none), then the mark goes
+            self._recorded(namespace, opened.memory_name)
             self._unmark(layout.messages_pending, namespace)
             return
         self._unrecord(namespace)
@@ -486,24 +508,25 @@ class NamespaceStores:
         stored meanwhile keeps it (that process's write may have looked before the mark). The
         pending mark goes either way: the call has ended."""
         opened.fresh = False
-        try:
-            if _holds_episodes(opened.store):
-                return
+        if not _holds_episodes(opened.store):
             if self.data_dir is not None:
                 mark = layout.episodes_unmade(self.data_dir, key[1])
                 write_private(mark, b"")
                 if _holds_episodes(opened.store):
                     mark.unlink(missing_ok=True)
-                    return
-            self._open.pop(key)
-            opened.close()
-        finally:
-            self._unmark(layout.episodes_pending, key[1])
+                else:
+                    self._open.pop(key)
+                    opened.close()
+            else:
+                self._open.pop(key)
+                opened.close()
+        # settled, held or unmade (an error above leaves the mark: the listing then looks)
+        self._unmark(layout.episodes_pending, key[1])
 
     def _record_again(self, namespace: str, opened: OpenNamespace) -> None:
         """After a write, while the call still holds the namespace (so it stays open) but not
         its lock: in a data directory, record the namespace's memory again should another
-        process have unmade it as this one stored its first message, and take its unmade mark
+        process have unmade it as this one stored its first message, and take its pending mark
         away should one be left (by a process killed during the first write, or by another
         process's write under way) now that it holds a message (the module's text). A look at
         two files; the memory is read only when the record is gone or the mark is there."""

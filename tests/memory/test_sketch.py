@@ -177,6 +177,24 @@ def test_two_threads_asking_a_shared_scan_for_its_answer_get_the_same_one() -> N
     assert [np.frombuffer(found, np.int32).tolist() for found in answers] == [expected, expected]
 
 
+def test_waiting_for_a_shared_scan_ends_every_part_and_leaves_its_answer_whole() -> None:
+    """wait(), a caller giving up on the answer: it scans what no thread took, returns once
+    every part has ended (after it no part is scanning), and the answer asked later is whole."""
+    rng = np.random.default_rng(13)
+    sketches = rng.integers(0, 256, size=(70_000, 96), dtype=np.uint8)
+    query = rng.integers(-128, 128, size=192, dtype=np.int8)
+    scan = SharedScan(sketches, query, 300)
+    helper = threading.Thread(target=scan.share)
+    helper.start()
+    scan.wait()
+    scan.wait()  # again: nothing left, nothing to wait for
+    helper.join()
+    assert np.frombuffer(scan.best(), np.int32).tolist() == reference(sketches, query, 300).tolist()
+    alone = SharedScan(sketches, query, 300)
+    alone.wait()  # no other thread took part: it scanned every row itself
+    assert alone.best() == scan.best()
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
 def test_a_scan_on_a_thread_held_to_one_core_still_shares_its_rows() -> None:
     """The scan's helper threads start on the caller's other cores; a caller allowed only one

@@ -445,6 +445,135 @@ def test_a_process_killed_during_a_namespace_first_write_leaves_it_listed_as_it_
         namespaces.close()
 
 
+def test_a_killed_first_episode_write_after_a_failed_one_is_listed_as_it_holds(
+    tmp_path: Path,
+) -> None:
+    """A first episode write failed (the database marked unmade), then another process stored
+    one and was killed before its call ended (marked pending too): the listing looks, and holds
+    the namespace, both marks taken away."""
+    import subprocess
+    import sys
+
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    namespaces = Namespaces("sqlite", tmp_path, episodes="sqlite")
+    try:
+        with pytest.raises(WriteFailed), namespaces.episodes("new"):
+            raise WriteFailed
+        assert layout.episodes_unmade(tmp_path, "new").exists()
+        killed = subprocess.run(
+            [sys.executable, "-c", KILLED_DURING_FIRST_WRITE, str(tmp_path), "episodes", "stored"],
+            cwd=Path(__file__).resolve().parents[2],
+            capture_output=True,
+            timeout=HANG_SECONDS,
+        )
+        assert killed.returncode == -9, killed.stderr.decode()
+        assert catalog.held(namespaces, "", "") == [catalog.Held("new", "")]
+        assert not layout.episodes_unmade(tmp_path, "new").exists()
+        assert not layout.episodes_pending(tmp_path, "new").exists()
+    finally:
+        namespaces.close()
+
+
+def test_a_first_episode_write_whose_settling_fails_is_not_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first episode write that stored nothing, whose unmade mark cannot be written (the
+    descriptors ran out): its pending mark stays, and the listing, looking, does not hold it."""
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    written = opener.write_private
+
+    def unwritable(path: Path, data: bytes) -> None:
+        if path.suffix == ".episodes-unmade":
+            raise OSError(24, "Too many open files")
+        written(path, data)
+
+    namespaces = Namespaces("sqlite", tmp_path, episodes="sqlite")
+    try:
+        monkeypatch.setattr(opener, "write_private", unwritable)
+        with pytest.raises(OSError, match="Too many"), namespaces.episodes("new"):
+            pass  # stores nothing
+        monkeypatch.undo()
+        assert layout.episodes_pending(tmp_path, "new").exists()
+        assert catalog.held(namespaces, "", "") == []
+    finally:
+        namespaces.close()
+
+
+def test_a_read_of_a_namespace_deleted_since_its_look_makes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process deletes a namespace between a read's look for its record and its open:
+    the read finds nothing and records nothing; a listing's look into a pending episode store
+    so deleted (its open makes the database again) marks that database unmade."""
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    namespaces = Namespaces("sqlite", tmp_path, episodes="sqlite")
+    try:
+        monkeypatch.setattr(NamespaceStores, "_has_messages", lambda self, namespace: True)
+        with namespaces.messages("gone", create=False) as opened:
+            assert opened is None
+        assert list((tmp_path / "namespaces").glob("gone-*")) == []
+        monkeypatch.undo()
+
+        with namespaces.episodes("gone") as store:  # made, then a killed write's mark forged
+            assert store is not None
+        layout.episodes_unmade(tmp_path, "gone").unlink()
+        opener.write_private(layout.episodes_pending(tmp_path, "gone"), b"")
+        namespaces.close()
+        has_episodes = NamespaceStores._has_episodes
+
+        def deleted_after_the_look(self: NamespaceStores, namespace: str) -> bool:
+            found = has_episodes(self, namespace)
+            for path in (tmp_path / "namespaces").glob("gone-*"):
+                path.unlink()
+            layout.episodes_database(tmp_path, namespace).unlink()
+            return found
+
+        monkeypatch.setattr(NamespaceStores, "_has_episodes", deleted_after_the_look)
+        assert catalog.held(namespaces, "", "") == []
+        monkeypatch.undo()
+        assert layout.episodes_unmade(tmp_path, "gone").exists()
+        assert catalog.held(namespaces, "", "") == []
+    finally:
+        namespaces.close()
+
+
+def test_of_two_first_writes_the_one_that_stores_keeps_the_record(tmp_path: Path) -> None:
+    """Two processes find a namespace unrecorded and both make it; the first's write fails and
+    its settling takes the record away after the second made it again; the second stores a
+    message, and its settling records the namespace once more: it is listed."""
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    first, second = NamespaceStores(tmp_path), NamespaceStores(tmp_path)
+    later = Namespaces("sqlite", tmp_path)
+    try:
+        failing = first.messages("shared")
+        failing.__enter__()
+        layout.memory_record(tmp_path, "shared").unlink()  # as if the second looked before it
+        storing = second.messages("shared")
+        opened = storing.__enter__()
+        assert opened is not None and opened.fresh
+        assert failing.__exit__(WriteFailed, WriteFailed(), None) is False
+        assert not layout.memory_record(tmp_path, "shared").exists()  # taken by the first
+        with opened.lock:
+            opened.memory.ingest(Message(role="u", content="kept"), Session(session_id="s"))
+        storing.__exit__(None, None, None)
+        assert catalog.held(later, "", "") == [catalog.Held("shared", "sqlite")]
+    finally:
+        for stores in (first, second, later):
+            stores.close()
+
+
 def test_a_namespace_whose_first_write_rolled_back_is_not_listed_over_a_database(
     database: Database,
 ) -> None:
