@@ -226,29 +226,7 @@ class NamespaceStores:
         with self._opening:
             opened = self._open.get(key)
             if opened is None and (create or self._has_messages(namespace)):
-                self._make_room()
-                fresh = self._record_missing(namespace)
-                if fresh and not create:  # deleted since the look (by another process)
-                    yield None
-                    return
-                if fresh:  # marked before it is recorded: a kill during the write leaves both
-                    self._mark_pending(layout.messages_pending, namespace)
-                _check_memory(namespace, self._recorded(namespace, memory), memory)
-                factory = self._memory_factory(memory)
-                options = self.memory_options.get(memory) or (
-                    memory_kinds.memory_kind(memory).default_options()
-                )
-                try:
-                    opened = OpenNamespace(memory, self._make(factory, namespace, options))
-                except BaseException:
-                    # not opened (its model cannot load, say): the namespace holds nothing yet,
-                    # so the record just made would bind it to a memory for no message
-                    if fresh:
-                        self._unrecord(namespace)
-                        self._unmark(layout.messages_pending, namespace)
-                    raise
-                opened.fresh = fresh
-                self._open[key] = opened
+                opened = self._opened_messages(key, memory, create=create)
             if opened is not None:
                 self._hold(key, opened)
         if opened is None:
@@ -262,6 +240,37 @@ class NamespaceStores:
             if create and not opened.fresh:  # (fresh: the last call's release settles it)
                 self._record_again(namespace, opened)
             self._release(opened, key)
+
+    def _opened_messages(
+        self, key: tuple[str, str], memory: str, *, create: bool
+    ) -> OpenNamespace | None:
+        """The namespace's messages opened with `memory` (called under the lock): made, and
+        recorded, for a write that finds them unrecorded; None for a read that finds their
+        record gone since its look (another process deleted the namespace): nothing is made."""
+        namespace = key[1]
+        self._make_room()
+        fresh = self._record_missing(namespace)
+        if fresh and not create:
+            return None
+        if fresh:  # marked before it is recorded: a kill during the write leaves both
+            self._mark_pending(layout.messages_pending, namespace)
+        _check_memory(namespace, self._recorded(namespace, memory), memory)
+        factory = self._memory_factory(memory)
+        options = self.memory_options.get(memory) or (
+            memory_kinds.memory_kind(memory).default_options()
+        )
+        try:
+            opened = OpenNamespace(memory, self._make(factory, namespace, options))
+        except BaseException:
+            # not opened (its model cannot load, say): the namespace holds nothing yet, so the
+            # record just made would bind it to a memory for no message
+            if fresh:
+                self._unrecord(namespace)
+                self._unmark(layout.messages_pending, namespace)
+            raise
+        opened.fresh = fresh
+        self._open[key] = opened
+        return opened
 
     @contextmanager
     def episodes(self, namespace: str, *, create: bool = True) -> Iterator[EpisodeStore | None]:
