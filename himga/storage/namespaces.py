@@ -515,7 +515,8 @@ class NamespaceStores:
         it): kept when it holds an episode, else closed and unmade (the module's text): in a
         data directory marked, and looked at again once marked: an episode another process
         stored meanwhile keeps it (that process's write may have looked before the mark). The
-        pending mark goes either way: the call has ended."""
+        pending mark goes once it is settled, kept or unmade; an error on the way leaves it,
+        so that the listing looks into the store."""
         opened.fresh = False
         if not _holds_episodes(opened.store):
             if self.data_dir is not None:
@@ -529,7 +530,6 @@ class NamespaceStores:
             else:
                 self._open.pop(key)
                 opened.close()
-        # settled, held or unmade (an error above leaves the mark: the listing then looks)
         self._unmark(layout.episodes_pending, key[1])
 
     def _record_again(self, namespace: str, opened: OpenNamespace) -> None:
