@@ -77,44 +77,31 @@ class QueryVector:
 
     @property
     def done(self) -> bool:
-        """Whether the vector, and the thread that made it (its part of the scan, if the scan
-        ran beside), is done, whatever came of it."""
+        """Whether the vector (and the scan, if it ran beside: every part of it, which the
+        thread that made the vector waits for) is done, whatever came of it."""
         return self._done.done()
 
     def result(self) -> np.ndarray:
-        """The query's vector; when the scan runs beside, its thread waited for to its end
-        whatever interrupts the caller (`outlast`)."""
+        """The query's vector; when the scan runs beside, waited for to its end whatever
+        interrupts the caller (`outlast`)."""
         return outlast(self._done) if self._scan is not None else self._done.result()
 
     def nearest(self) -> Nearest | None:
         """The vectors' nearest turns when the scan runs beside (`ranked` said so): the caller
-        takes part in it, then waits for its every part, whatever interrupts it (`scan_ended`);
-        None when it does not run beside."""
+        takes part in it, then waits for its every part, whatever interrupts it (`ended`: the
+        thread that began the scan returns once every part has); None when it does not run
+        beside."""
         if self._scan is None:
             return None
         try:
             return self._scan.nearest()
         finally:
-            scan_ended(self._scan, self._done)
+            ended(self._done)
 
     def wait(self) -> None:
-        """Wait until the vector and, if the scan runs beside, every part of it are done,
-        whatever came of them or interrupts the caller meanwhile (`ended`, `scan_ended`)."""
-        try:
-            ended(self._done)
-        finally:  # the job has ended: whether a scan began is settled
-            if self._scan is not None:
-                self._scan.ended()
-
-
-def scan_ended(scan: SharedNearest, job: Future[T]) -> None:
-    """Wait until every part of `scan` has ended, and `job` (the thread that began it), even
-    should the waiting thread be interrupted meanwhile (the interrupt raised once both have):
-    before this returns, its caller may not let go of the lock the scan reads under."""
-    try:
-        scan.ended()
-    finally:
-        ended(job)
+        """Wait until the vector (and the scan, if it runs beside, every part of it) is done,
+        whatever came of it or interrupts the caller meanwhile (`ended`)."""
+        ended(self._done)
 
 
 def helped(scan: SharedNearest) -> None:

@@ -49,7 +49,7 @@ from himga.data.conversation import Message, Session
 from himga.embeddings import Embedder, shared_embedder
 from himga.errors import IncompatibleStoreError
 from himga.memory.base import DEFAULT_LIMIT, Hit, hit_of
-from himga.memory.beside import BESIDE, Nearest, QueryVector, helped, scan_ended
+from himga.memory.beside import BESIDE, Nearest, QueryVector, ended, helped
 from himga.memory.derived import DerivedIndex, Placing
 from himga.memory.filters import MessageFilter
 from himga.memory.fusion import Dated, Fusion, Links, dense_query, fuse_arrays, pairs, passage
@@ -316,8 +316,8 @@ class HybridIndex(DerivedIndex):
             helped(shared)
             keyword_keys, keyword_scores = self.keyword_side(wanted, keyword_depth)
             found = shared.nearest()
-        finally:  # the scan reads the index: it ends before the lock is let go
-            scan_ended(shared, beside)
+        finally:  # the scan reads the index: every part ends (`share` waits for them) first
+            ended(beside)
         return keyword_keys, keyword_scores, found
 
     def scan_beside(self, depth: int) -> Callable[[np.ndarray], SharedNearest | None] | None:

@@ -382,9 +382,11 @@ class VectorIndex:
 @dataclass(frozen=True, slots=True)
 class SharedNearest:
     """A search for the `k` nearest vectors to `q` whose scan of the sketches threads share
-    (VectorIndex.shared_nearest): `share` takes part in the scan on the thread that calls it,
-    until no row is left; `nearest` takes part too, waits for every thread that took part, and
-    answers as VectorIndex.nearest does. The index must not change until every part has ended.
+    (VectorIndex.shared_nearest): `share`, the part of the thread that begins it, takes part in
+    the scan until no row is left and then waits for every part that took rows, so that once it
+    has returned nothing reads the index (a caller given up on the answer waits for that thread
+    alone); `nearest` takes part too, waits for every part, and answers as VectorIndex.nearest
+    does. The index must not change until every part has ended.
 
     `helpers`: how many more threads the scan should have, `help` being their part, where the
     machine has the cores for more than the two that begin and join it (VectorIndex.nearest's
@@ -399,23 +401,10 @@ class SharedNearest:
 
     def share(self) -> None:
         self.scan.share()
+        self.scan.wait()  # every part, the helpers' and the caller's, ended (it cannot fail)
 
     def help(self) -> None:
         self.scan.share()
-
-    def ended(self) -> None:
-        """Wait until every part of the scan has ended (taking part should rows be left), even
-        should the waiting thread be interrupted meanwhile (the interrupt raised once they
-        have): what a caller must do, whatever befell it, before the index may change."""
-        interrupted: BaseException | None = None
-        while True:
-            try:
-                self.scan.wait()  # cannot fail: only an interrupt before or after it is raised
-                break
-            except BaseException as error:
-                interrupted = interrupted or error
-        if interrupted is not None:
-            raise interrupted
 
     def nearest(self) -> tuple[Keys, Floats]:
         rows = np.frombuffer(self.scan.best(), dtype=np.int32)

@@ -30,11 +30,13 @@ Each namespace has two sides, its messages (a memory) and its episodes (an episo
   store holds an episode); over a database the listing passes over a namespace with no episode
   already. A process killed during a namespace's first write settles nothing, so in a data
   directory each side is also marked pending before that write makes it (layout.
-  messages_pending, episodes_pending), the mark taken away once the write's call has settled
-  it (kept, or unmade), or by any later write once the side holds something: the listing holds
-  a side marked pending only once it holds something, looking into it (`messages_stored`,
-  `episodes_stored`). A data directory of an earlier himga has no marks: its records and
-  databases are held as before.
+  messages_pending, episodes_pending): the listing holds a side marked pending only once it
+  holds something, looking into it (`messages_stored`, `episodes_stored`). The mark is taken
+  away once the side is seen holding something (by the write's settling, any later write, or
+  the listing); the messages' mark only then (unrecorded, they are not looked at, and another
+  process's first write begun meanwhile may rely on that mark), the episodes' also when the
+  settling marks them unmade. A data directory of an earlier himga has no marks: its records
+  and databases are held as before.
 - It records the memory a namespace holds, so that the namespace keeps it across restarts and
   every server over the place reads the same one: in a data directory a file written once,
   atomically (himga.storage.layout), in a database the namespace's row
@@ -252,9 +254,18 @@ class NamespaceStores:
         fresh = self._record_missing(namespace)
         if fresh and not create:
             return None
-        if fresh:  # marked before it is recorded: a kill during the write leaves both
+        wrote: list[bool] = []
+
+        def pending() -> None:  # marked before it is recorded: a kill during the write leaves both
             self._mark_pending(layout.messages_pending, namespace)
-        _check_memory(namespace, self._recorded(namespace, memory), memory)
+            wrote.append(True)
+
+        recorded = self._recorded(namespace, memory, write=create, before_writing=pending)
+        if recorded is None:  # a read, the record gone since the look: deleted meanwhile
+            return None
+        _check_memory(namespace, recorded, memory)
+        if self.data_dir is not None:  # made by this call, if it wrote the record
+            fresh = bool(wrote)
         factory = self._memory_factory(memory)
         options = self.memory_options.get(memory) or (
             memory_kinds.memory_kind(memory).default_options()
@@ -264,9 +275,8 @@ class NamespaceStores:
         except BaseException:
             # not opened (its model cannot load, say): the namespace holds nothing yet, so the
             # record just made would bind it to a memory for no message
-            if fresh:
+            if fresh:  # (the pending mark stays: it may be another process's too)
                 self._unrecord(namespace)
-                self._unmark(layout.messages_pending, namespace)
             raise
         opened.fresh = fresh
         self._open[key] = opened
@@ -416,9 +426,18 @@ class NamespaceStores:
         if self.data_dir is not None:
             layout.memory_record(self.data_dir, namespace).unlink(missing_ok=True)
 
-    def _recorded(self, namespace: str, memory: str) -> str:
+    def _recorded(
+        self,
+        namespace: str,
+        memory: str,
+        *,
+        write: bool = True,
+        before_writing: Callable[[], None] | None = None,
+    ) -> str | None:
         """The memory recorded for `namespace`; `memory`, recorded now, if none is (or there is
-        nowhere to record it)."""
+        nowhere to record it). In a data directory, with `write` False (a read) nothing is
+        recorded: None when there is no record; `before_writing` is called before a record is
+        written (to mark the namespace pending first)."""
         if self.database is not None:
             from himga.storage.postgres import recorded_memory
 
@@ -432,6 +451,10 @@ class NamespaceStores:
             return record.read_text(encoding="utf-8")
         except FileNotFoundError:
             pass
+        if not write:
+            return None
+        if before_writing is not None:
+            before_writing()
         write_private(record, memory.encode("utf-8"))
         return memory
 
@@ -508,7 +531,8 @@ class NamespaceStores:
             return
         self._open.pop(key)
         opened.close()
-        self._unmark(layout.messages_pending, namespace)  # unrecorded: nothing lists it
+        # the pending mark stays (without a record nothing lists the namespace): another
+        # process's first write, begun as the record went, may have found it and made none
 
     def _settle_episodes(self, key: tuple[str, str], opened: OpenEpisodes) -> None:
         """After the last call of a fresh episode store (called under the lock, no call using

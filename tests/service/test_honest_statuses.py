@@ -342,7 +342,7 @@ def test_a_new_namespace_whose_first_write_is_rolled_back_is_not_listed(
             # while its first write runs, nothing is stored: not listed (as over a database)
             assert listed(stub, "never-") == []
         assert listed(stub, "never-") == []
-        assert list((tmp_path / "namespaces").glob("never-kept-*")) == []  # no record
+        assert list((tmp_path / "namespaces").glob("never-kept-*.memory")) == []  # no record
         stub.Ingest(ingest_request("never-kept", "kept now"))  # its next write makes it again
         assert listed(stub, "never-") == ["never-kept"]
         assert stored(stub, "never-kept", "kept") == ["kept now"]

@@ -264,8 +264,8 @@ def test_a_namespace_whose_first_write_fails_is_unmade(tmp_path: Path, in_direct
             with stores.messages(namespace, create=False) as opened:
                 assert opened is None  # no record: as never written
         assert len(stores) == 1  # the episodes
-        if in_directory:
-            assert [path.suffix for path in (tmp_path / "namespaces").iterdir()] == []
+        if in_directory:  # no record (a pending mark without one is not looked at)
+            assert list((tmp_path / "namespaces").glob("*.memory")) == []
         with stores.episodes("with-episodes", create=False) as store:
             assert store is not None and store.get("ep-0002").id == "ep-0002"
         ingest(stores, "new", "kept at last")
@@ -546,6 +546,68 @@ def test_a_read_of_a_namespace_deleted_since_its_look_makes_nothing(
         namespaces.close()
 
 
+def test_a_first_write_begun_as_another_failed_one_is_unmade_keeps_its_pending_mark(
+    tmp_path: Path,
+) -> None:
+    """A process's first write fails and its settling takes the record away; another process's
+    first write begins right then, finds the pending mark there (and makes none of its own),
+    records the namespace, and is killed before it stores anything: the mark is still there,
+    so the listing does not hold the namespace empty."""
+    from himga.service import catalog
+    from himga.service.namespaces import Namespaces
+    from himga.storage import layout
+
+    first, second = NamespaceStores(tmp_path), NamespaceStores(tmp_path)
+    later = Namespaces("sqlite", tmp_path)
+    begun: list[object] = []
+    unrecord = first._unrecord
+
+    def then_the_second_begins(namespace: str) -> None:
+        unrecord(namespace)
+        call = second.messages(namespace)  # kept: dropped, the call would end and settle
+        begun.extend([call, call.__enter__()])
+
+    try:
+        failing = first.messages("shared")
+        failing.__enter__()
+        first._unrecord = then_the_second_begins  # type: ignore[method-assign]
+        assert failing.__exit__(WriteFailed, WriteFailed(), None) is False
+        assert begun and layout.memory_record(tmp_path, "shared").exists()  # the second's
+        assert layout.messages_pending(tmp_path, "shared").exists()
+        assert catalog.held(later, "", "") == []  # the second "killed": nothing stored
+    finally:
+        for stores in (first, second, later):
+            stores.close()
+
+
+def test_a_read_whose_record_goes_before_it_is_read_records_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read finds a namespace's record, which another process's failed first write (or a
+    delete) takes away before the read reads it: the read finds nothing and writes no record
+    back (which would list the namespace empty)."""
+    from himga.storage import layout
+
+    stores = NamespaceStores(tmp_path)
+    try:
+        ingest(stores, "gone", "said")
+        stores.close()
+        record = layout.memory_record(tmp_path, "gone")
+        missing = NamespaceStores._record_missing
+
+        def taken_after_the_look(self: NamespaceStores, namespace: str) -> bool:
+            found = missing(self, namespace)
+            record.unlink()
+            return found
+
+        monkeypatch.setattr(NamespaceStores, "_record_missing", taken_after_the_look)
+        with stores.messages("gone", create=False) as opened:
+            assert opened is None
+        assert not record.exists()
+    finally:
+        stores.close()
+
+
 def test_of_two_first_writes_the_one_that_stores_keeps_the_record(tmp_path: Path) -> None:
     """Two processes find a namespace unrecorded and both make it; the first's write fails and
     its settling takes the record away after the second made it again; the second stores a
@@ -643,7 +705,7 @@ def test_a_message_stored_by_another_process_as_the_namespace_is_unmade_keeps_it
         opened = beside.__enter__()
         assert opened is not None and not opened.fresh  # the first one's record was there
         assert failing.__exit__(WriteFailed, WriteFailed(), None) is False  # the failure goes on
-        assert list((tmp_path / "namespaces").iterdir()) == []  # unmade: nothing was stored
+        assert list((tmp_path / "namespaces").glob("*.memory")) == []  # unmade: no record
         with opened.lock:
             opened.memory.ingest(Message(role="u", content="kept beside"), Session(session_id="s"))
         beside.__exit__(None, None, None)
