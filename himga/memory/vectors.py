@@ -300,9 +300,8 @@ class VectorIndex:
             assert self._sketch_options is not None
             wanted = self._sketch_options.wanted(k)
             if wanted < n:
-                threads = _SCAN_THREADS if n >= _THREADED_ROWS else 1
                 rows = np.frombuffer(
-                    best_rows(self._sketches[:n], self._sketch.weights(q), wanted, threads),
+                    best_rows(self._sketches[:n], self._sketch.weights(q), wanted, _threads(n)),
                     dtype=np.int32,
                 )
                 return self._rescored(q, rows, k)
@@ -328,8 +327,7 @@ class VectorIndex:
         if wanted >= n:
             return None
         scan = SharedScan(self._sketches[:n], self._sketch.weights(q), wanted)
-        threads = _SCAN_THREADS if n >= _THREADED_ROWS else 1
-        return SharedNearest(self, q, k, scan, max(0, threads - 2))
+        return SharedNearest(self, q, k, scan, max(0, _threads(n) - 2))
 
     def _rescored(self, q: Floats, rows: npt.NDArray[np.int32], k: int) -> tuple[Keys, Floats]:
         """The best `k` of the sketches' candidate `rows`, by their exact cosines with `q`."""
@@ -437,6 +435,11 @@ def _moments(rows: Floats) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]
         chunk = fixed[start : start + _CHUNK]
         outer += (chunk.T @ chunk).astype(np.int64)  # exact: integers below 2**53
     return total, outer
+
+
+def _threads(rows: int) -> int:
+    """The threads a scan of `rows` sketches takes: _SCAN_THREADS past _THREADED_ROWS, else one."""
+    return _SCAN_THREADS if rows >= _THREADED_ROWS else 1
 
 
 def _scores(rows: Floats, q: Floats) -> Floats:

@@ -51,8 +51,9 @@ def episodes_database(data_dir: Path, namespace: str) -> Path:
 
 def messages_pending(data_dir: Path, namespace: str) -> Path:
     """The mark that `namespace`'s messages were made (recorded) by a write not yet seen to
-    store one: under way, or killed with its process before its call ended. The namespace is
-    held for them only once they hold a message (himga.storage.namespaces,
+    store one: under way, or killed with its process before its call ended (a write that failed
+    takes the record away and leaves the mark, which without a record nothing looks at). The
+    namespace is held for them only once they hold a message (himga.storage.namespaces,
     himga.service.catalog)."""
     return namespace_file(data_dir, RECORDS, namespace, ".messages-pending")
 
