@@ -11,9 +11,11 @@
    kept, which after the first few thousand rows is rare, so the scan is the dot products. The
    rows may be shared out to a few threads (a scan of a large index is bound by memory, which
    one core does not exhaust on some machines; on others, by the core: hence the loops), or, as
-   a SharedScan, taken a share at a time by whichever threads join it while it runs. The
-   interpreter's lock is released while it runs (the caller keeps the sketches unchanged: the
-   vector index's rule, no write beside a search). */
+   a SharedScan, taken a share at a time by whichever threads join it while it runs. Given
+   the rows' 2-bit codes as well, it may first scan those, half the bytes, and rank only their
+   best rows by the sketches ("the 2-bit first stage", below). The interpreter's lock is
+   released while it runs (the caller keeps the sketches unchanged: the vector index's rule,
+   no write beside a search). */
 
 #if defined(__linux__)
 #define _GNU_SOURCE /* sched_getcpu, pthread_attr_setaffinity_np */
@@ -118,6 +120,13 @@ typedef struct {
     Py_ssize_t first, rows, rank, count, kept;
     Kept *heap;
     int loop;
+    /* The 2-bit first stage, where `coarse` is given (see "the 2-bit first stage" below): the
+       rows' 2-bit codes, and the pool of rows kept so far (`pooled` of room for 2 x `keep`),
+       which takes a row only above `floor` once it was first cut down to its best `keep`. */
+    const uint8_t *coarse;
+    Py_ssize_t keep, pooled;
+    int32_t floor;
+    Kept *pool;
 } Part;
 
 static void scan_plain(Part *p) {
@@ -157,6 +166,20 @@ __attribute__((target("avx2"))) static inline __m128i across4(__m256i a, __m256i
     return _mm_add_epi32(_mm256_castsi256_si128(all), _mm256_extracti128_si256(all, 1));
 }
 
+/* one row's dot product, as scan_avx2 makes it */
+__attribute__((target("avx2"))) static inline int32_t avx2_row(const uint8_t *row,
+                                                               const int8_t *query,
+                                                               Py_ssize_t rank) {
+    __m256i sum = _mm256_setzero_si256(), zero = sum;
+    int32_t four[4];
+    for (Py_ssize_t at = 0; at < rank; at += BLOCK)
+        sum = avx2_block(sum, _mm256_loadu_si256((const __m256i *)(row + at / 2)),
+                         _mm256_loadu_si256((const __m256i *)(query + at)),
+                         _mm256_loadu_si256((const __m256i *)(query + at + HALF)));
+    _mm_storeu_si128((__m128i *)four, across4(sum, zero, zero, zero));
+    return four[0];
+}
+
 __attribute__((target("avx2"))) static void scan_avx2(Part *p) {
     const Py_ssize_t rank = p->rank, bytes = rank / 2;
     const uint8_t *start = p->sketches + p->first * bytes;
@@ -180,16 +203,9 @@ __attribute__((target("avx2"))) static void scan_avx2(Part *p) {
         _mm_storeu_si128((__m128i *)four, across4(s0, s1, s2, s3));
         for (int j = 0; j < 4; j++) keep(p->heap, &p->kept, p->count, four[j], p->first + i + j);
     }
-    for (; i < p->rows; i++) { /* the last rows, one at a time */
-        const uint8_t *row = start + i * bytes;
-        __m256i sum = _mm256_setzero_si256(), zero = sum;
-        for (Py_ssize_t at = 0; at < rank; at += BLOCK)
-            sum = avx2_block(sum, _mm256_loadu_si256((const __m256i *)(row + at / 2)),
-                             _mm256_loadu_si256((const __m256i *)(p->query + at)),
-                             _mm256_loadu_si256((const __m256i *)(p->query + at + HALF)));
-        _mm_storeu_si128((__m128i *)four, across4(sum, zero, zero, zero));
-        keep(p->heap, &p->kept, p->count, four[0], p->first + i);
-    }
+    for (; i < p->rows; i++) /* the last rows, one at a time */
+        keep(p->heap, &p->kept, p->count, avx2_row(start + i * bytes, p->query, rank),
+             p->first + i);
 }
 
 /* AVX-512's loop with VNNI reads 64 bytes (two blocks) a step: their low halves meet the
@@ -209,6 +225,20 @@ avx512_step(__m512i sum, __m512i x, __m512i first, __m512i last) {
 __attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static inline __m256i
 avx512_fold(__m512i sum) {
     return _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+}
+
+/* one row's dot product (`bytes` of sketch), as scan_avx512 makes it */
+__attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static inline int32_t
+avx512_row(const uint8_t *row, const int8_t *halves, Py_ssize_t bytes) {
+    const __mmask64 whole = ~(__mmask64)0, half = 0xFFFFFFFFu;
+    __m512i sum = _mm512_setzero_si512();
+    for (Py_ssize_t at = 0; at < bytes; at += 64) {
+        const __mmask64 m = at + 64 <= bytes ? whole : half;
+        sum = avx512_step(sum, _mm512_maskz_loadu_epi8(m, row + at),
+                          _mm512_maskz_loadu_epi8(m, halves + at),
+                          _mm512_maskz_loadu_epi8(m, halves + bytes + at));
+    }
+    return _mm512_reduce_add_epi32(sum);
 }
 
 __attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void scan_avx512(Part *p) {
@@ -236,19 +266,342 @@ __attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void scan_avx
                                                  avx512_fold(s2), avx512_fold(s3)));
         for (int j = 0; j < 4; j++) keep(p->heap, &p->kept, p->count, four[j], p->first + i + j);
     }
-    for (; i < p->rows; i++) { /* the last rows, one at a time */
-        const uint8_t *row = start + i * bytes;
-        __m512i sum = _mm512_setzero_si512();
-        for (Py_ssize_t k = 0; k < steps; k++) {
-            const __mmask64 m = 64 * k + 64 <= bytes ? whole : half;
-            sum = avx512_step(sum, _mm512_maskz_loadu_epi8(m, row + 64 * k),
-                              _mm512_maskz_loadu_epi8(m, first + 64 * k),
-                              _mm512_maskz_loadu_epi8(m, last + 64 * k));
+    for (; i < p->rows; i++) /* the last rows, one at a time */
+        keep(p->heap, &p->kept, p->count, avx512_row(start + i * bytes, p->halves, bytes),
+             p->first + i);
+}
+#endif
+
+/* --- the 2-bit first stage ----------------------------------------------------------------
+
+   Where a scan is given `coarse` (best_rows's and SharedScan's argument) and keeps fewer rows
+   than it has, it runs in two stages. The first scans each row's 2-bit codes (a quarter of a
+   byte a coordinate: half the bytes of the sketches, which on a large index is what the scan's
+   time is) and keeps the `keep` rows of greatest dot product with the same int8 weights; the
+   second scores those rows whole from their sketches and answers their best `count`, as the
+   scan without it does.
+
+   The codes lie in blocks of LANES (16) rows, so that one instruction adds into the sums of
+   16 rows and no row's sum is added across: a block is rank / 16 groups of 64 bytes, a group
+   four bytes of each of its rows in turn (row r's at 4r), and byte i of group g holds the
+   codes of coordinates 16g + 4k + i in its bits 2k and 2k + 1 (k = 0 to 3). So the weights of
+   each byte's k-th codes in a group are four that lie together in the query (16g + 4k), read
+   as one 32-bit number and given to every row. The codes of rows past the last in its block
+   are never ranked. Integer arithmetic only, so the answer is the same on every machine, in
+   each loop and on any threads: each part keeps its own best `keep` in a pool, the pools' best
+   `keep` together are the best of all rows (ties to the lower row), and the second stage ranks
+   those by the sketches as the one-stage scan would. */
+
+#define LANES 16
+
+/* The bytes of a block of 2-bit codes, for `rank` coordinates. */
+static inline Py_ssize_t coarse_block(Py_ssize_t rank) { return LANES * rank / 4; }
+
+/* a ranks above b */
+static inline int better(const Kept *a, const Kept *b) { return worse(b, a); }
+
+/* Reorders `rows` (n of them) so that the best `k` lead, in no order (a selection: quickselect
+   with the median of three as its pivot; every two rows rank apart, their numbers differing). */
+static void select_best(Kept *rows, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < k && k < hi && hi - lo > 1) {
+        Kept a = rows[lo], b = rows[lo + (hi - lo) / 2], c = rows[hi - 1], pivot;
+        if (better(&a, &b))
+            pivot = better(&b, &c) ? b : (better(&a, &c) ? c : a);
+        else
+            pivot = better(&a, &c) ? a : (better(&b, &c) ? c : b);
+        Py_ssize_t i = lo, j = hi - 1;
+        while (i <= j) { /* Hoare's partition: the pivot itself stops both */
+            while (better(&rows[i], &pivot)) i++;
+            while (better(&pivot, &rows[j])) j--;
+            if (i <= j) {
+                Kept swap = rows[i];
+                rows[i++] = rows[j];
+                rows[j--] = swap;
+            }
         }
-        keep(p->heap, &p->kept, p->count, _mm512_reduce_add_epi32(sum), p->first + i);
+        /* rows[lo..j] rank at or above the pivot, rows[i..hi) at or below, between them it */
+        if (k <= j + 1)
+            hi = j + 1;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
+/* The first stage's step for one row's 2-bit score: into the pool, unless its score is at most
+   the floor: the sample's (sampled_floor), or once the pool was cut down to its best `keep`,
+   the worst of those (a part's rows come in ascending order, so a row of equal score ranks
+   below it). A full pool is cut down again. */
+static inline void collect(Part *p, int32_t score, Py_ssize_t row) {
+    if (score <= p->floor) return;
+    Kept here = {score, (int32_t)row};
+    p->pool[p->pooled++] = here;
+    if (p->pooled < 2 * p->keep) return;
+    select_best(p->pool, p->pooled, p->keep);
+    p->pooled = p->keep;
+    int32_t least = p->pool[0].score;
+    for (Py_ssize_t i = 1; i < p->keep; i++)
+        if (p->pool[i].score < least) least = p->pool[i].score;
+    p->floor = least;
+}
+
+/* The rows of one block's scores (`scores`, its first `rows` ranked), from row `first`. */
+static inline void collect_block(Part *p, const int32_t *scores, Py_ssize_t first, int rows) {
+    for (int r = 0; r < rows; r++)
+        if (scores[r] > p->floor) collect(p, scores[r], first + r);
+}
+
+/* One block's 16 scores, in plain C. */
+static void coarse_plain_block(const uint8_t *block, const int8_t *query, Py_ssize_t rank,
+                               int32_t *scores) {
+    for (int r = 0; r < LANES; r++) scores[r] = 0;
+    for (Py_ssize_t g = 0; g < rank / 16; g++) {
+        const uint8_t *group = block + 64 * g;
+        const int8_t *w = query + 16 * g;
+        for (int r = 0; r < LANES; r++)
+            for (int i = 0; i < 4; i++) {
+                const int32_t b = group[4 * r + i];
+                scores[r] += (b & 3) * (int32_t)w[i] + ((b >> 2) & 3) * (int32_t)w[4 + i] +
+                             ((b >> 4) & 3) * (int32_t)w[8 + i] + (b >> 6) * (int32_t)w[12 + i];
+            }
+    }
+}
+
+/* The part's rows (its first a block's first row), block by block, by `block_scores`. */
+#define COARSE_SCAN(p, block_scores)                                                           \
+    do {                                                                                       \
+        const Py_ssize_t bytes = coarse_block((p)->rank);                                      \
+        int32_t scores[LANES];                                                                 \
+        for (Py_ssize_t done = 0; done < (p)->rows; done += LANES) {                           \
+            const Py_ssize_t at = (p)->first + done;                                           \
+            block_scores((p)->coarse + at / LANES * bytes, (p)->query, (p)->rank, scores);     \
+            collect_block(p, scores, at,                                                       \
+                          (p)->rows - done < LANES ? (int)((p)->rows - done) : LANES);         \
+        }                                                                                      \
+    } while (0)
+
+static void coarse_plain(Part *p) { COARSE_SCAN(p, coarse_plain_block); }
+
+/* a group's four weights of codes k, given to each row */
+static inline int32_t weights_of(const int8_t *query, Py_ssize_t g, int k) {
+    int32_t four;
+    memcpy(&four, query + 16 * g + 4 * k, sizeof four);
+    return four;
+}
+
+#ifdef HAVE_AVX2_SCAN
+/* AVX2's first stage: 32 bytes (8 rows of a group) at a time, each bit pair shifted down and
+   masked to a code of 0 to 3, multiplied by its four weights and summed in pairs into 16 bits
+   (the four sums at most 4 x 2 x 3 x 128 in size, never saturated), then into each row's 32. */
+__attribute__((target("avx2"))) static void coarse_avx2_block(const uint8_t *block,
+                                                              const int8_t *query,
+                                                              Py_ssize_t rank, int32_t *scores) {
+    const __m256i three = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    __m256i low = _mm256_setzero_si256(), high = low; /* rows 0-7, rows 8-15 */
+    for (Py_ssize_t g = 0; g < rank / 16; g++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(block + 64 * g));
+        const __m256i y = _mm256_loadu_si256((const __m256i *)(block + 64 * g + 32));
+        __m256i lows = _mm256_setzero_si256(), highs = lows;
+        for (int k = 0; k < 4; k++) {
+            const __m256i w = _mm256_set1_epi32(weights_of(query, g, k));
+            lows = _mm256_add_epi16(
+                lows, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(x, 2 * k), three), w));
+            highs = _mm256_add_epi16(
+                highs, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(y, 2 * k), three), w));
+        }
+        low = _mm256_add_epi32(low, _mm256_madd_epi16(lows, ones));
+        high = _mm256_add_epi32(high, _mm256_madd_epi16(highs, ones));
+    }
+    _mm256_storeu_si256((__m256i *)scores, low);
+    _mm256_storeu_si256((__m256i *)(scores + 8), high);
+}
+
+static void coarse_avx2(Part *p) { COARSE_SCAN(p, coarse_avx2_block); }
+
+/* AVX-512's first stage, with VNNI: a group's 64 bytes at once, each bit pair masked in place
+   (not shifted) and multiplied by its four weights into a sum of its own, so the k-th sum
+   counts its codes 4^k times over; each is a multiple of 4^k, so shifting it down by 2k bits
+   is exact. Two groups' sums apart, that the instructions need not wait on each other. */
+__attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void
+coarse_avx512_block(const uint8_t *block, const int8_t *query, Py_ssize_t rank, int32_t *scores) {
+    const __m512i m0 = _mm512_set1_epi8(0x03), m1 = _mm512_set1_epi8(0x0C),
+                  m2 = _mm512_set1_epi8(0x30), m3 = _mm512_set1_epi8((char)0xC0);
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+    __m512i t0 = s0, t1 = s0, t2 = s0, t3 = s0;
+    const Py_ssize_t groups = rank / 16; /* a multiple of 4: rank is of 64 */
+    for (Py_ssize_t g = 0; g < groups; g += 2) {
+        const __m512i x = _mm512_loadu_si512(block + 64 * g);
+        const __m512i y = _mm512_loadu_si512(block + 64 * g + 64);
+        s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(x, m0), _mm512_set1_epi32(weights_of(query, g, 0)));
+        s1 = _mm512_dpbusd_epi32(s1, _mm512_and_si512(x, m1), _mm512_set1_epi32(weights_of(query, g, 1)));
+        s2 = _mm512_dpbusd_epi32(s2, _mm512_and_si512(x, m2), _mm512_set1_epi32(weights_of(query, g, 2)));
+        s3 = _mm512_dpbusd_epi32(s3, _mm512_and_si512(x, m3), _mm512_set1_epi32(weights_of(query, g, 3)));
+        t0 = _mm512_dpbusd_epi32(t0, _mm512_and_si512(y, m0), _mm512_set1_epi32(weights_of(query, g + 1, 0)));
+        t1 = _mm512_dpbusd_epi32(t1, _mm512_and_si512(y, m1), _mm512_set1_epi32(weights_of(query, g + 1, 1)));
+        t2 = _mm512_dpbusd_epi32(t2, _mm512_and_si512(y, m2), _mm512_set1_epi32(weights_of(query, g + 1, 2)));
+        t3 = _mm512_dpbusd_epi32(t3, _mm512_and_si512(y, m3), _mm512_set1_epi32(weights_of(query, g + 1, 3)));
+    }
+    __m512i sum = _mm512_add_epi32(s0, t0);
+    sum = _mm512_add_epi32(sum, _mm512_srai_epi32(_mm512_add_epi32(s1, t1), 2));
+    sum = _mm512_add_epi32(sum, _mm512_srai_epi32(_mm512_add_epi32(s2, t2), 4));
+    sum = _mm512_add_epi32(sum, _mm512_srai_epi32(_mm512_add_epi32(s3, t3), 6));
+    _mm512_storeu_si512(scores, sum);
+}
+
+/* AVX-512's part: as COARSE_SCAN, but a block's rows are compared with the floor at once */
+__attribute__((target("avx2,avx512f,avx512bw,avx512vnni"))) static void coarse_avx512(Part *p) {
+    const Py_ssize_t bytes = coarse_block(p->rank);
+    int32_t scores[LANES];
+    for (Py_ssize_t done = 0; done < p->rows; done += LANES) {
+        const Py_ssize_t at = p->first + done;
+        coarse_avx512_block(p->coarse + at / LANES * bytes, p->query, p->rank, scores);
+        __mmask16 above = _mm512_cmpgt_epi32_mask(_mm512_loadu_si512(scores),
+                                                  _mm512_set1_epi32(p->floor));
+        if (p->rows - done < LANES) above &= (__mmask16)((1u << (p->rows - done)) - 1);
+        while (above) { /* in the order of the rows; collect may raise the floor */
+            const int r = __builtin_ctz(above);
+            above &= (__mmask16)(above - 1);
+            if (scores[r] > p->floor) collect(p, scores[r], at + r);
+        }
     }
 }
 #endif
+
+/* One block's 16 scores, by the part's loop. */
+static void block_scores(const Part *p, const uint8_t *block, int32_t *scores) {
+#ifdef HAVE_AVX2_SCAN
+    if (p->loop == AVX512) {
+        coarse_avx512_block(block, p->query, p->rank, scores);
+        return;
+    }
+    if (p->loop == AVX2) {
+        coarse_avx2_block(block, p->query, p->rank, scores);
+        return;
+    }
+#endif
+    coarse_plain_block(block, p->query, p->rank, scores);
+}
+
+#define SAMPLE_EVERY 32 /* the first stage's sample: one block in this many */
+
+/* A floor for the first stage's pools from a sample of the blocks (one in SAMPLE_EVERY, spread
+   over all of them): one below the score the sample's best rows reach where, at the sample's
+   rate, twice `keep` rows of the whole would, so that every part takes about twice `keep` rows
+   in all rather than several times as many, cut down over and over. INT32_MIN (no floor) where
+   the sample is too small to say, or no memory. A floor too high is found afterwards and the
+   rows scanned again without it (second_stage), so the answer never depends on it. */
+static int32_t sampled_floor(const Part *whole) {
+    const Py_ssize_t blocks = (whole->rows + LANES - 1) / LANES, bytes = coarse_block(whole->rank);
+    const Py_ssize_t most = (blocks + SAMPLE_EVERY - 1) / SAMPLE_EVERY * LANES;
+    Kept *sample = PyMem_RawMalloc((size_t)most * sizeof(Kept));
+    if (sample == NULL) return INT32_MIN;
+    Py_ssize_t sampled = 0;
+    int32_t scores[LANES];
+    for (Py_ssize_t b = 0; b < blocks; b += SAMPLE_EVERY) {
+        block_scores(whole, whole->coarse + b * bytes, scores);
+        for (Py_ssize_t r = 0; r < LANES && b * LANES + r < whole->rows; r++) {
+            Kept here = {scores[r], (int32_t)sampled};
+            sample[sampled++] = here;
+        }
+    }
+    const Py_ssize_t reach = 2 * whole->keep * sampled / whole->rows + 8;
+    int32_t floor = INT32_MIN;
+    if (reach < sampled / 2) {
+        select_best(sample, sampled, reach);
+        floor = sample[0].score;
+        for (Py_ssize_t i = 1; i < reach; i++)
+            if (sample[i].score < floor) floor = sample[i].score;
+        floor -= 1;
+    }
+    PyMem_RawFree(sample);
+    return floor;
+}
+
+/* One row's sketch's dot product with the query, by the part's loop. */
+static inline int32_t row_dot(const Part *p, const uint8_t *row) {
+#ifdef HAVE_AVX2_SCAN
+    if (p->loop == AVX512) return avx512_row(row, p->halves, p->rank / 2);
+    if (p->loop == AVX2) return avx2_row(row, p->query, p->rank);
+#endif
+    return dot(row, p->query, p->rank);
+}
+
+static void *scan_part(void *arg);
+
+/* Sorts `rows` (n of them) by row number into `into` (room for n; `rows` is scratch): a radix
+   sort of three passes of 11 bits, which row numbers below 2^31 need at most. Returns where
+   the sorted rows are (`rows` or `into`). */
+static Kept *by_row(Kept *rows, Py_ssize_t n, Kept *into) {
+    Py_ssize_t counts[1 << 11];
+    int32_t most = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (rows[i].row > most) most = rows[i].row;
+    for (int shift = 0; shift < 33 && (shift == 0 || (most >> shift) != 0); shift += 11) {
+        memset(counts, 0, sizeof counts);
+        for (Py_ssize_t i = 0; i < n; i++) counts[(rows[i].row >> shift) & 2047]++;
+        Py_ssize_t at = 0;
+        for (int b = 0; b < 2048; b++) {
+            Py_ssize_t here = counts[b];
+            counts[b] = at;
+            at += here;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) into[counts[(rows[i].row >> shift) & 2047]++] = rows[i];
+        Kept *swap = rows;
+        rows = into;
+        into = swap;
+    }
+    return rows;
+}
+
+/* The second stage: the best `whole->keep` of the parts' pools (`shares` of them, side by side
+   from `pool`, which they are gathered into), scored whole from their sketches, their best
+   `whole->count` into whole->heap, best first. Returns how many. */
+static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *whole) {
+    Py_ssize_t pooled = 0;
+    for (int t = 0; t < shares; t++) {
+        memmove(pool + pooled, parts[t].pool, (size_t)parts[t].pooled * sizeof(Kept));
+        pooled += parts[t].pooled;
+    }
+    if (pooled >= whole->keep) select_best(pool, pooled, whole->keep);
+    if (whole->floor != INT32_MIN) { /* the sampled floor was below the best `keep`'s worst? */
+        int below = pooled >= whole->keep;
+        for (Py_ssize_t i = 0; below && i < whole->keep; i++) below = pool[i].score > whole->floor;
+        if (!below) { /* no: a row it left out may be among them; every row again, without it */
+            Part again = *whole;
+            again.pool = pool;
+            again.pooled = 0;
+            again.floor = INT32_MIN;
+            scan_part(&again);
+            pooled = again.pooled;
+            if (pooled >= whole->keep) select_best(pool, pooled, whole->keep);
+        }
+    }
+    if (pooled > whole->keep) pooled = whole->keep;
+    /* in the order of the rows, so their sketches are read as they lie (the pools' room is
+       at least twice `keep`: the second half is the sort's) */
+    pool = by_row(pool, pooled, pool + whole->keep);
+    const Py_ssize_t bytes = whole->rank / 2, ahead = 16;
+    whole->kept = 0;
+    for (Py_ssize_t i = 0; i < pooled; i++) {
+        if (i + ahead < pooled) { /* the rows lie apart: ask for one a few rows ahead */
+            const char *next = (const char *)whole->sketches + pool[i + ahead].row * bytes;
+            for (Py_ssize_t line = 0; line < bytes; line += 64) __builtin_prefetch(next + line);
+        }
+        const Py_ssize_t row = pool[i].row;
+        Kept here = {row_dot(whole, whole->sketches + row * bytes), (int32_t)row};
+        if (whole->kept < whole->count) {
+            whole->heap[whole->kept] = here;
+            sift_up(whole->heap, whole->kept++);
+        } else if (better(&here, &whole->heap[0])) { /* the pool is in no order of rows */
+            whole->heap[0] = here;
+            sift_down(whole->heap, whole->kept, 0);
+        }
+    }
+    qsort(whole->heap, (size_t)whole->kept, sizeof(Kept), best_first);
+    return whole->kept;
+}
 
 /* The query's weights as AVX-512's loop reads them: for each block, its first 32 weights into
    the first half of `halves`, its last 32 into the second (rank weights in all). */
@@ -262,6 +615,17 @@ static void paired_weights(const int8_t *query, Py_ssize_t rank, int8_t *halves)
 
 static void *scan_part(void *arg) {
     Part *p = arg;
+    if (p->coarse != NULL) {
+#ifdef HAVE_AVX2_SCAN
+        if (p->loop == AVX512)
+            coarse_avx512(p);
+        else if (p->loop == AVX2)
+            coarse_avx2(p);
+        else
+#endif
+            coarse_plain(p);
+        return NULL;
+    }
 #ifdef HAVE_AVX2_SCAN
     if (p->loop == AVX512)
         scan_avx512(p);
@@ -317,15 +681,17 @@ static Py_ssize_t merged(const Part *parts, int shares, Kept *heap, Py_ssize_t c
 /* The scan over `threads` threads (this one and threads - 1 started for it), each over an equal
    share of the rows; their heaps, side by side in `heap` (threads x count), are then sorted
    together, so the best `count` of them are the best of all rows (each share kept its own
-   best count, ties to the lower row as a whole scan would). Returns how many lead `heap`. */
+   best count, ties to the lower row as a whole scan would); or, with the first stage, their
+   pools (side by side in `pool`) go to the second. Returns how many lead `heap`. */
 static Py_ssize_t scan(Part *whole, int threads) {
     Part parts[MOST_THREADS];
-    Py_ssize_t share = whole->rows / threads;
+    Py_ssize_t share = whole->rows / threads / LANES * LANES; /* whole blocks of 2-bit codes */
     for (int t = 0; t < threads; t++) {
         parts[t] = *whole;
         parts[t].first = t * share;
         parts[t].rows = t == threads - 1 ? whole->rows - parts[t].first : share;
         parts[t].heap = whole->heap + t * whole->count;
+        parts[t].pool = whole->coarse ? whole->pool + t * 2 * whole->keep : NULL;
     }
 #ifdef HAVE_THREADS
     pthread_t started[MOST_THREADS];
@@ -342,6 +708,7 @@ static Py_ssize_t scan(Part *whole, int threads) {
 #else
     for (int t = 0; t < threads; t++) scan_part(&parts[t]);
 #endif
+    if (whole->coarse != NULL) return second_stage(parts, threads, whole->pool, whole);
     return merged(parts, threads, whole->heap, whole->count);
 }
 
@@ -359,19 +726,24 @@ static int view_of(PyObject *object, Py_buffer *view, const char *formats, const
 }
 
 PyDoc_STRVAR(best_rows_doc,
-"best_rows(sketches, query, count, threads=1, loop=None) -> bytes\n\n"
+"best_rows(sketches, query, count, threads=1, loop=None, coarse=None, keep=0) -> bytes\n\n"
 "The `count` rows of `sketches` (uint8, len(query) / 2 per row, C order: two 4-bit\n"
 "coordinates a byte, as the module's text says) whose dot product with `query` (int8, a\n"
 "multiple of 64 weights) is greatest, best first, ties to the lower row:\n"
 "their numbers as int32 (native order), fewer when there are fewer rows. `threads` (1 to 16)\n"
 "share the rows; a thread that cannot be started leaves its share to this one. `loop`: one of\n"
-"loops() by name (the same answer from each; the tests compare them), None for the best.");
+"loops() by name (the same answer from each; the tests compare them), None for the best.\n"
+"`coarse`: the rows' 2-bit codes (uint8, coarse_block(len(query)) for each 16 rows, as the\n"
+"module's text says); given, with a `keep` (0: none; taken to at least `count`) fewer than\n"
+"the rows, only the `keep` rows best by them are ranked by their sketches (the first stage).");
 
 /* Reads a scan's arguments into `whole` (its views held in `sketches` and `query`, AVX-512's
    weights allocated: `release_scan` gives them back), `count` at most every row; -1 with the
    error set (nothing held) when they cannot be scanned. */
 static int open_scan(PyObject *sketches_arg, PyObject *query_arg, Py_ssize_t count,
-                     const char *loop_name, Py_buffer *sketches, Py_buffer *query, Part *whole) {
+                     const char *loop_name, PyObject *coarse_arg, Py_ssize_t keep,
+                     Py_buffer *sketches, Py_buffer *query, Py_buffer *coarse, Part *whole) {
+    coarse->obj = NULL;
     int loop = LOOPS;
     for (int l = 0; l < LOOPS; l++) {
         if (loop_name == NULL ? has_loop[l] : strcmp(loop_name, loop_names[l]) == 0) loop = l;
@@ -381,8 +753,9 @@ static int open_scan(PyObject *sketches_arg, PyObject *query_arg, Py_ssize_t cou
                      loop_name ? loop_name : "");
         return -1;
     }
-    if (count < 0) {
-        PyErr_SetString(PyExc_ValueError, "count must not be negative");
+    if (count < 0 || keep < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        count < 0 ? "count must not be negative" : "keep must not be negative");
         return -1;
     }
     if (view_of(sketches_arg, sketches, "B", "sketches", "uint8") < 0) return -1;
@@ -406,6 +779,23 @@ static int open_scan(PyObject *sketches_arg, PyObject *query_arg, Py_ssize_t cou
         PyErr_SetString(PyExc_ValueError, "more rows than a 32-bit row number holds");
         goto refused;
     }
+    if (coarse_arg != NULL && coarse_arg != Py_None) {
+        if (view_of(coarse_arg, coarse, "B", "coarse", "uint8") < 0) {
+            coarse->obj = NULL;
+            goto refused;
+        }
+        const Py_ssize_t blocks = (rows + LANES - 1) / LANES;
+        if (coarse->len != blocks * coarse_block(rank)) {
+            PyErr_Format(PyExc_ValueError,
+                         "coarse holds %zd bytes, not %zd blocks of %zd for the %zd rows",
+                         coarse->len, blocks, coarse_block(rank), rows);
+            goto refused;
+        }
+    }
+    /* the first stage runs where it is given, with a `keep` (at least `count`) fewer than the
+       rows */
+    if (keep > 0 && keep < count) keep = count;
+    const int staged = coarse->obj != NULL && count > 0 && keep > 0 && keep < rows;
     int8_t *halves = loop == AVX512 ? PyMem_RawMalloc((size_t)rank) : NULL;
     if (loop == AVX512 && halves == NULL) {
         PyErr_NoMemory();
@@ -413,18 +803,21 @@ static int open_scan(PyObject *sketches_arg, PyObject *query_arg, Py_ssize_t cou
     }
     if (halves != NULL) paired_weights(query->buf, rank, halves);
     Part opened = {sketches->buf, query->buf, halves, 0, rows, rank, count > rows ? rows : count,
-                   0, NULL, loop};
+                   0, NULL, loop, staged ? coarse->buf : NULL, staged ? keep : 0, 0, INT32_MIN,
+                   NULL};
     *whole = opened;
     return 0;
 refused:
+    if (coarse->obj != NULL) PyBuffer_Release(coarse);
     PyBuffer_Release(query);
     PyBuffer_Release(sketches);
     return -1;
 }
 
-static void release_scan(Py_buffer *sketches, Py_buffer *query, Part *whole) {
+static void release_scan(Py_buffer *sketches, Py_buffer *query, Py_buffer *coarse, Part *whole) {
     PyMem_RawFree((void *)whole->halves);
     whole->halves = NULL;
+    if (coarse->obj != NULL) PyBuffer_Release(coarse);
     PyBuffer_Release(query);
     PyBuffer_Release(sketches);
 }
@@ -439,37 +832,47 @@ static PyObject *rows_of(const Kept *heap, Py_ssize_t kept) {
     return result;
 }
 
-static PyObject *best_rows(PyObject *module, PyObject *args) {
+static PyObject *best_rows(PyObject *module, PyObject *args, PyObject *kwargs) {
     PyObject *sketches_arg, *query_arg;
     Py_ssize_t count;
+    PyObject *coarse_arg = NULL;
+    Py_ssize_t keep = 0;
     int threads = 1;
     const char *loop_name = NULL;
-    if (!PyArg_ParseTuple(args, "OOn|iz:best_rows", &sketches_arg, &query_arg, &count, &threads,
-                          &loop_name))
+    static char *names[] = {"sketches", "query", "count", "threads", "loop", "coarse", "keep",
+                            NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOn|izOn:best_rows", names, &sketches_arg,
+                                     &query_arg, &count, &threads, &loop_name, &coarse_arg, &keep))
         return NULL;
     if (threads < 1 || threads > MOST_THREADS) {
         PyErr_Format(PyExc_ValueError, "threads must be 1 to %d, got %d", MOST_THREADS, threads);
         return NULL;
     }
-    Py_buffer sketches, query;
+    Py_buffer sketches, query, coarse;
     Part whole;
-    if (open_scan(sketches_arg, query_arg, count, loop_name, &sketches, &query, &whole) < 0)
+    if (open_scan(sketches_arg, query_arg, count, loop_name, coarse_arg, keep, &sketches, &query,
+                  &coarse, &whole) < 0)
         return NULL;
     PyObject *result = NULL;
     if (threads > whole.rows) threads = whole.rows > 0 ? (int)whole.rows : 1;
     whole.heap =
         PyMem_RawMalloc((size_t)threads * (size_t)(whole.count ? whole.count : 1) * sizeof(Kept));
-    if (whole.heap == NULL) {
+    whole.pool = whole.coarse ? PyMem_RawMalloc((size_t)threads * (size_t)(2 * whole.keep) *
+                                                sizeof(Kept))
+                              : NULL;
+    if (whole.heap == NULL || (whole.coarse && whole.pool == NULL)) {
         PyErr_NoMemory();
     } else {
         Py_ssize_t kept;
         Py_BEGIN_ALLOW_THREADS
+        if (whole.coarse) whole.floor = sampled_floor(&whole);
         kept = scan(&whole, threads);
         Py_END_ALLOW_THREADS
         result = rows_of(whole.heap, kept);
-        PyMem_RawFree(whole.heap);
     }
-    release_scan(&sketches, &query, &whole);
+    PyMem_RawFree(whole.heap);
+    PyMem_RawFree(whole.pool);
+    release_scan(&sketches, &query, &coarse, &whole);
     return result;
 }
 
@@ -485,10 +888,11 @@ static PyObject *best_rows(PyObject *module, PyObject *args) {
    (himga.memory.beside). The locks are Python's own, taken without the interpreter's lock. */
 typedef struct {
     PyObject_HEAD
-    Py_buffer sketches, query;
+    Py_buffer sketches, query, coarse;
     Part whole;
     Part parts[MOST_THREADS];
     Kept *heaps;                             /* MOST_THREADS x count, each part's */
+    Kept *pools;                             /* MOST_THREADS x 2 keep, with the first stage */
     Py_ssize_t next;                         /* the first row no thread has taken */
     int joined;                              /* how many threads took part */
     Py_ssize_t kept;                         /* how many rows best() found (-1: not yet) */
@@ -502,7 +906,9 @@ static void shared_dealloc(SharedScan *self) {
         if (self->running[t]) PyThread_free_lock(self->running[t]);
     if (self->claim) PyThread_free_lock(self->claim);
     PyMem_RawFree(self->heaps);
-    if (self->whole.sketches != NULL) release_scan(&self->sketches, &self->query, &self->whole);
+    PyMem_RawFree(self->pools);
+    if (self->whole.sketches != NULL)
+        release_scan(&self->sketches, &self->query, &self->coarse, &self->whole);
     Py_XDECREF(self->best);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -577,7 +983,10 @@ static PyObject *shared_best(SharedScan *self, PyObject *unused) {
         Py_BEGIN_ALLOW_THREADS
         int parts = every_part_ended(self);
         PyThread_acquire_lock(self->claim, WAIT_LOCK); /* merged once, should two threads ask */
-        if (self->kept < 0) self->kept = merged(self->parts, parts, self->heaps, self->whole.count);
+        if (self->kept < 0)
+            self->kept = self->whole.coarse
+                             ? second_stage(self->parts, parts, self->pools, &self->whole)
+                             : merged(self->parts, parts, self->heaps, self->whole.count);
         PyThread_release_lock(self->claim);
         Py_END_ALLOW_THREADS
         if (self->best == NULL) self->best = rows_of(self->heaps, self->kept);
@@ -595,22 +1004,22 @@ static PyMethodDef shared_methods[] = {
 };
 
 PyDoc_STRVAR(shared_doc,
-"SharedScan(sketches, query, count, loop=None)\n\n"
+"SharedScan(sketches, query, count, loop=None, coarse=None, keep=0)\n\n"
 "best_rows's scan, shared by the threads that call share() and best() on it (see the\n"
 "module's text): the same arguments and the same answer, from best().");
 
 static PyObject *shared_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *sketches_arg, *query_arg;
-    Py_ssize_t count;
+    PyObject *sketches_arg, *query_arg, *coarse_arg = NULL;
+    Py_ssize_t count, keep = 0;
     const char *loop_name = NULL;
-    static char *names[] = {"sketches", "query", "count", "loop", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOn|z:SharedScan", names, &sketches_arg,
-                                     &query_arg, &count, &loop_name))
+    static char *names[] = {"sketches", "query", "count", "loop", "coarse", "keep", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOn|zOn:SharedScan", names, &sketches_arg,
+                                     &query_arg, &count, &loop_name, &coarse_arg, &keep))
         return NULL;
     SharedScan *self = (SharedScan *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
-    if (open_scan(sketches_arg, query_arg, count, loop_name, &self->sketches, &self->query,
-                  &self->whole) < 0) {
+    if (open_scan(sketches_arg, query_arg, count, loop_name, coarse_arg, keep, &self->sketches,
+                  &self->query, &self->coarse, &self->whole) < 0) {
         self->whole.sketches = NULL;
         Py_DECREF(self);
         return NULL;
@@ -618,6 +1027,14 @@ static PyObject *shared_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->kept = -1;
     Py_ssize_t room = self->whole.count ? self->whole.count : 1;
     self->heaps = PyMem_RawMalloc((size_t)MOST_THREADS * (size_t)room * sizeof(Kept));
+    self->whole.heap = self->heaps; /* the second stage's answer */
+    Py_ssize_t pool = 2 * self->whole.keep;
+    if (self->whole.coarse) {
+        self->pools = PyMem_RawMalloc((size_t)MOST_THREADS * (size_t)pool * sizeof(Kept));
+        Py_BEGIN_ALLOW_THREADS
+        self->whole.floor = sampled_floor(&self->whole); /* before any part copies it */
+        Py_END_ALLOW_THREADS
+    }
     self->claim = PyThread_allocate_lock();
     int locks = self->claim != NULL;
     for (int t = 0; t < MOST_THREADS; t++) {
@@ -625,8 +1042,9 @@ static PyObject *shared_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         locks = locks && self->running[t] != NULL;
         self->parts[t] = self->whole;
         self->parts[t].heap = self->heaps ? self->heaps + t * room : NULL;
+        self->parts[t].pool = self->pools ? self->pools + t * pool : NULL;
     }
-    if (self->heaps == NULL || !locks) {
+    if (self->heaps == NULL || (self->whole.coarse && self->pools == NULL) || !locks) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
@@ -643,6 +1061,20 @@ static PyTypeObject SharedScanType = {
     .tp_methods = shared_methods,
     .tp_new = shared_new,
 };
+
+PyDoc_STRVAR(coarse_block_doc,
+"coarse_block(rank) -> int\n\n"
+"The bytes of a block of 16 rows' 2-bit codes for a query of `rank` weights (best_rows's\n"
+"`coarse`, whose layout the module's text gives).");
+
+static PyObject *coarse_block_py(PyObject *module, PyObject *rank_arg) {
+    Py_ssize_t rank = PyLong_AsSsize_t(rank_arg);
+    if (rank == -1 && PyErr_Occurred()) return NULL;
+    if (rank < 1 || rank > MOST_RANK || rank % BLOCK != 0)
+        return PyErr_Format(PyExc_ValueError, "rank must be a multiple of %d up to %d, got %zd",
+                            BLOCK, MOST_RANK, rank);
+    return PyLong_FromSsize_t(coarse_block(rank));
+}
 
 PyDoc_STRVAR(loops_doc,
 "loops() -> tuple[str, ...]\n\n"
@@ -666,7 +1098,9 @@ static PyObject *loops(PyObject *module, PyObject *unused) {
 }
 
 static PyMethodDef methods[] = {
-    {"best_rows", best_rows, METH_VARARGS, best_rows_doc},
+    {"best_rows", (PyCFunction)(void (*)(void))best_rows, METH_VARARGS | METH_KEYWORDS,
+     best_rows_doc},
+    {"coarse_block", coarse_block_py, METH_O, coarse_block_doc},
     {"loops", loops, METH_NOARGS, loops_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -686,6 +1120,10 @@ PyMODINIT_FUNC PyInit__sketch(void) {
     if (PyType_Ready(&SharedScanType) < 0) return NULL;
     PyObject *created = PyModule_Create(&module);
     if (created == NULL) return NULL;
+    if (PyModule_AddIntConstant(created, "LANES", LANES) < 0) {
+        Py_DECREF(created);
+        return NULL;
+    }
     Py_INCREF(&SharedScanType);
     if (PyModule_AddObject(created, "SharedScan", (PyObject *)&SharedScanType) < 0) {
         Py_DECREF(&SharedScanType);

@@ -3,14 +3,19 @@
 import numpy as np
 import numpy.typing as npt
 
+LANES: int
+"""Rows in a block of the first stage's 2-bit codes."""
+
 def best_rows(
     sketches: npt.NDArray[np.uint8],
     query: npt.NDArray[np.int8],
     count: int,
     threads: int = 1,
     loop: str | None = None,
-    /,
+    coarse: npt.NDArray[np.uint8] | None = None,
+    keep: int = 0,
 ) -> bytes: ...
+def coarse_block(rank: int) -> int: ...
 def loops() -> tuple[str, ...]: ...
 
 class SharedScan:
@@ -20,6 +25,8 @@ class SharedScan:
         query: npt.NDArray[np.int8],
         count: int,
         loop: str | None = None,
+        coarse: npt.NDArray[np.uint8] | None = None,
+        keep: int = 0,
     ) -> None: ...
     def share(self) -> None: ...
     def best(self) -> bytes: ...

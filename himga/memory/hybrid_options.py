@@ -23,8 +23,9 @@ class HybridOptions(Fusion):
     index keeps an approximate graph (himga.memory.graph.GraphOptions, whose text says what
     each is and how the defaults were measured). `sketch_threshold`, `sketch_fetch` and
     `sketch_per_hit`: when and how it keeps 4-bit sketches of the vectors, whose scan proposes a
-    search's candidates (himga.memory.sketch.SketchOptions, likewise; `sketch_threshold` 0:
-    every search exact). The graph, when it is on, is searched instead."""
+    search's candidates, and `sketch_coarse`, the rows the scan's 2-bit first stage keeps at
+    least (himga.memory.sketch.SketchOptions, likewise; `sketch_threshold` 0: every search
+    exact; `sketch_coarse` 0: no first stage). The graph, when it is on, is searched instead."""
 
     embedding_model: str = DEFAULT_MODEL
     graph_threshold: int = _GRAPH.threshold
@@ -35,6 +36,7 @@ class HybridOptions(Fusion):
     sketch_threshold: int = _SKETCH.threshold
     sketch_fetch: int = _SKETCH.fetch
     sketch_per_hit: int = _SKETCH.per_hit
+    sketch_coarse: int = _SKETCH.coarse
 
     def __post_init__(self) -> None:
         checks = getattr(Fusion, "__post_init__", None)
@@ -64,6 +66,7 @@ class HybridOptions(Fusion):
             threshold=self.sketch_threshold,
             fetch=self.sketch_fetch,
             per_hit=self.sketch_per_hit,
+            coarse=self.sketch_coarse,
         )
 
     def prepare(self) -> None:

@@ -16,6 +16,12 @@ would leave a level or two to most of them. A sketch is an eighth of the float32
 so a scan reads an eighth of the memory. (Keeping fewer axes than all, 8 bits instead of 4,
 and other loops were measured too; the README says how they fell short.)
 
+Each vector also has 2-bit codes (`coarse`), its levels taken to four, one standard deviation
+apart (COARSE), so that the query's weights serve both: on a large index the scan first reads
+those, half the bytes, keeps its best rows (SketchOptions.kept) and ranks only them by their
+sketches. The C scan reads the codes in blocks of LANES rows (its text gives the layout);
+`coarse_place` puts rows' codes there.
+
 The axes are fitted when the index first reaches the options' threshold, and again each time
 REFIT times as many vectors were added or removed since the last fit as were stored then (the
 sketches are then made anew from the float32 rows, CHUNK rows at a time): O(n) work each time
@@ -35,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from himga.errors import InvalidArgument
+from himga.memory._sketch import LANES
 
 LEVELS = 16
 """The values a sketch's coordinate takes (4 bits: two coordinates a byte)."""
@@ -47,6 +54,11 @@ CHUNK = 1 << 14
 """Rows sketched at a time when the axes are fitted anew (bounds the temporary arrays)."""
 BLOCK = 64
 """A sketch's coordinates are a multiple of this (the C scan's step: 32 bytes)."""
+COARSE = np.array([0] * 6 + [1] * 2 + [2] * 2 + [3] * 6, dtype=np.uint8)
+"""Each of the LEVELS' 2-bit code: a level is 0.4 standard deviations, so the codes 0 to 3 are
+about -1.5, -0.5, 0.5 and 1.5 of them, the level's sixteen steps kept in their proportion."""
+COARSE_SHARE = 64
+"""The first stage keeps at least one row in this many (SketchOptions.kept)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +66,8 @@ class SketchOptions:
     """When and how a VectorIndex keeps sketches. `threshold`: the number of vectors from which
     a search without a filter scans them (below it, and with 0 always, the search is exact);
     `fetch` and `per_hit`: the candidates taken, the more of `fetch` and `per_hit` times the
-    hits asked, re-scored exactly in float32.
+    hits asked, re-scored exactly in float32; `coarse`: the rows the 2-bit first stage keeps at
+    least (`kept`; 0: no first stage).
 
     The defaults were measured by `make bench-hybrid` (step 2b: recall against the exact search
     over every LoCoMo development question, on 100k real e5-small-v2 vectors of GCIDE
@@ -63,10 +76,13 @@ class SketchOptions:
     threshold: int = 32_768
     fetch: int = 200
     per_hit: int = 4
+    coarse: int = 4_096
 
     def __post_init__(self) -> None:
         if _bad(self.threshold, 0):
             raise InvalidArgument("threshold", "must be an integer, 0 (always exact) or more")
+        if _bad(self.coarse, 0):
+            raise InvalidArgument("coarse", "must be an integer, 0 (no first stage) or more")
         for name in ("fetch", "per_hit"):
             if _bad(getattr(self, name), 1):
                 raise InvalidArgument(name, "must be an integer, 1 or more")
@@ -74,6 +90,13 @@ class SketchOptions:
     def wanted(self, k: int) -> int:
         """The candidates a search for `k` hits takes."""
         return max(self.fetch, self.per_hit * k)
+
+    def kept(self, rows: int, wanted: int) -> int:
+        """The rows the first stage keeps of `rows` for `wanted` candidates: the most of
+        `coarse`, a COARSE_SHARE-th of the rows and `wanted`; 0 (no first stage) where that
+        is more than a sixteenth of the rows, or `coarse` is 0."""
+        kept = max(self.coarse, rows // COARSE_SHARE, wanted)
+        return kept if self.coarse and 16 * kept <= rows else 0
 
 
 def _bad(value: object, least: int) -> bool:
@@ -102,18 +125,27 @@ class Sketch:
         self._scaled = np.ascontiguousarray((self.axes / self.scales[:, None]).T)
         self._offset = self.mean @ self._scaled - (LEVELS - 1) / 2
 
-    def of(self, rows: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
+    def of(
+        self, rows: npt.NDArray[np.float32]
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
         """The sketches of unit float32 `rows` (n x dimension): n x length / 2 bytes, each
         BLOCK of coordinates as the C scan reads it (its first half in the low 4 bits of its
-        32 bytes, its second half in the high 4)."""
+        32 bytes, its second half in the high 4); and their 2-bit codes, n x length / 4 bytes
+        (each row's part of its block, as coarse_place takes it: byte i of each four bytes g
+        holds the codes of coordinates 16g + 4k + i in its bits 2k and 2k + 1)."""
         coordinates = rows @ self._scaled
         coordinates -= self._offset
         np.rint(coordinates, out=coordinates)
         np.clip(coordinates, 0, LEVELS - 1, out=coordinates)
-        levels = coordinates.astype(np.uint8).reshape(len(rows), -1, 2, BLOCK // 2)
-        high = levels[:, :, 1, :] << np.uint8(4)
-        sketches: npt.NDArray[np.uint8] = (levels[:, :, 0, :] | high).reshape(len(rows), -1)
-        return sketches
+        levels = coordinates.astype(np.uint8)
+        blocks = levels.reshape(len(rows), -1, 2, BLOCK // 2)
+        high = blocks[:, :, 1, :] << np.uint8(4)
+        sketches: npt.NDArray[np.uint8] = (blocks[:, :, 0, :] | high).reshape(len(rows), -1)
+        codes = COARSE[levels].reshape(len(rows), -1, 4, 4)  # row, group, k, byte
+        for k in range(1, 4):
+            codes[:, :, k] <<= np.uint8(2 * k)
+        coarse: npt.NDArray[np.uint8] = np.bitwise_or.reduce(codes, axis=2).reshape(len(rows), -1)
+        return sketches, coarse
 
     def weights(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
         """The int8 weights of unit `query`, scaled so the greatest is 127 (no product with a
@@ -124,3 +156,25 @@ class Sketch:
             return np.zeros(self.length, dtype=np.int8)
         weights: npt.NDArray[np.int8] = np.rint(weighed * (127 / top)).astype(np.int8)
         return weights
+
+
+def coarse_plane(capacity: int, length: int) -> npt.NDArray[np.uint8]:
+    """Room for the 2-bit codes of `capacity` rows of `length` coordinates, in the C scan's
+    blocks of LANES rows (uninitialised: a row's codes are placed by coarse_place)."""
+    return np.empty((-(-capacity // LANES), length // 16, LANES, 4), dtype=np.uint8)
+
+
+def coarse_place(plane: npt.NDArray[np.uint8], first: int, coarse: npt.NDArray[np.uint8]) -> None:
+    """Put `coarse` (Sketch.of's codes of consecutive rows) into `plane` from row `first`."""
+    at = np.arange(first, first + len(coarse))
+    plane[at // LANES, :, at % LANES, :] = coarse.reshape(len(coarse), -1, 4)
+
+
+def coarse_move(plane: npt.NDArray[np.uint8], to: int, row: int) -> None:
+    """Copy row `row`'s codes onto row `to`'s."""
+    plane[to // LANES, :, to % LANES, :] = plane[row // LANES, :, row % LANES, :]
+
+
+def coarse_rows(plane: npt.NDArray[np.uint8], rows: int) -> npt.NDArray[np.uint8]:
+    """The blocks holding the first `rows` rows, as the C scan takes them."""
+    return plane[: -(-rows // LANES)]

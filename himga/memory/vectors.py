@@ -11,8 +11,10 @@ Given SketchOptions, an index holding at least their `threshold` vectors also ke
 sketch of each (himga.memory.sketch): a search without a filter then scans the sketches (in C,
 an eighth of the float32 rows' bytes), takes the best of them as candidates and re-scores
 those exactly from the rows (its cosines exact, its top k approximate: recall measured in
-bench-hybrid). Given GraphOptions, an index holding at least their `threshold` vectors keeps a
-graph of them instead (himga.memory.graph, built when the index first reaches the threshold),
+bench-hybrid). On a large index the scan first reads each vector's 2-bit codes (half the
+sketches' bytes) and ranks by the sketches only the rows best by those (SketchOptions.kept).
+Given GraphOptions, an index holding at least their `threshold` vectors keeps a graph of them
+instead (himga.memory.graph, built when the index first reaches the threshold),
 whose candidates are re-scored the same way. A filtered search stays exact.
 
 stats() is exact and costs no scan: the index keeps the sum of its vectors and the sum of their
@@ -40,7 +42,16 @@ import numpy.typing as npt
 
 from himga.memory._sketch import SharedScan, best_rows
 from himga.memory.graph import Graph, GraphOptions
-from himga.memory.sketch import CHUNK, REFIT, Sketch, SketchOptions
+from himga.memory.sketch import (
+    CHUNK,
+    REFIT,
+    Sketch,
+    SketchOptions,
+    coarse_move,
+    coarse_place,
+    coarse_plane,
+    coarse_rows,
+)
 
 Floats = npt.NDArray[np.float32]
 Keys = npt.NDArray[np.int64]
@@ -78,6 +89,7 @@ class VectorIndex:
         self._sketch_options = sketch if sketch is not None and sketch.threshold else None
         self._sketch: Sketch | None = None  # the fit the sketches were made by
         self._sketches: npt.NDArray[np.uint8] | None = None  # one row per stored row
+        self._coarse: npt.NDArray[np.uint8] | None = None  # their 2-bit codes (coarse_plane)
         self._fitted = 0  # vectors stored at the last fit
         self._changed = 0  # vectors added or removed since
         self._matrix: Floats = np.empty((_INITIAL_CAPACITY, dimension), dtype=np.float32)
@@ -109,6 +121,7 @@ class VectorIndex:
         dictionary's own size is not counted."""
         held = self._matrix.nbytes + self._keys.nbytes + self._sum.nbytes + self._outer.nbytes
         held += self._sketches.nbytes if self._sketches is not None else 0
+        held += self._coarse.nbytes if self._coarse is not None else 0
         return held + (self._graph.nbytes if self._graph is not None else 0)
 
     @property
@@ -148,8 +161,9 @@ class VectorIndex:
         self._reserve(n + len(key_list))
         self._matrix[n : n + len(key_list)] = rows
         self._keys[n : n + len(key_list)] = key_list
-        if self._sketches is not None and self._sketch is not None:
-            self._sketches[n : n + len(key_list)] = self._sketch.of(rows)
+        if self._sketches is not None and self._sketch is not None and self._coarse is not None:
+            self._sketches[n : n + len(key_list)], coarse = self._sketch.of(rows)
+            coarse_place(self._coarse, n, coarse)
         for offset, key in enumerate(key_list):
             self._slot[key] = n + offset
         added, outer = _moments(rows)
@@ -179,7 +193,7 @@ class VectorIndex:
         self._changed += len(keys)
         if self._graph is not None:
             self._graph.remove(np.asarray(keys, dtype=np.int64))
-        sketches = self._sketches
+        sketches, coarse = self._sketches, self._coarse
         for key in keys:
             slot = self._slot.pop(key)
             last = len(self._slot)  # the row that moves into the freed one
@@ -188,8 +202,9 @@ class VectorIndex:
                 self._matrix[slot] = self._matrix[last]
                 self._keys[slot] = moved
                 self._slot[moved] = slot
-                if sketches is not None:
+                if sketches is not None and coarse is not None:
                     sketches[slot] = sketches[last]
+                    coarse_move(coarse, slot, last)
         self._fit_if_due()
 
     def _fit_if_due(self) -> None:
@@ -201,7 +216,7 @@ class VectorIndex:
             return
         n = len(self._slot)
         if self._sketches is not None and n < options.threshold // 2:
-            self._sketch = self._sketches = None
+            self._sketch = self._sketches = self._coarse = None
             self._fitted = self._changed = 0
             return
         due = self._changed >= REFIT * self._fitted if self._sketches is not None else True
@@ -211,10 +226,12 @@ class VectorIndex:
         second = self._outer.astype(np.float64) / (_FIXED * _FIXED * n)
         sketch = Sketch(mean, second - np.outer(mean, mean))
         sketches = np.empty((len(self._keys), sketch.length // 2), dtype=np.uint8)
+        coarse = coarse_plane(len(self._keys), sketch.length)
         for start in range(0, n, CHUNK):
             stop = min(n, start + CHUNK)
-            sketches[start:stop] = sketch.of(self._matrix[start:stop])
-        self._sketch, self._sketches = sketch, sketches
+            sketches[start:stop], codes = sketch.of(self._matrix[start:stop])
+            coarse_place(coarse, start, codes)
+        self._sketch, self._sketches, self._coarse = sketch, sketches, coarse
         self._fitted, self._changed = n, 0
 
     def _reserve(self, count: int) -> None:
@@ -229,10 +246,12 @@ class VectorIndex:
         keys = np.empty(capacity, dtype=np.int64)
         keys[:n] = self._keys[:n]
         self._matrix, self._keys = matrix, keys
-        if self._sketches is not None:
+        if self._sketches is not None and self._coarse is not None:
             sketches = np.empty((capacity, self._sketches.shape[1]), dtype=np.uint8)
             sketches[:n] = self._sketches[:n]
-            self._sketches = sketches
+            coarse = coarse_plane(capacity, 2 * self._sketches.shape[1])
+            coarse[: len(self._coarse)] = self._coarse
+            self._sketches, self._coarse = sketches, coarse
 
     def _checked(self, vectors: npt.ArrayLike, count: int) -> Floats:
         rows = np.asarray(vectors, dtype=np.float32)
@@ -297,11 +316,18 @@ class VectorIndex:
             if len(slots) >= min(k, n):
                 return self._best(self._keys[slots], _scores(self._matrix[slots], q), k)
         if allowed is None and self._sketches is not None and self._sketch is not None:
-            assert self._sketch_options is not None
+            assert self._sketch_options is not None and self._coarse is not None
             wanted = self._sketch_options.wanted(k)
             if wanted < n:
                 rows = np.frombuffer(
-                    best_rows(self._sketches[:n], self._sketch.weights(q), wanted, _threads(n)),
+                    best_rows(
+                        self._sketches[:n],
+                        self._sketch.weights(q),
+                        wanted,
+                        _threads(n),
+                        coarse=coarse_rows(self._coarse, n),
+                        keep=self._sketch_options.kept(n, wanted),
+                    ),
                     dtype=np.int32,
                 )
                 return self._rescored(q, rows, k)
@@ -322,11 +348,17 @@ class VectorIndex:
         n = len(self._slot)
         if self._sketches is None or self._sketch is None or k <= 0 or self.graphed:
             return None
-        assert self._sketch_options is not None
+        assert self._sketch_options is not None and self._coarse is not None
         wanted = self._sketch_options.wanted(k)
         if wanted >= n:
             return None
-        scan = SharedScan(self._sketches[:n], self._sketch.weights(q), wanted)
+        scan = SharedScan(
+            self._sketches[:n],
+            self._sketch.weights(q),
+            wanted,
+            coarse=coarse_rows(self._coarse, n),
+            keep=self._sketch_options.kept(n, wanted),
+        )
         return SharedNearest(self, q, k, scan, max(0, _threads(n) - 2))
 
     def _rescored(self, q: Floats, rows: npt.NDArray[np.int32], k: int) -> tuple[Keys, Floats]:

@@ -1,9 +1,10 @@
 """The vector index's sketches (himga.memory.sketch and its C scan, himga.memory._sketch): the
 scan's answer is the exact integer ranking (each of its loops the processor runs, any rank,
-each half of a byte with its own weight, ties to the lower row, no overflow at the extremes);
-an index past its threshold finds nearly all of the exact answer with exact cosines, keeps each
-sketch with its row through deletes and corrections, fits its axes again as it grows, and bad
-options are refused naming the option."""
+each half of a byte with its own weight, ties to the lower row, no overflow at the extremes),
+and with the 2-bit first stage the exact ranking of the rows best by their codes; an index past
+its threshold finds nearly all of the exact answer with exact cosines, with the first stage
+too, keeps each sketch and code with its row through deletes and corrections, fits its axes
+again as it grows, and bad options are refused naming the option."""
 
 import os
 import threading
@@ -12,9 +13,9 @@ import numpy as np
 import pytest
 
 from himga.errors import InvalidArgument
-from himga.memory._sketch import SharedScan, best_rows, loops
+from himga.memory._sketch import LANES, SharedScan, best_rows, coarse_block, loops
 from himga.memory.registry import memory_options
-from himga.memory.sketch import REFIT, SketchOptions
+from himga.memory.sketch import REFIT, SketchOptions, coarse_rows
 from himga.memory.vectors import VectorIndex
 from tests.memory.clustered import DIMENSION, beside_exact, clustered_data, recall
 
@@ -33,6 +34,27 @@ def levels(sketches: np.ndarray) -> np.ndarray:
 def reference(sketches: np.ndarray, query: np.ndarray, count: int) -> np.ndarray:
     scores = levels(sketches).astype(np.int64) @ query.astype(np.int64)
     return np.argsort(-scores, kind="stable")[:count]
+
+
+def codes(coarse: np.ndarray, rows: int, rank: int) -> np.ndarray:
+    """The 2-bit codes of the first `rows` rows of a first stage's blocks, in order (a block:
+    rank / 16 groups of 64 bytes, four of each of its 16 rows; byte i of a row's four in group
+    g holds coordinate 16g + 4k + i in bits 2k and 2k + 1)."""
+    grouped = coarse.reshape(-1, rank // 16, LANES, 4)
+    split = np.stack([(grouped >> (2 * k)) & 3 for k in range(4)], axis=3)  # block g row k i
+    return split.transpose(0, 2, 1, 3, 4).reshape(-1, rank)[:rows]
+
+
+def two_stage(
+    sketches: np.ndarray, coarse: np.ndarray, query: np.ndarray, count: int, keep: int
+) -> np.ndarray:
+    """The definition of the first stage: the best `keep` rows by their codes (ties to the lower
+    row), ranked by their sketches (ties likewise), the best `count` of them."""
+    rows = len(sketches)
+    weights = query.astype(np.int64)
+    first = np.lexsort((np.arange(rows), -(codes(coarse, rows, len(query)) @ weights)))[:keep]
+    scores = levels(sketches[first]).astype(np.int64) @ weights
+    return first[np.lexsort((first, -scores))][:count]
 
 
 def scanned(
@@ -158,6 +180,123 @@ def test_a_shared_scan_answers_as_one_scan_however_many_threads_take_part(
     assert scan.best() == found
 
 
+def random_stage(
+    rows: int, rank: int, seed: int, values: tuple[int, ...] = (0x00, 0x55, 0xAA, 0xFF, 0x1B, 0xE4)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sketches, codes (of few distinct bytes: many equal scores) and a query of small weights."""
+    rng = np.random.default_rng(seed)
+    sketches = rng.integers(0, 256, size=(rows, rank // 2), dtype=np.uint8)
+    blocks = -(-rows // LANES)
+    coarse = rng.choice(np.array(values, np.uint8), blocks * coarse_block(rank))
+    return sketches, coarse, rng.integers(-3, 4, size=rank).astype(np.int8)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize(
+    ("rows", "rank", "count", "keep"),
+    [
+        (5_000, 384, 100, 700),  # pools cut down many times
+        (3_001, 64, 10, 50),  # a last block of one row
+        (2_000, 192, 40, 40),
+        (777, 320, 5, 100),
+        (20_000, 128, 300, 1_000),
+        (50, 64, 10, 49),
+        (40, 64, 30, 20),  # keep below count: taken to count
+    ],
+)
+def test_the_first_stage_ranks_its_best_rows_as_the_definition(
+    loop: str, rows: int, rank: int, count: int, keep: int
+) -> None:
+    sketches, coarse, query = random_stage(rows, rank, rows + rank)
+    expected = two_stage(sketches, coarse, query, count, max(keep, count)).tolist()
+    for threads in (1, 2, 3, 16):  # shares of whole blocks, any number of them
+        found = best_rows(sketches, query, count, threads, loop, coarse, keep)
+        assert np.frombuffer(found, np.int32).tolist() == expected
+    scan = SharedScan(sketches, query, count, loop, coarse, keep)
+    helpers = [threading.Thread(target=scan.share) for _ in range(3)]
+    for helper in helpers:
+        helper.start()
+    found = scan.best()
+    for helper in helpers:
+        helper.join()
+    assert np.frombuffer(found, np.int32).tolist() == expected
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_each_pair_of_bits_meets_its_own_weight(loop: str) -> None:
+    """Coordinate 16g + 4k + i of row r is bits 2k of byte i of the row's four in group g."""
+    rank, rows = 128, 40
+    coarse = np.zeros((-(-rows // LANES), rank // 16, LANES, 4), np.uint8)
+    query = np.zeros(rank, np.int8)
+    placed = {0: (0, 0, 0), 5: (1, 2, 3), 17: (7, 3, 1), 33: (4, 1, 2), 39: (2, 3, 0)}
+    for weight, (row, (g, k, i)) in enumerate(placed.items(), start=1):
+        coarse[row // LANES, g, row % LANES, i] |= 1 << (2 * k)
+        query[16 * g + 4 * k + i] = weight  # each row's one code meets a weight of its own
+    sketches = np.zeros((rows, rank // 2), np.uint8)  # the second stage ties: lower row first
+    found = best_rows(sketches, query, 5, 1, loop, coarse.reshape(-1), 5)
+    assert np.frombuffer(found, np.int32).tolist() == [0, 5, 17, 33, 39]  # the five with a code
+    for kept in range(1, 6):  # the first stage keeps the rows of the greatest weights
+        found = best_rows(sketches, query, 1, 1, loop, coarse.reshape(-1), kept)
+        assert np.frombuffer(found, np.int32).tolist() == [sorted(list(placed)[-kept:])[0]]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_first_stage_does_not_overflow_at_the_extremes(loop: str) -> None:
+    rank, rows = 65_536, 20
+    coarse = np.full((-(-rows // LANES), rank // 16, LANES, 4), 0xFF, np.uint8)
+    coarse[0, :, 3] = 0  # row 3 all zeros
+    coarse[1, : rank // 32, 2] = 0  # row 18 half
+    sketches = np.zeros((rows, rank // 2), np.uint8)  # the second stage ties: lower row first
+    for weight, order in ((127, [0, 1, 2]), (-128, [3, 18, 0])):
+        query = np.full(rank, weight, np.int8)
+        for kept in (1, 2, 3):  # the first stage's best one, two and three, in its order
+            found = best_rows(sketches, query, kept, 1, loop, coarse.reshape(-1), kept)
+            assert np.frombuffer(found, np.int32).tolist() == sorted(order[:kept])
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_sample_that_misleads_the_first_stage_costs_time_not_the_answer(loop: str) -> None:
+    """The first stage's floor comes from a sample of one block in 32; rows laid out so that the
+    sampled blocks hold the best codes make that floor too high (it would leave out most of the
+    best rows), and the answer is still the definition's: the rows are scanned again."""
+    rows, rank, keep = 20_000, 64, 1_000
+    sketches, _, query = random_stage(rows, rank, 3)
+    query = np.abs(query) + 1  # every weight positive: more codes, more score
+    coarse = np.random.default_rng(4).choice(
+        np.array([0x00, 0x01, 0x05, 0x15, 0x55], np.uint8), (-(-rows // LANES), 256)
+    )
+    coarse[::32] = 0xFF  # the sampled blocks: 640 rows of the greatest score, fewer than keep
+    coarse = coarse.reshape(-1)
+    expected = two_stage(sketches, coarse, query, 100, keep).tolist()
+    for threads in (1, 2):
+        found = best_rows(sketches, query, 100, threads, loop, coarse, keep)
+        assert np.frombuffer(found, np.int32).tolist() == expected
+    assert (
+        np.frombuffer(
+            SharedScan(sketches, query, 100, loop, coarse, keep).best(), np.int32
+        ).tolist()
+        == expected
+    )
+
+
+def test_the_first_stage_runs_only_where_it_keeps_fewer_rows_than_there_are() -> None:
+    sketches, coarse, query = random_stage(300, 64, 5)
+    alone = best_rows(sketches, query, 20)
+    assert best_rows(sketches, query, 20, coarse=coarse, keep=0) == alone  # keep 0: none
+    assert best_rows(sketches, query, 20, coarse=coarse, keep=300) == alone  # every row kept
+    staged = best_rows(sketches, query, 20, coarse=coarse, keep=30)
+    assert (
+        np.frombuffer(staged, np.int32).tolist()
+        == two_stage(sketches, coarse, query, 20, 30).tolist()
+    )
+    with pytest.raises(ValueError, match="coarse holds 10 bytes, not 19 blocks of 256"):
+        best_rows(sketches, query, 20, coarse=coarse[:10], keep=30)
+    with pytest.raises(ValueError, match="keep must not be negative"):
+        SharedScan(sketches, query, 20, coarse=coarse, keep=-1)
+    with pytest.raises(TypeError, match="coarse must be"):
+        best_rows(sketches, query, 20, coarse=coarse.astype(np.int8), keep=30)
+
+
 def test_more_wanted_than_held_is_every_row() -> None:
     sketches = np.arange(96, dtype=np.uint8).reshape(3, 32)
     assert scanned(sketches, np.ones(64, np.int8), 10, threads=2).tolist() == [2, 1, 0]
@@ -228,10 +367,16 @@ def pair(vectors: np.ndarray, **options: int) -> tuple[VectorIndex, VectorIndex]
 
 
 def consistent(index: VectorIndex) -> bool:
-    """Whether every stored row's sketch is the sketch of its vector by the current fit."""
+    """Whether every stored row's sketch and 2-bit codes are those of its vector by the current
+    fit."""
     n = len(index)
     assert index._sketch is not None and index._sketches is not None
-    return bool(np.array_equal(index._sketches[:n], index._sketch.of(index._matrix[:n])))
+    assert index._coarse is not None
+    sketches, coarse = index._sketch.of(index._matrix[:n])
+    rank = index._sketch.length
+    held = codes(coarse_rows(index._coarse, n), n, rank)
+    made = codes(np.repeat(coarse.reshape(n, -1, 1, 4), LANES, axis=2), LANES * n, rank)[::LANES]
+    return bool(np.array_equal(index._sketches[:n], sketches) and np.array_equal(held, made))
 
 
 def test_below_the_threshold_the_search_is_exact(data: tuple[np.ndarray, np.ndarray]) -> None:
@@ -277,6 +422,32 @@ def test_the_sketches_find_nearly_all_of_the_exact_answer(
         keys, scores = sketched.nearest(q, K)
         assert np.allclose(scores, sketched.similarities(q, keys.tolist()), atol=1e-6)
         assert (np.diff(scores) <= 0).all()
+
+
+def test_with_the_first_stage_the_sketches_still_find_nearly_all_of_the_exact_answer(
+    data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """An index small enough to test, keeping the first stage's rows in the most proportion it
+    allows (a sixteenth): a search ranks what the definition's two stages propose, alone and
+    shared, and finds nearly all of the exact answer."""
+    vectors, queries = data
+    exact, staged = pair(vectors, coarse=SIZE // 16)
+    options = SketchOptions(threshold=THRESHOLD, coarse=SIZE // 16)
+    wanted = options.wanted(K)
+    assert options.kept(SIZE, wanted) == SIZE // 16 and options.kept(SIZE - 1, wanted) == 0
+    assert staged._sketch is not None and staged._sketches is not None
+    assert staged._coarse is not None
+    for q in queries[:30]:
+        unit = staged._query(q)
+        weights = staged._sketch.weights(unit)
+        planes = staged._sketches[:SIZE], coarse_rows(staged._coarse, SIZE).reshape(-1)
+        rows = two_stage(*planes, weights, wanted, SIZE // 16).astype(np.int32)
+        keys = staged._rescored(unit, rows, K)[0].tolist()
+        assert staged.nearest(q, K)[0].tolist() == keys
+        shared = staged.shared_nearest(q, K)
+        assert shared is not None and shared.nearest()[0].tolist() == keys
+    assert recall(exact, staged, queries) >= 0.99
+    assert recall(exact, staged, queries, 100) >= 0.98
 
 
 def test_a_filtered_search_stays_exact(data: tuple[np.ndarray, np.ndarray]) -> None:
@@ -348,6 +519,8 @@ def test_vectors_of_any_length_are_sketched(data: tuple[np.ndarray, np.ndarray])
         ("sketch_threshold", "many"),
         ("sketch_fetch", "0"),
         ("sketch_per_hit", "0"),
+        ("sketch_coarse", "-1"),
+        ("sketch_coarse", "2.5"),
     ],
 )
 def test_bad_sketch_options_are_refused(option: str, value: str) -> None:
@@ -359,6 +532,7 @@ def test_sketch_options_pass_through() -> None:
     assert memory_options("hybrid").sketch() == SketchOptions()
     options = memory_options("hybrid", {"sketch_threshold": "0", "sketch_fetch": "96"})
     assert options.sketch() == SketchOptions(threshold=0, fetch=96)
+    assert memory_options("hybrid", {"sketch_coarse": "0"}).sketch().coarse == 0
     index = VectorIndex(DIMENSION, sketch=options.sketch())  # threshold 0: never sketched
     index.add(list(range(100)), np.eye(100, DIMENSION, dtype=np.float32))
     assert not index.sketched
