@@ -14,8 +14,10 @@
    and below them its own loop, which wakes no threads: see the figures at 5k, a
    conversation's size), exact scans of float16 and int8 copies (usearch's SIMD kernels;
    int8 then re-ranks its best RERANK in float32), and himga's default past 32k vectors, its
-   4-bit sketches scanned in C and their best re-ranked in float32 (himga.memory.sketch); at
-   1M also usearch's HNSW graphs as in 2b.
+   4-bit sketches scanned in C and their best re-ranked in float32 (himga.memory.sketch),
+   beside the same without the 2-bit first stage that past 64k vectors ranks by the sketches
+   only the rows best by 2-bit codes (`sketch_coarse` 0); at 1M also usearch's HNSW graphs as
+   in 2b.
    Figures: p50 latency, recall@10 against the exact float32 answer, bytes per million
    vectors, and each variant's p50 / the exact p50 within the run.
 2b. The approximate searches on REAL vectors: how well one recalls depends on how the vectors
@@ -28,7 +30,8 @@
    inside a big store). Recall@10 over every question of the file; p50 over QUERIES; MB per
    1M; build seconds. himga.memory.graph takes its settings from here.
 3. Retrieve at 100k natural-text messages (benchmarks/corpus.py): the hybrid memory (SQLite),
-   the same with every search exact (`sketch_threshold` 0), the same with its graph on
+   the same without the sketches' 2-bit first stage (`sketch_coarse` 0), the same with every
+   search exact (`sketch_threshold` 0), the same with its graph on
    (HybridOptions graph_threshold at half the store), the keyword
    memory (SQLite) and tantivy over the same texts, and the query's embedding alone. The
    hybrid memories' passages get the 100k real vectors of 2b (embedding the 100k messages
@@ -88,6 +91,7 @@ GRAPH_FETCH = {"f32": K, "i8": 64}  # candidates the graph gives, re-scored in f
 GRAPH_EXPANSION_ADD = 128
 GRAPH_THREADS = 2
 SKETCHED = "4-bit sketches + float32 rerank (VectorIndex, the default)"
+ONE_STAGE = "the same, no 2-bit first stage (sketch_coarse=0)"
 DEEP = 100
 
 
@@ -291,9 +295,12 @@ def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.nd
         index.add(np.arange(len(vectors), dtype=np.int64), vectors)
         sketched = VectorIndex(vectors.shape[1], sketch=SketchOptions())
         sketched.add(np.arange(len(vectors), dtype=np.int64), vectors)
+        alone = VectorIndex(vectors.shape[1], sketch=SketchOptions(coarse=0))
+        alone.add(np.arange(len(vectors), dtype=np.int64), vectors)
         variants: dict[str, Callable[[Any], Any]] = {
             "exact float32 (VectorIndex)": functools.partial(_nearest_keys, index),
             SKETCHED: functools.partial(_nearest_keys, sketched),
+            ONE_STAGE: functools.partial(_nearest_keys, alone),
         }
         built = _graphs(vectors, GRAPH_CONNECTIVITY)
         variants |= {name: search for name, (search, _, _) in built.items()}
@@ -325,23 +332,26 @@ def bench_graph(embedder: Any, locomo: str, queries: np.ndarray, everyone: np.nd
             f"({len(everyone)} questions) | MB per 1M | build s"
         )
         for name in variants:
-            own = sketched.nbytes if name == SKETCHED else index.nbytes
+            own = {SKETCHED: sketched.nbytes, ONE_STAGE: alone.nbytes}.get(name, index.nbytes)
             _, seconds, nbytes = built.get(name, (None, 0.0, own))
             print(
                 f"{name} | {_spread(p50s[name])} | {_spread(ratios[name])} | "
                 f"{recalls[name]:.4f} | {nbytes / len(vectors) * 1e6 / 2**20:.0f} | {seconds:.0f}"
             )
-        deep = [len(_keys(sketched, q, DEEP) & _keys(index, q, DEEP)) / DEEP for q in everyone]
-        print(
-            f"{SKETCHED}: recall@{DEEP} (the hybrid memory's dense depth) {np.mean(deep):.4f}, "
-            f"lowest of one question {min(deep):.2f}"
-        )
+        for name, approximate in ((SKETCHED, sketched), (ONE_STAGE, alone)):
+            deep = [
+                len(_keys(approximate, q, DEEP) & _keys(index, q, DEEP)) / DEEP for q in everyone
+            ]
+            print(
+                f"{name}: recall@{DEEP} (the hybrid memory's dense depth) {np.mean(deep):.4f}, "
+                f"lowest of one question {min(deep):.2f}"
+            )
         print(
             "(a graph's MB are usearch's own, its own copy of the vectors (float32 or int8) "
             "included; the float32 rows its candidates are re-scored from are the "
             "VectorIndex's, on top; the sketches' MB include the float32 rows)\n"
         )
-        del built, variants, index, sketched
+        del built, variants, index, sketched, alone
         gc.collect()
 
 
@@ -361,6 +371,8 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
     start = time.perf_counter()
     sketched.add(keys, vectors)
     sketched_in = time.perf_counter() - start
+    alone = VectorIndex(vectors.shape[1], sketch=SketchOptions(coarse=0))
+    alone.add(keys, vectors)
     half, small = vectors.astype(np.float16), _int8(vectors)
     allowed = np.arange(size // 2, size // 2 + size // 100, dtype=np.int64)  # 1%: a conversation
 
@@ -384,6 +396,7 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
         ),
         f"exact int8 + float32 rerank of {RERANK}": int8_reranked,
         SKETCHED: lambda q: sketched.nearest(q, K)[0],
+        ONE_STAGE: lambda q: alone.nearest(q, K)[0],
     }
     builds: dict[str, float] = {}
     if size >= 1_000_000:
@@ -421,6 +434,7 @@ def bench_vectors(size: int, drawn: Drawn, queries: np.ndarray) -> None:
         "exact float16 (usearch)": half.nbytes / size + 8,
         f"exact int8 + float32 rerank of {RERANK}": small.nbytes / size + dimension * 4 + 8,
         SKETCHED: sketched.nbytes / len(sketched),
+        ONE_STAGE: alone.nbytes / len(alone),
     }
     print(
         f"## 2. vector search at {size:,} vectors of {dimension} (added in {added:.1f} s; "
@@ -497,6 +511,10 @@ def bench_retrieve(
     with tempfile.TemporaryDirectory() as scratch:
         memories: dict[str, SQLiteKeywordMemory] = {
             "hybrid retrieve": BenchHybrid(Path(scratch) / "hybrid.sqlite3", HybridOptions()),
+            # the sketches scanned whole, without their 2-bit first stage: what it saves
+            "hybrid, one stage": BenchHybrid(
+                Path(scratch) / "one-stage.sqlite3", HybridOptions(sketch_coarse=0)
+            ),
             # the exact float32 search, no sketches: what they save
             "hybrid, exact": BenchHybrid(
                 Path(scratch) / "exact.sqlite3", HybridOptions(sketch_threshold=0)

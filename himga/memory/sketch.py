@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from himga.errors import InvalidArgument
-from himga.memory._sketch import LANES
+from himga.memory._sketch import LANES, loops
 
 LEVELS = 16
 """The values a sketch's coordinate takes (4 bits: two coordinates a byte)."""
@@ -59,6 +59,11 @@ COARSE = np.array([0] * 6 + [1] * 2 + [2] * 2 + [3] * 6, dtype=np.uint8)
 about -1.5, -0.5, 0.5 and 1.5 of them, the level's sixteen steps kept in their proportion."""
 COARSE_SHARE = 64
 """The first stage keeps at least one row in this many (SketchOptions.kept)."""
+COARSE_FROM = {"avx512": 65_536, "avx2": 262_144}
+"""The rows from which the first stage runs, by the scan's loop (the best the processor has):
+where it was measured faster than the sketches' scan alone (benchmarks/README.md, the 2-bit
+first stage: with AVX2 0.98x of its time at 100k rows on one thread but 1.13x on two, 0.86x at
+250k). The portable loop, never: its 2-bit ranking took 1.3x the sketches' time at every size."""
 
 
 @dataclass(frozen=True)
@@ -94,9 +99,12 @@ class SketchOptions:
     def kept(self, rows: int, wanted: int) -> int:
         """The rows the first stage keeps of `rows` for `wanted` candidates: the most of
         `coarse`, a COARSE_SHARE-th of the rows and `wanted`; 0 (no first stage) where that
-        is more than a sixteenth of the rows, or `coarse` is 0."""
+        is more than a sixteenth of the rows, below COARSE_FROM for this processor, or
+        `coarse` is 0."""
         kept = max(self.coarse, rows // COARSE_SHARE, wanted)
-        return kept if self.coarse and 16 * kept <= rows else 0
+        least = COARSE_FROM.get(loops()[-1])
+        wide = least is not None and rows >= least
+        return kept if self.coarse and wide and 16 * kept <= rows else 0
 
 
 def _bad(value: object, least: int) -> bool:

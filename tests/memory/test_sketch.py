@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from himga.errors import InvalidArgument
+from himga.memory import sketch
 from himga.memory._sketch import LANES, SharedScan, best_rows, coarse_block, loops
 from himga.memory.registry import memory_options
-from himga.memory.sketch import REFIT, SketchOptions, coarse_rows
+from himga.memory.sketch import COARSE_FROM, REFIT, SketchOptions, coarse_rows
 from himga.memory.vectors import VectorIndex
 from tests.memory.clustered import DIMENSION, beside_exact, clustered_data, recall
 
@@ -424,12 +425,29 @@ def test_the_sketches_find_nearly_all_of_the_exact_answer(
         assert (np.diff(scores) <= 0).all()
 
 
+def test_the_first_stage_runs_where_it_was_measured_faster() -> None:
+    """From COARSE_FROM rows for the processor's best loop (never with the portable one), and
+    keeping at most a sixteenth of the rows."""
+    options = SketchOptions()
+    least = COARSE_FROM.get(LOOPS[-1])
+    if least is None:
+        assert options.kept(10_000_000, 200) == 0
+        return
+    assert options.kept(least - 1, 200) == 0
+    assert options.kept(least, 200) == max(4_096, least // 64)
+    assert options.kept(1_000_000, 200) == 15_625
+    assert SketchOptions(coarse=0).kept(1_000_000, 200) == 0
+    assert SketchOptions(coarse=least).kept(least, 200) == 0  # more than a sixteenth
+
+
 def test_with_the_first_stage_the_sketches_still_find_nearly_all_of_the_exact_answer(
-    data: tuple[np.ndarray, np.ndarray],
+    data: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An index small enough to test, keeping the first stage's rows in the most proportion it
-    allows (a sixteenth): a search ranks what the definition's two stages propose, alone and
-    shared, and finds nearly all of the exact answer."""
+    """An index small enough to test (the first stage let run from its size on every loop),
+    keeping the first stage's rows in the most proportion it allows (a sixteenth): a search
+    ranks what the definition's two stages propose, alone and shared, and finds nearly all of
+    the exact answer."""
+    monkeypatch.setattr(sketch, "COARSE_FROM", dict.fromkeys(LOOPS, SIZE))
     vectors, queries = data
     exact, staged = pair(vectors, coarse=SIZE // 16)
     options = SketchOptions(threshold=THRESHOLD, coarse=SIZE // 16)
