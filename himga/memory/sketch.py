@@ -96,6 +96,12 @@ class SketchOptions:
         """The candidates a search for `k` hits takes."""
         return max(self.fetch, self.per_hit * k)
 
+    @property
+    def staged(self) -> bool:
+        """Whether the first stage may run on this processor (`coarse` and COARSE_FROM): where
+        it may not, the index keeps no 2-bit codes."""
+        return bool(self.coarse) and loops()[-1] in COARSE_FROM
+
     def kept(self, rows: int, wanted: int) -> int:
         """The rows the first stage keeps of `rows` for `wanted` candidates: the most of
         `coarse`, a COARSE_SHARE-th of the rows and `wanted`; 0 (no first stage) where that

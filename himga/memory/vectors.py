@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -89,7 +90,8 @@ class VectorIndex:
         self._sketch_options = sketch if sketch is not None and sketch.threshold else None
         self._sketch: Sketch | None = None  # the fit the sketches were made by
         self._sketches: npt.NDArray[np.uint8] | None = None  # one row per stored row
-        self._coarse: npt.NDArray[np.uint8] | None = None  # their 2-bit codes (coarse_plane)
+        # their 2-bit codes (coarse_plane), kept where the first stage may run (`staged`)
+        self._coarse: npt.NDArray[np.uint8] | None = None
         self._fitted = 0  # vectors stored at the last fit
         self._changed = 0  # vectors added or removed since
         self._matrix: Floats = np.empty((_INITIAL_CAPACITY, dimension), dtype=np.float32)
@@ -161,9 +163,10 @@ class VectorIndex:
         self._reserve(n + len(key_list))
         self._matrix[n : n + len(key_list)] = rows
         self._keys[n : n + len(key_list)] = key_list
-        if self._sketches is not None and self._sketch is not None and self._coarse is not None:
+        if self._sketches is not None and self._sketch is not None:
             self._sketches[n : n + len(key_list)], coarse = self._sketch.of(rows)
-            coarse_place(self._coarse, n, coarse)
+            if self._coarse is not None:
+                coarse_place(self._coarse, n, coarse)
         for offset, key in enumerate(key_list):
             self._slot[key] = n + offset
         added, outer = _moments(rows)
@@ -202,8 +205,9 @@ class VectorIndex:
                 self._matrix[slot] = self._matrix[last]
                 self._keys[slot] = moved
                 self._slot[moved] = slot
-                if sketches is not None and coarse is not None:
+                if sketches is not None:
                     sketches[slot] = sketches[last]
+                if coarse is not None:
                     coarse_move(coarse, slot, last)
         self._fit_if_due()
 
@@ -226,11 +230,12 @@ class VectorIndex:
         second = self._outer.astype(np.float64) / (_FIXED * _FIXED * n)
         sketch = Sketch(mean, second - np.outer(mean, mean))
         sketches = np.empty((len(self._keys), sketch.length // 2), dtype=np.uint8)
-        coarse = coarse_plane(len(self._keys), sketch.length)
+        coarse = coarse_plane(len(self._keys), sketch.length) if options.staged else None
         for start in range(0, n, CHUNK):
             stop = min(n, start + CHUNK)
             sketches[start:stop], codes = sketch.of(self._matrix[start:stop])
-            coarse_place(coarse, start, codes)
+            if coarse is not None:
+                coarse_place(coarse, start, codes)
         self._sketch, self._sketches, self._coarse = sketch, sketches, coarse
         self._fitted, self._changed = n, 0
 
@@ -246,12 +251,14 @@ class VectorIndex:
         keys = np.empty(capacity, dtype=np.int64)
         keys[:n] = self._keys[:n]
         self._matrix, self._keys = matrix, keys
-        if self._sketches is not None and self._coarse is not None:
+        if self._sketches is not None:
             sketches = np.empty((capacity, self._sketches.shape[1]), dtype=np.uint8)
             sketches[:n] = self._sketches[:n]
-            coarse = coarse_plane(capacity, 2 * self._sketches.shape[1])
+            self._sketches = sketches
+        if self._coarse is not None:
+            coarse = coarse_plane(capacity, self._coarse.shape[1] * 16)
             coarse[: len(self._coarse)] = self._coarse
-            self._sketches, self._coarse = sketches, coarse
+            self._coarse = coarse
 
     def _checked(self, vectors: npt.ArrayLike, count: int) -> Floats:
         rows = np.asarray(vectors, dtype=np.float32)
@@ -316,7 +323,7 @@ class VectorIndex:
             if len(slots) >= min(k, n):
                 return self._best(self._keys[slots], _scores(self._matrix[slots], q), k)
         if allowed is None and self._sketches is not None and self._sketch is not None:
-            assert self._sketch_options is not None and self._coarse is not None
+            assert self._sketch_options is not None
             wanted = self._sketch_options.wanted(k)
             if wanted < n:
                 rows = np.frombuffer(
@@ -325,8 +332,7 @@ class VectorIndex:
                         self._sketch.weights(q),
                         wanted,
                         _threads(n),
-                        coarse=coarse_rows(self._coarse, n),
-                        keep=self._sketch_options.kept(n, wanted),
+                        **self._first_stage(n, wanted),
                     ),
                     dtype=np.int32,
                 )
@@ -348,7 +354,7 @@ class VectorIndex:
         n = len(self._slot)
         if self._sketches is None or self._sketch is None or k <= 0 or self.graphed:
             return None
-        assert self._sketch_options is not None and self._coarse is not None
+        assert self._sketch_options is not None
         wanted = self._sketch_options.wanted(k)
         if wanted >= n:
             return None
@@ -356,10 +362,18 @@ class VectorIndex:
             self._sketches[:n],
             self._sketch.weights(q),
             wanted,
-            coarse=coarse_rows(self._coarse, n),
-            keep=self._sketch_options.kept(n, wanted),
+            **self._first_stage(n, wanted),
         )
         return SharedNearest(self, q, k, scan, max(0, _threads(n) - 2))
+
+    def _first_stage(self, n: int, wanted: int) -> dict[str, Any]:
+        """The scan's first stage arguments (best_rows, SharedScan) for `wanted` of `n` rows."""
+        if self._coarse is None or self._sketch_options is None:
+            return {}
+        return {
+            "coarse": coarse_rows(self._coarse, n),
+            "keep": self._sketch_options.kept(n, wanted),
+        }
 
     def _rescored(self, q: Floats, rows: npt.NDArray[np.int32], k: int) -> tuple[Keys, Floats]:
         """The best `k` of the sketches' candidate `rows`, by their exact cosines with `q`."""

@@ -372,8 +372,10 @@ def consistent(index: VectorIndex) -> bool:
     fit."""
     n = len(index)
     assert index._sketch is not None and index._sketches is not None
-    assert index._coarse is not None
     sketches, coarse = index._sketch.of(index._matrix[:n])
+    if index._coarse is None:  # the first stage cannot run here: no codes kept
+        assert index._sketch_options is not None and not index._sketch_options.staged
+        return bool(np.array_equal(index._sketches[:n], sketches))
     rank = index._sketch.length
     held = codes(coarse_rows(index._coarse, n), n, rank)
     made = codes(np.repeat(coarse.reshape(n, -1, 1, 4), LANES, axis=2), LANES * n, rank)[::LANES]
@@ -440,6 +442,18 @@ def test_the_first_stage_runs_where_it_was_measured_faster() -> None:
     assert SketchOptions(coarse=least).kept(least, 200) == 0  # more than a sixteenth
 
 
+def test_codes_are_kept_only_where_the_first_stage_may_run(
+    data: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vectors, _ = data
+    monkeypatch.setattr(sketch, "COARSE_FROM", dict.fromkeys(LOOPS, SIZE))
+    staged, alone = pair(vectors)[1], pair(vectors, coarse=0)[1]
+    assert staged._coarse is not None and alone._coarse is None
+    assert staged.nbytes - alone.nbytes == staged._coarse.nbytes > 0
+    monkeypatch.setattr(sketch, "COARSE_FROM", {})  # a processor with no loop for it
+    assert pair(vectors)[1]._coarse is None
+
+
 def test_with_the_first_stage_the_sketches_still_find_nearly_all_of_the_exact_answer(
     data: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -477,10 +491,13 @@ def test_a_filtered_search_stays_exact(data: tuple[np.ndarray, np.ndarray]) -> N
 
 
 def test_sketches_follow_their_rows_through_deletes_and_corrections(
-    data: tuple[np.ndarray, np.ndarray],
+    data: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The first stage runs here too (from 1,000 rows, keeping 250): its codes move with the
+    rows."""
+    monkeypatch.setattr(sketch, "COARSE_FROM", dict.fromkeys(LOOPS, 1_000))
     vectors, queries = data
-    sketched = pair(vectors)[1]
+    sketched = pair(vectors, coarse=250)[1]
     rng = np.random.default_rng(7)
     gone = rng.choice(SIZE, 1_500, replace=False)
     sketched.remove(gone.tolist())  # each removal moves the last row into the freed one
