@@ -506,7 +506,7 @@ static int32_t sampled_floor(const Part *whole) {
             sample[sampled++] = here;
         }
     }
-    const Py_ssize_t reach = 2 * whole->keep * sampled / whole->rows + 8;
+    const Py_ssize_t reach = (Py_ssize_t)(2 * (int64_t)whole->keep * sampled / whole->rows) + 8;
     int32_t floor = INT32_MIN;
     if (reach < sampled / 2) {
         select_best(sample, sampled, reach);
@@ -564,21 +564,21 @@ static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *
         memmove(pool + pooled, parts[t].pool, (size_t)parts[t].pooled * sizeof(Kept));
         pooled += parts[t].pooled;
     }
-    if (pooled >= whole->keep) select_best(pool, pooled, whole->keep);
-    if (whole->floor != INT32_MIN) { /* the sampled floor was below the best `keep`'s worst? */
-        int below = pooled >= whole->keep;
-        for (Py_ssize_t i = 0; below && i < whole->keep; i++) below = pool[i].score > whole->floor;
-        if (!below) { /* no: a row it left out may be among them; every row again, without it */
-            Part again = *whole;
-            again.pool = pool;
-            again.pooled = 0;
-            again.floor = INT32_MIN;
-            scan_part(&again);
-            pooled = again.pooled;
-            if (pooled >= whole->keep) select_best(pool, pooled, whole->keep);
-        }
+    /* Every pooled row scores above the sampled floor (a part's floor only rises from it), so
+       with `keep` of them pooled, no row it left out ranks among the best `keep`; with fewer,
+       one may: every row again, without it (one thread: a sample so misleading is rare). */
+    if (whole->floor != INT32_MIN && pooled < whole->keep) {
+        Part again = *whole;
+        again.pool = pool;
+        again.pooled = 0;
+        again.floor = INT32_MIN;
+        scan_part(&again);
+        pooled = again.pooled;
     }
-    if (pooled > whole->keep) pooled = whole->keep;
+    if (pooled > whole->keep) {
+        select_best(pool, pooled, whole->keep);
+        pooled = whole->keep;
+    }
     /* in the order of the rows, so their sketches are read as they lie (the pools' room is
        at least twice `keep`: the second half is the sort's) */
     pool = by_row(pool, pooled, pool + whole->keep);
@@ -587,14 +587,18 @@ static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *
     for (Py_ssize_t i = 0; i < pooled; i++) {
         if (i + ahead < pooled) { /* the rows lie apart: ask for one a few rows ahead */
             const char *next = (const char *)whole->sketches + pool[i + ahead].row * bytes;
+#if defined(__GNUC__) || defined(__clang__)
             for (Py_ssize_t line = 0; line < bytes; line += 64) __builtin_prefetch(next + line);
+#else
+            (void)next;
+#endif
         }
         const Py_ssize_t row = pool[i].row;
         Kept here = {row_dot(whole, whole->sketches + row * bytes), (int32_t)row};
         if (whole->kept < whole->count) {
             whole->heap[whole->kept] = here;
             sift_up(whole->heap, whole->kept++);
-        } else if (better(&here, &whole->heap[0])) { /* the pool is in no order of rows */
+        } else if (better(&here, &whole->heap[0])) {
             whole->heap[0] = here;
             sift_down(whole->heap, whole->kept, 0);
         }

@@ -96,21 +96,19 @@ class SketchOptions:
         """The candidates a search for `k` hits takes."""
         return max(self.fetch, self.per_hit * k)
 
-    @property
-    def staged(self) -> bool:
-        """Whether the first stage may run on this processor (`coarse` and COARSE_FROM): where
-        it may not, the index keeps no 2-bit codes."""
-        return bool(self.coarse) and loops()[-1] in COARSE_FROM
+    def coarse_from(self) -> int | None:
+        """The rows from which the first stage runs on this processor (COARSE_FROM for its best
+        loop); None where it never does (there, or `coarse` 0): the index keeps 2-bit codes
+        only from these rows on."""
+        return COARSE_FROM.get(loops()[-1]) if self.coarse else None
 
     def kept(self, rows: int, wanted: int) -> int:
         """The rows the first stage keeps of `rows` for `wanted` candidates: the most of
         `coarse`, a COARSE_SHARE-th of the rows and `wanted`; 0 (no first stage) where that
-        is more than a sixteenth of the rows, below COARSE_FROM for this processor, or
-        `coarse` is 0."""
+        is more than a sixteenth of the rows, or below `coarse_from`."""
         kept = max(self.coarse, rows // COARSE_SHARE, wanted)
-        least = COARSE_FROM.get(loops()[-1])
-        wide = least is not None and rows >= least
-        return kept if self.coarse and wide and 16 * kept <= rows else 0
+        least = self.coarse_from()
+        return kept if least is not None and rows >= least and 16 * kept <= rows else 0
 
 
 def _bad(value: object, least: int) -> bool:
@@ -140,13 +138,14 @@ class Sketch:
         self._offset = self.mean @ self._scaled - (LEVELS - 1) / 2
 
     def of(
-        self, rows: npt.NDArray[np.float32]
-    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+        self, rows: npt.NDArray[np.float32], codes: bool = True
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8] | None]:
         """The sketches of unit float32 `rows` (n x dimension): n x length / 2 bytes, each
         BLOCK of coordinates as the C scan reads it (its first half in the low 4 bits of its
-        32 bytes, its second half in the high 4); and their 2-bit codes, n x length / 4 bytes
-        (each row's part of its block, as coarse_place takes it: byte i of each four bytes g
-        holds the codes of coordinates 16g + 4k + i in its bits 2k and 2k + 1)."""
+        32 bytes, its second half in the high 4); and, with `codes`, their 2-bit codes, n x
+        length / 4 bytes (each row's part of its block, as coarse_place takes it: byte i of
+        each four bytes g holds the codes of coordinates 16g + 4k + i in its bits 2k and
+        2k + 1), else None."""
         coordinates = rows @ self._scaled
         coordinates -= self._offset
         np.rint(coordinates, out=coordinates)
@@ -155,10 +154,12 @@ class Sketch:
         blocks = levels.reshape(len(rows), -1, 2, BLOCK // 2)
         high = blocks[:, :, 1, :] << np.uint8(4)
         sketches: npt.NDArray[np.uint8] = (blocks[:, :, 0, :] | high).reshape(len(rows), -1)
-        codes = COARSE[levels].reshape(len(rows), -1, 4, 4)  # row, group, k, byte
+        if not codes:
+            return sketches, None
+        pairs = COARSE[levels].reshape(len(rows), -1, 4, 4)  # row, group, k, byte
         for k in range(1, 4):
-            codes[:, :, k] <<= np.uint8(2 * k)
-        coarse: npt.NDArray[np.uint8] = np.bitwise_or.reduce(codes, axis=2).reshape(len(rows), -1)
+            pairs[:, :, k] <<= np.uint8(2 * k)
+        coarse: npt.NDArray[np.uint8] = np.bitwise_or.reduce(pairs, axis=2).reshape(len(rows), -1)
         return sketches, coarse
 
     def weights(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:

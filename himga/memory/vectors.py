@@ -90,7 +90,7 @@ class VectorIndex:
         self._sketch_options = sketch if sketch is not None and sketch.threshold else None
         self._sketch: Sketch | None = None  # the fit the sketches were made by
         self._sketches: npt.NDArray[np.uint8] | None = None  # one row per stored row
-        # their 2-bit codes (coarse_plane), kept where the first stage may run (`staged`)
+        # their 2-bit codes (coarse_plane), kept where the first stage may run (_codes_if_due)
         self._coarse: npt.NDArray[np.uint8] | None = None
         self._fitted = 0  # vectors stored at the last fit
         self._changed = 0  # vectors added or removed since
@@ -164,8 +164,9 @@ class VectorIndex:
         self._matrix[n : n + len(key_list)] = rows
         self._keys[n : n + len(key_list)] = key_list
         if self._sketches is not None and self._sketch is not None:
-            self._sketches[n : n + len(key_list)], coarse = self._sketch.of(rows)
-            if self._coarse is not None:
+            coded = self._coarse is not None
+            self._sketches[n : n + len(key_list)], coarse = self._sketch.of(rows, coded)
+            if self._coarse is not None and coarse is not None:
                 coarse_place(self._coarse, n, coarse)
         for offset, key in enumerate(key_list):
             self._slot[key] = n + offset
@@ -224,20 +225,40 @@ class VectorIndex:
             self._fitted = self._changed = 0
             return
         due = self._changed >= REFIT * self._fitted if self._sketches is not None else True
-        if n < options.threshold or not due:
-            return
-        mean = self._sum.astype(np.float64) / (_FIXED * n)
-        second = self._outer.astype(np.float64) / (_FIXED * _FIXED * n)
-        sketch = Sketch(mean, second - np.outer(mean, mean))
+        if n >= options.threshold and due:
+            mean = self._sum.astype(np.float64) / (_FIXED * n)
+            second = self._outer.astype(np.float64) / (_FIXED * _FIXED * n)
+            sketch = Sketch(mean, second - np.outer(mean, mean))
+            self._sketch = sketch
+            self._sketches, self._coarse = self._planes(sketch, self._coarse is not None)
+            self._fitted, self._changed = n, 0
+        self._codes_if_due()
+
+    def _codes_if_due(self) -> None:
+        """Make the 2-bit codes when the index first holds the rows from which the first stage
+        runs (SketchOptions.coarse_from), and drop them when it falls below half of those."""
+        options = self._sketch_options
+        least = options.coarse_from() if options is not None else None
+        n = len(self._slot)
+        if self._sketch is None or least is None or n < least // 2:
+            self._coarse = None
+        elif self._coarse is None and n >= least:
+            self._coarse = self._planes(self._sketch, True)[1]
+
+    def _planes(
+        self, sketch: Sketch, codes: bool
+    ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8] | None]:
+        """Every stored row's sketch by `sketch`, and with `codes` its 2-bit codes (at the
+        index's capacity), made CHUNK rows at a time."""
+        n = len(self._slot)
         sketches = np.empty((len(self._keys), sketch.length // 2), dtype=np.uint8)
-        coarse = coarse_plane(len(self._keys), sketch.length) if options.staged else None
+        plane = coarse_plane(len(self._keys), sketch.length) if codes else None
         for start in range(0, n, CHUNK):
             stop = min(n, start + CHUNK)
-            sketches[start:stop], codes = sketch.of(self._matrix[start:stop])
-            if coarse is not None:
-                coarse_place(coarse, start, codes)
-        self._sketch, self._sketches, self._coarse = sketch, sketches, coarse
-        self._fitted, self._changed = n, 0
+            sketches[start:stop], coarse = sketch.of(self._matrix[start:stop], codes)
+            if plane is not None and coarse is not None:
+                coarse_place(plane, start, coarse)
+        return sketches, plane
 
     def _reserve(self, count: int) -> None:
         capacity = len(self._keys)

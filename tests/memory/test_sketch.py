@@ -8,12 +8,14 @@ again as it grows, and bad options are refused naming the option."""
 
 import os
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from himga.errors import InvalidArgument
 from himga.memory import sketch
+from himga.memory import vectors as vectors_module
 from himga.memory._sketch import LANES, SharedScan, best_rows, coarse_block, loops
 from himga.memory.registry import memory_options
 from himga.memory.sketch import COARSE_FROM, REFIT, SketchOptions, coarse_rows
@@ -373,8 +375,10 @@ def consistent(index: VectorIndex) -> bool:
     n = len(index)
     assert index._sketch is not None and index._sketches is not None
     sketches, coarse = index._sketch.of(index._matrix[:n])
-    if index._coarse is None:  # the first stage cannot run here: no codes kept
-        assert index._sketch_options is not None and not index._sketch_options.staged
+    if index._coarse is None:  # the first stage does not run here (yet): no codes kept
+        assert index._sketch_options is not None
+        least = index._sketch_options.coarse_from()
+        assert least is None or n < least
         return bool(np.array_equal(index._sketches[:n], sketches))
     rank = index._sketch.length
     held = codes(coarse_rows(index._coarse, n), n, rank)
@@ -445,8 +449,19 @@ def test_the_first_stage_runs_where_it_was_measured_faster() -> None:
 def test_codes_are_kept_only_where_the_first_stage_may_run(
     data: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """From the rows it runs from on this processor (made then from every row), until the index
+    falls below half of those; never with `coarse` 0 or on a processor it does not run on."""
     vectors, _ = data
-    monkeypatch.setattr(sketch, "COARSE_FROM", dict.fromkeys(LOOPS, SIZE))
+    monkeypatch.setattr(sketch, "COARSE_FROM", dict.fromkeys(LOOPS, 4_000))
+    index = VectorIndex(DIMENSION, sketch=SketchOptions(threshold=THRESHOLD))
+    index.add(list(range(3_999)), vectors[:3_999])
+    assert index.sketched and index._coarse is None and consistent(index)
+    index.add([3_999], vectors[3_999:4_000])
+    assert index._coarse is not None and consistent(index)
+    index.remove(list(range(2_000)))  # 2,000 left: half of 4,000, kept
+    assert index._coarse is not None and consistent(index)
+    index.remove([2_000])
+    assert index._coarse is None and index.sketched and consistent(index)
     staged, alone = pair(vectors)[1], pair(vectors, coarse=0)[1]
     assert staged._coarse is not None and alone._coarse is None
     assert staged.nbytes - alone.nbytes == staged._coarse.nbytes > 0
@@ -469,6 +484,17 @@ def test_with_the_first_stage_the_sketches_still_find_nearly_all_of_the_exact_an
     assert options.kept(SIZE, wanted) == SIZE // 16 and options.kept(SIZE - 1, wanted) == 0
     assert staged._sketch is not None and staged._sketches is not None
     assert staged._coarse is not None
+    asked: list[dict[str, object]] = []  # what the scans were given, beside their answer
+
+    def spied(scan: Callable[..., object]) -> Callable[..., object]:
+        def given(*args: object, **kwargs: object) -> object:
+            asked.append(kwargs)
+            return scan(*args, **kwargs)
+
+        return given
+
+    monkeypatch.setattr(vectors_module, "best_rows", spied(best_rows))
+    monkeypatch.setattr(vectors_module, "SharedScan", spied(SharedScan))
     for q in queries[:30]:
         unit = staged._query(q)
         weights = staged._sketch.weights(unit)
@@ -478,6 +504,8 @@ def test_with_the_first_stage_the_sketches_still_find_nearly_all_of_the_exact_an
         assert staged.nearest(q, K)[0].tolist() == keys
         shared = staged.shared_nearest(q, K)
         assert shared is not None and shared.nearest()[0].tolist() == keys
+        assert np.frombuffer(shared.scan.best(), np.int32).tolist() == rows.tolist()
+    assert len(asked) == 60 and all(given["keep"] == SIZE // 16 for given in asked)
     assert recall(exact, staged, queries) >= 0.99
     assert recall(exact, staged, queries, 100) >= 0.98
 
