@@ -38,7 +38,8 @@ setup: $(SETUP) $(NODE) model
 	bash scripts/postgres.sh
 
 # Reinstalled when the package's build changes, its C included.
-C_SOURCES = himga/memory/_ranking.c himga/memory/_sketch.c himga/memory/_fusion.c
+C_SOURCES = himga/memory/_ranking.c himga/memory/_sketch.c himga/memory/_fusion.c \
+            himga/memory/_exact.c
 $(SETUP): pyproject.toml setup.py $(C_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The C modules (himga/memory/_ranking.c, _sketch.c, _fusion.c) built with AddressSanitizer and
-# UndefinedBehaviorSanitizer, and the memory tests, which drive them through every store, run
-# over that build: a read or write out of bounds, a use after free or an overflow stops the run
-# with the line that did it. The build is made in a copy of the working tree in a temporary
-# directory, so the package's own modules are left as they were.
+# The C modules (himga/memory/_ranking.c, _sketch.c, _exact.c, _fusion.c) built with
+# AddressSanitizer and UndefinedBehaviorSanitizer, and the memory tests, which drive them through
+# every store, run over that build: a read or write out of bounds, a use after free or an
+# overflow stops the run with the line that did it. The build is made in a copy of the working
+# tree in a temporary directory, so the package's own modules are left as they were.
 #
 # Usage: scripts/sanitize.sh PYTHON [PYTEST ARGS...] (default: tests/memory)
 set -euo pipefail

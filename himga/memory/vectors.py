@@ -4,15 +4,16 @@ Vectors sit in one contiguous float32 matrix (grown by doubling), one row per ke
 row number); a dictionary maps a key to its row, and a removal moves the last row into the
 freed one, so the stored rows are always the first `len(index)`. A search is an exact scan:
 one matrix-vector product over the stored rows, or over the rows a filter admits when those are
-few (numpy's own loop for a small scan, BLAS for a large one). Vectors are normalised on the
-way in, so a dot product is their cosine.
+few (a loop in C for a small scan, himga.memory._exact, BLAS for a large one). Vectors are
+normalised on the way in, so a dot product is their cosine.
 
 Given SketchOptions, an index holding at least their `threshold` vectors also keeps a 4-bit
 sketch of each (himga.memory.sketch): a search without a filter then scans the sketches (in C,
 an eighth of the float32 rows' bytes), takes the best of them as candidates and re-scores
-those exactly from the rows (its cosines exact, its top k approximate: recall measured in
-bench-hybrid). On a large index the scan first reads each vector's 2-bit codes (half the
-sketches' bytes) and ranks by the sketches only the rows best by those (SketchOptions.kept).
+those exactly from the rows, read where they lie (its cosines exact, its top k approximate:
+recall measured in bench-hybrid). On a large index the scan first reads each vector's 2-bit
+codes (half the sketches' bytes) and ranks by the sketches only the rows best by those
+(SketchOptions.kept).
 Given GraphOptions, an index holding at least their `threshold` vectors keeps a graph of them
 instead (himga.memory.graph, built when the index first reaches the threshold),
 whose candidates are re-scored the same way. A filtered search stays exact.
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from himga.memory._exact import best_of, dots
 from himga.memory._sketch import SharedScan, best_rows
 from himga.memory.graph import Graph, GraphOptions
 from himga.memory.sketch import (
@@ -58,7 +60,7 @@ Floats = npt.NDArray[np.float32]
 Keys = npt.NDArray[np.int64]
 
 _INITIAL_CAPACITY = 64
-# Up to this many rows a scan is numpy's own single-threaded loop: BLAS would wake its threads
+# Up to this many rows a scan is a single-threaded loop in C: BLAS would wake its threads
 # for it, and on a busy machine waiting for them costs more than the scan (bench-hybrid).
 _BLAS_ROWS = 32_768
 # A scan of the sketches of at least this many rows is shared by _SCAN_THREADS threads: it is
@@ -342,7 +344,7 @@ class VectorIndex:
             found = self._graph.candidates(q, k).tolist()
             slots = [s for s in map(self._slot.get, found) if s is not None]
             if len(slots) >= min(k, n):
-                return self._best(self._keys[slots], _scores(self._matrix[slots], q), k)
+                return self._best_of(q, slots, k)
         if allowed is None and self._sketches is not None and self._sketch is not None:
             assert self._sketch_options is not None
             wanted = self._sketch_options.wanted(k)
@@ -357,7 +359,7 @@ class VectorIndex:
                     ),
                     dtype=np.int32,
                 )
-                return self._rescored(q, rows, k)
+                return self._best_of(q, rows, k)
         if allowed is None:
             return self._best(self._keys[:n], _scores(self._matrix[:n], q), k)
         admitted = np.asarray(allowed, dtype=np.int64).reshape(-1)
@@ -365,7 +367,7 @@ class VectorIndex:
             admitted = np.sort(admitted)  # the interface asks for sorted keys; cheap to check
         if len(admitted) <= n * _GATHER_SHARE:
             slots = [s for s in map(self._slot.get, admitted.tolist()) if s is not None]
-            return self._best(self._keys[slots], _scores(self._matrix[slots], q), k)
+            return self._best_of(q, slots, k)
         return self._best_admitted(q, k, admitted)
 
     def shared_nearest(self, query: npt.ArrayLike, k: int) -> SharedNearest | None:
@@ -396,9 +398,13 @@ class VectorIndex:
             "keep": self._sketch_options.kept(n, wanted),
         }
 
-    def _rescored(self, q: Floats, rows: npt.NDArray[np.int32], k: int) -> tuple[Keys, Floats]:
-        """The best `k` of the sketches' candidate `rows`, by their exact cosines with `q`."""
-        return self._best(self._keys[rows], _scores(self._matrix[rows], q), k)
+    def _best_of(
+        self, q: Floats, rows: npt.NDArray[np.int32] | list[int], k: int
+    ) -> tuple[Keys, Floats]:
+        """The best `k` of `rows` (the sketches' or the graph's candidates, or a filter's rows),
+        by their exact cosines with `q`, read where they lie (himga.memory._exact)."""
+        keys, cosines = best_of(self._matrix, self._keys, np.asarray(rows, dtype=np.int32), q, k)
+        return np.frombuffer(keys, dtype=np.int64), np.frombuffer(cosines, dtype=np.float32)
 
     def _best_admitted(self, q: Floats, k: int, admitted: Keys) -> tuple[Keys, Floats]:
         """The full scan, then its best rows checked against `admitted` (sorted), widening the
@@ -473,7 +479,7 @@ class SharedNearest:
 
     def nearest(self) -> tuple[Keys, Floats]:
         rows = np.frombuffer(self.scan.best(), dtype=np.int32)
-        return self.index._rescored(self.q, rows, self.k)
+        return self.index._best_of(self.q, rows, self.k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,10 +516,10 @@ def _threads(rows: int) -> int:
 
 
 def _scores(rows: Floats, q: Floats) -> Floats:
-    """The dot product of each of `rows` with `q`."""
+    """The dot product of each of `rows` (C-ordered) with `q`: as the candidates' cosines are
+    (himga.memory._exact), but for a scan of more than _BLAS_ROWS."""
     if len(rows) <= _BLAS_ROWS:
-        small: Floats = np.einsum("ij,j->i", rows, q)
-        return small
+        return np.frombuffer(dots(rows, None, q), dtype=np.float32)
     large: Floats = rows @ q
     return large
 

@@ -500,7 +500,7 @@ def test_with_the_first_stage_the_sketches_still_find_nearly_all_of_the_exact_an
         weights = staged._sketch.weights(unit)
         planes = staged._sketches[:SIZE], coarse_rows(staged._coarse, SIZE).reshape(-1)
         rows = two_stage(*planes, weights, wanted, SIZE // 16).astype(np.int32)
-        keys = staged._rescored(unit, rows, K)[0].tolist()
+        keys = staged._best_of(unit, rows, K)[0].tolist()
         assert staged.nearest(q, K)[0].tolist() == keys
         shared = staged.shared_nearest(q, K)
         assert shared is not None and shared.nearest()[0].tolist() == keys

@@ -1,0 +1,257 @@
+/* himga.memory._exact: the exact float32 cosines of a query with chosen rows of the vector
+   index's matrix (himga.memory.vectors), in C.
+
+   Two functions: `dots`, the dot product of the query with each chosen row, and `best_of`, the
+   best `k` of the chosen rows by it, with their keys. They read the rows where they lie (no copy
+   of them first, as numpy's fancy indexing makes), asking for each a few rows ahead: the rows a
+   search re-scores lie apart in a matrix far larger than the caches, so reading them one after
+   the other would wait on memory for each.
+
+   A dot product adds its terms in one fixed order (16 running sums, coordinate j into sum j mod
+   16, then the sums in a fixed tree, then the coordinates past the last 16), without FMA
+   contraction (setup.py), so a row's cosine is the same bit for bit from either function and on
+   every machine. The interpreter's lock is released while they run (the caller keeps the matrix
+   unchanged: the vector index's rule, no write beside a search). */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LANES 16
+#define AHEAD 8 /* rows asked for ahead of the one being read */
+
+static float dot(const float *row, const float *query, Py_ssize_t dimension) {
+    float lane[LANES] = {0};
+    Py_ssize_t j = 0;
+    for (; j + LANES <= dimension; j += LANES)
+        for (int l = 0; l < LANES; l++) lane[l] += row[j + l] * query[j + l];
+    for (int width = LANES / 2; width > 0; width /= 2)
+        for (int l = 0; l < width; l++) lane[l] += lane[l + width];
+    float sum = lane[0];
+    for (; j < dimension; j++) sum += row[j] * query[j];
+    return sum;
+}
+
+static inline void ask_for(const float *row, Py_ssize_t dimension) {
+#if defined(__GNUC__) || defined(__clang__)
+    const char *at = (const char *)row, *end = (const char *)(row + dimension);
+    for (; at < end; at += 64) __builtin_prefetch(at);
+#else
+    (void)row;
+    (void)dimension;
+#endif
+}
+
+/* The dot products of `query` with rows `rows` (n of them; NULL: the first n, which lie one
+   after the other, as the processor reads ahead by itself) of `matrix`, into `out`. */
+static void dots_of(const float *matrix, const int32_t *rows, Py_ssize_t n, const float *query,
+                    Py_ssize_t dimension, float *out) {
+    if (rows == NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) out[i] = dot(matrix + i * dimension, query, dimension);
+        return;
+    }
+    for (Py_ssize_t i = 0; i < n && i < AHEAD; i++)
+        ask_for(matrix + rows[i] * dimension, dimension);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + AHEAD < n) ask_for(matrix + rows[i + AHEAD] * dimension, dimension);
+        out[i] = dot(matrix + rows[i] * dimension, query, dimension);
+    }
+}
+
+/* --- the arguments ------------------------------------------------------------------------ */
+
+typedef struct {
+    Py_buffer matrix, rows, query;
+    Py_ssize_t dimension, stored, n;
+} Chosen;
+
+static int view_of(PyObject *object, Py_buffer *view, char format, Py_ssize_t itemsize,
+                   const char *what, const char *type) {
+    if (PyObject_GetBuffer(object, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Clear(); /* numpy's says "not C-contiguous", naming no argument */
+        PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of %s", what, type);
+        return -1;
+    }
+    const char *given = view->format ? view->format : "B";
+    if (*given == '@' || *given == '=' || *given == '<') given++;
+    /* int64 is 'l' or 'q' by the platform; both name an 8-byte integer here */
+    const int same = strlen(given) == 1 && (*given == format || (format == 'q' && *given == 'l'));
+    if (view->itemsize != itemsize || !same) {
+        PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of %s", what, type);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads the matrix, the chosen rows (None: every row, in order) and the query into `chosen`
+   (released by `release`), every row checked to be one of the matrix's first `stored` (-1: all
+   of them); -1 with the error set (nothing held) when they cannot be read. */
+static int open_chosen(PyObject *matrix, PyObject *rows, PyObject *query, Py_ssize_t stored,
+                       Chosen *chosen) {
+    chosen->rows.obj = NULL;
+    chosen->rows.buf = NULL;
+    if (view_of(matrix, &chosen->matrix, 'f', 4, "matrix", "float32") < 0) return -1;
+    if (rows != Py_None && view_of(rows, &chosen->rows, 'i', 4, "rows", "int32") < 0) {
+        chosen->rows.obj = NULL;
+        chosen->rows.buf = NULL;
+        goto no_rows;
+    }
+    if (view_of(query, &chosen->query, 'f', 4, "query", "float32") < 0) goto no_query;
+    chosen->dimension = chosen->query.len / 4;
+    if (chosen->dimension == 0 || chosen->matrix.len % chosen->query.len != 0) {
+        PyErr_Format(PyExc_ValueError, "matrix holds %zd bytes, not whole rows of %zd floats",
+                     chosen->matrix.len, chosen->dimension);
+        goto refused;
+    }
+    const Py_ssize_t held = chosen->matrix.len / chosen->query.len;
+    chosen->stored = stored < 0 || stored > held ? held : stored;
+    chosen->n = chosen->rows.obj != NULL ? chosen->rows.len / 4 : chosen->stored;
+    const int32_t *row = chosen->rows.buf;
+    for (Py_ssize_t i = 0; row != NULL && i < chosen->n; i++) {
+        if (row[i] < 0 || row[i] >= chosen->stored) {
+            PyErr_Format(PyExc_ValueError, "rows[%zd] is %d, not one of the %zd rows", i,
+                         (int)row[i], chosen->stored);
+            goto refused;
+        }
+    }
+    return 0;
+refused:
+    PyBuffer_Release(&chosen->query);
+no_query:
+    if (chosen->rows.obj != NULL) PyBuffer_Release(&chosen->rows);
+no_rows:
+    PyBuffer_Release(&chosen->matrix);
+    return -1;
+}
+
+static void release(Chosen *chosen) {
+    PyBuffer_Release(&chosen->query);
+    if (chosen->rows.obj != NULL) PyBuffer_Release(&chosen->rows);
+    PyBuffer_Release(&chosen->matrix);
+}
+
+/* --- dots ---------------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(dots_doc,
+"dots(matrix, rows, query) -> bytearray\n\n"
+"The dot product of `query` (float32, d of them) with each of `rows` (int32 row numbers; None:\n"
+"every row) of `matrix` (float32, C order, d a row), in the rows' order: float32, native order.");
+
+static PyObject *dots(PyObject *module, PyObject *args) {
+    PyObject *matrix, *rows, *query;
+    if (!PyArg_ParseTuple(args, "OOO:dots", &matrix, &rows, &query)) return NULL;
+    Chosen chosen;
+    if (open_chosen(matrix, rows, query, -1, &chosen) < 0) return NULL;
+    PyObject *result = PyByteArray_FromStringAndSize(NULL, chosen.n * 4);
+    if (result != NULL) {
+        float *out = (float *)PyByteArray_AS_STRING(result);
+        Py_BEGIN_ALLOW_THREADS
+        dots_of(chosen.matrix.buf, chosen.rows.buf, chosen.n, chosen.query.buf, chosen.dimension,
+                out);
+        Py_END_ALLOW_THREADS
+    }
+    release(&chosen);
+    return result;
+}
+
+/* --- best_of ------------------------------------------------------------------------------- */
+
+typedef struct {
+    float score;
+    int64_t key;
+} Scored;
+
+/* a before b: the greater score, then the lower key */
+static int best_first(const void *a, const void *b) {
+    const Scored *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+PyDoc_STRVAR(best_of_doc,
+"best_of(matrix, keys, rows, query, k) -> tuple[bytearray, bytearray]\n\n"
+"The best `k` of `rows` (int32 row numbers of `matrix`, each below len(keys)) by their dot\n"
+"product with `query` (as dots gives it), best first, ties to the lower key: their keys\n"
+"(`keys`: int64, one a row of the matrix) as int64 and their dot products as float32,\n"
+"native order; fewer when fewer rows are given. A row given twice counts once.");
+
+static PyObject *best_of(PyObject *module, PyObject *args) {
+    PyObject *matrix, *keys_arg, *rows, *query;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "OOOOn:best_of", &matrix, &keys_arg, &rows, &query, &k))
+        return NULL;
+    if (k < 0) {
+        PyErr_SetString(PyExc_ValueError, "k must not be negative");
+        return NULL;
+    }
+    Py_buffer keys;
+    if (view_of(keys_arg, &keys, 'q', 8, "keys", "int64") < 0) return NULL;
+    Chosen chosen;
+    if (rows == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "rows must be a contiguous buffer of int32");
+        PyBuffer_Release(&keys);
+        return NULL;
+    }
+    if (open_chosen(matrix, rows, query, keys.len / 8, &chosen) < 0) {
+        PyBuffer_Release(&keys);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Scored *scored = PyMem_RawMalloc((size_t)(chosen.n ? chosen.n : 1) * sizeof(Scored));
+    float *scores = PyMem_RawMalloc((size_t)(chosen.n ? chosen.n : 1) * sizeof(float));
+    if (scored == NULL || scores == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t found = 0;
+    Py_BEGIN_ALLOW_THREADS
+    dots_of(chosen.matrix.buf, chosen.rows.buf, chosen.n, chosen.query.buf, chosen.dimension,
+            scores);
+    const int32_t *row = chosen.rows.buf;
+    const int64_t *key = keys.buf;
+    for (Py_ssize_t i = 0; i < chosen.n; i++) {
+        Scored here = {scores[i], key[row[i]]};
+        scored[i] = here;
+    }
+    qsort(scored, (size_t)chosen.n, sizeof(Scored), best_first);
+    /* a row given twice is one key twice, side by side once sorted */
+    for (Py_ssize_t i = 0; i < chosen.n && found < k; i++)
+        if (found == 0 || scored[found - 1].key != scored[i].key) scored[found++] = scored[i];
+    Py_END_ALLOW_THREADS
+    PyObject *best_keys = PyByteArray_FromStringAndSize(NULL, found * 8);
+    PyObject *best_scores = PyByteArray_FromStringAndSize(NULL, found * 4);
+    if (best_keys != NULL && best_scores != NULL) {
+        int64_t *out_keys = (int64_t *)PyByteArray_AS_STRING(best_keys);
+        float *out_scores = (float *)PyByteArray_AS_STRING(best_scores);
+        for (Py_ssize_t i = 0; i < found; i++) {
+            out_keys[i] = scored[i].key;
+            out_scores[i] = scored[i].score;
+        }
+        result = PyTuple_Pack(2, best_keys, best_scores);
+    }
+    Py_XDECREF(best_keys);
+    Py_XDECREF(best_scores);
+done:
+    PyMem_RawFree(scored);
+    PyMem_RawFree(scores);
+    release(&chosen);
+    PyBuffer_Release(&keys);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"dots", dots, METH_VARARGS, dots_doc},
+    {"best_of", best_of, METH_VARARGS, best_of_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "himga.memory._exact",
+    "The exact cosines of chosen rows of the vector index, in C (_exact.c).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__exact(void) { return PyModule_Create(&module); }

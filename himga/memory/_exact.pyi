@@ -1,0 +1,20 @@
+"""The exact cosines of chosen rows of the vector index, in C (_exact.c); see
+himga.memory.vectors."""
+
+import numpy as np
+import numpy.typing as npt
+
+def dots(
+    matrix: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.int32] | None,
+    query: npt.NDArray[np.float32],
+    /,
+) -> bytearray: ...
+def best_of(
+    matrix: npt.NDArray[np.float32],
+    keys: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.int32],
+    query: npt.NDArray[np.float32],
+    k: int,
+    /,
+) -> tuple[bytearray, bytearray]: ...
