@@ -491,6 +491,7 @@ def bench_retrieve(
             self.model_id = embedder.model_id
             self.dimension = embedder.dimension
             self.max_tokens = embedder.max_tokens
+            self.in_process = embedder.in_process
 
         def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
             return self.passages.take(len(texts))

@@ -30,6 +30,11 @@ class Embedder(abc.ABC):
     max_tokens: int
     query_prefix: str = ""
     passage_prefix: str = ""
+    in_process: bool = False
+    """Whether the model runs in this process, a query's vector made in milliseconds (not an
+    endpoint's, which may take a round trip of any length): a hybrid search then waits for it
+    holding the memory's read lock, its vectors' scan begun the moment the vector is made
+    (himga.memory.beside.QueryVector)."""
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """The vectors of texts to be found (messages, episodes): (len(texts), dimension)."""

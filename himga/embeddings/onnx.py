@@ -85,6 +85,8 @@ short of asking the system for a hundred thousand."""
 class OnnxEmbedder(Embedder):
     """A model directory's ONNX weights, run by onnxruntime on the CPU."""
 
+    in_process = True
+
     def __init__(
         self,
         directory: str | os.PathLike[str],

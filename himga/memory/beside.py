@@ -13,7 +13,8 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -42,38 +43,67 @@ for all of them at once, as it was when each caller embedded its own query."""
 
 class QueryVector:
     """A query's vector being made on a thread of QUERIES, and then, should its caller still be
-    ranking the keyword side, the vectors' nearest turns to it searched there too: a scan the
-    caller joins once its keyword side is ranked (`nearest`).
+    ranking the keyword side or waiting for the vector, the vectors' nearest turns to it searched
+    there too: a scan the caller joins (`nearest`).
 
     The scan reads the index the caller's lock guards, so it may only run while the caller holds
-    that lock: the caller says when its keyword side is ranked (`ranked`), and learns whether
-    the scan runs beside; if it does, the caller takes part and waits for it before it lets the
-    lock go; if it does not, none will start (the caller searches the vectors itself, or later)."""
+    that lock: the caller says when its keyword side is ranked (`ranked`), and whether it will
+    wait for the vector holding the lock, and learns whether the scan runs beside; if it does,
+    the caller takes part and waits for it before it lets the lock go; if it does not, none will
+    start (the caller searches the vectors itself, or later)."""
 
-    def __init__(self, embed: Callable[[], np.ndarray], scan: Scan | None) -> None:
+    def __init__(
+        self,
+        embed: Callable[[], np.ndarray],
+        scan: Scan | None,
+        then: Callable[[np.ndarray], Any] | None = None,
+    ) -> None:
         """`embed`: makes the query's vector; `scan`: its nearest turns' search, to be shared
-        (None: never beside)."""
+        (None: never beside); `then`: what else of the vector the thread that began the scan
+        reads of the index once its part is done (`also`), while the caller ends its own."""
         self._claim = threading.Lock()
         self._caller_ranked = False
+        self._caller_waits = False
+        self._scannable = scan is not None
         self._scan: SharedNearest | None = None
-        self._done: Future[np.ndarray] = started(QUERIES, self._run, embed, scan)
+        self._also: Any = None
+        self._made = threading.Event()  # the vector made (or failed) and the scan begun, if any
+        self._done: Future[np.ndarray] = started(QUERIES, self._run, embed, scan, then)
 
-    def _run(self, embed: Callable[[], np.ndarray], scan: Scan | None) -> np.ndarray:
-        vector = embed()
-        with self._claim:
-            if scan is not None and not self._caller_ranked:
-                self._scan = scan(vector)
+    def _run(
+        self,
+        embed: Callable[[], np.ndarray],
+        scan: Scan | None,
+        then: Callable[[np.ndarray], Any] | None,
+    ) -> np.ndarray:
+        try:
+            vector = embed()
+            with self._claim:
+                if scan is not None and (not self._caller_ranked or self._caller_waits):
+                    self._scan = scan(vector)
+        finally:
+            self._made.set()
         if self._scan is not None:
             helped(self._scan)
-            self._scan.share()
+            self._also = self._scan.share(None if then is None else partial(then, vector))
         return vector
 
-    def ranked(self) -> bool:
+    def ranked(self, wait: bool = False) -> bool:
         """Say the caller's keyword side is ranked (or given up): whether the scan runs beside,
-        to be joined and waited for (`nearest`) before the caller's lock is let go."""
+        to be joined and waited for (`nearest`) before the caller's lock is let go. `wait`: the
+        caller will wait for the vector holding its lock, so a scan not begun yet will begin
+        beside the moment the vector is made (then this says it runs beside, though `nearest`
+        may find that the index wanted none: None)."""
         with self._claim:
             self._caller_ranked = True
-            return self._scan is not None
+            if wait and self._scannable and not self._made.is_set():
+                self._caller_waits = True
+            return self._scan is not None or self._caller_waits
+
+    @property
+    def made(self) -> bool:
+        """Whether the vector is made (or failed), and its scan begun if it was to be."""
+        return self._made.is_set()
 
     @property
     def done(self) -> bool:
@@ -87,16 +117,22 @@ class QueryVector:
         return outlast(self._done) if self._scan is not None else self._done.result()
 
     def nearest(self) -> Nearest | None:
-        """The vectors' nearest turns when the scan runs beside (`ranked` said so): the caller
-        takes part in it, then waits for its every part, whatever interrupts it (`ended`: the
-        thread that began the scan returns once every part has); None when it does not run
-        beside."""
-        if self._scan is None:
-            return None
+        """The vectors' nearest turns when the scan runs beside (`ranked` said so), once the
+        vector is made: the caller takes part in the scan, then waits for its every part,
+        whatever interrupts it (`ended`: the thread that began the scan returns once every part
+        has); None when none runs beside (the vector failed, or the index wanted no scan)."""
         try:
+            self._made.wait()
+            if self._scan is None:
+                return None
             return self._scan.nearest()
         finally:
             ended(self._done)
+
+    @property
+    def also(self) -> Any:
+        """What `then` found, once `nearest` has returned (None: the scan did not run beside)."""
+        return self._also
 
     def wait(self) -> None:
         """Wait until the vector (and the scan, if it runs beside, every part of it) is done,

@@ -16,13 +16,17 @@ vector and is still found by its words.
   (the change log) are read again, turns deleted leave (`HybridIndex`).
 - Searching: the query is embedded once, on a thread of himga.memory.beside, while the
   caller ranks the keyword method's best `keyword_depth` turns under the lock; then the
-  vectors' nearest `dense_depth` turns (their sketches' scan begun there, beside, when the
-  embedding is done before the keyword side, and joined by the caller once its keyword side
-  is ranked, the lock held until the scan ends; else searched by the caller, which copies the
-  keyword hits' rows and lets the lock go while it waits) and the keyword hits' own cosines go
-  to `fusion.fuse`. A filter never changes a turn's score (the
-  fused ranking of every turn, restricted to those it admits, as the keyword kinds' filters
-  are): both sides look deeper until `limit` admitted turns are found (HybridIndex.ranked).
+  vectors' nearest `dense_depth` turns and the keyword hits' own cosines go to `fusion.fuse`.
+  The vectors' sketches are scanned on that thread the moment the query's vector is made,
+  should the caller still be ranking or be waiting for it, and joined by the caller, the lock
+  held until the scan ends (that thread then reads the query's cosine statistics while the
+  caller ends the scan). A model in process (Embedder.in_process) makes the vector in
+  milliseconds, so the caller waits for it holding the lock, copying the keyword hits' rows
+  meanwhile; an endpoint's may take a round trip of any length, so the caller copies them and
+  lets the lock go while it waits, and then searches the vectors itself. A filter never
+  changes a turn's score (the fused ranking of every turn, restricted to those it admits, as
+  the keyword kinds' filters are): both sides look deeper until `limit` admitted turns are
+  found (HybridIndex.ranked).
 - The model: its id is recorded beside the vectors. A store written with another model is
   refused (IncompatibleStoreError) with the command that embeds it again (`himga reembed`,
   himga.cli.reembed); a store holding turns without vectors (one written by an earlier himga
@@ -265,10 +269,10 @@ class HybridIndex(DerivedIndex):
         full = self.full_match(wanted)
         dated = self._dated(months)
         for _ in range(MOST_DEEPER + 1):
-            gathered = None
+            gathered = stats = None
             if first is not None:
                 (keyword_keys, keyword_scores), found = first.keyword, first.nearest
-                gathered, first = first.gathered, None
+                gathered, stats, first = first.gathered, first.stats, None
                 if found is None:  # the scan has the cores to itself
                     found = self.vectors.nearest(query, dense_depth, None)
             else:
@@ -277,7 +281,7 @@ class HybridIndex(DerivedIndex):
                 )
             near, near_cosines = found
             dense_keys, cosines, stats = self._dense(
-                query, near, near_cosines, keyword_keys, gathered
+                query, near, near_cosines, keyword_keys, gathered, stats
             )
             if not keyword_keys.size and not dense_keys.size:
                 return []
@@ -338,11 +342,13 @@ class HybridIndex(DerivedIndex):
         cosines: np.ndarray,
         keyword_keys: np.ndarray,
         gathered: Gathered | None = None,
+        stats: tuple[float, float] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
         """The dense side: the nearest turns' `keys` and `cosines` and the keyword hits' own
         cosines (nan for a hit without a vector, which fusion leaves out), as float64, with
         the query's cosine statistics. `gathered`: the keyword hits' rows, when the caller
-        copied them while the query was embedded (First)."""
+        copied them while the query was embedded; `stats`: the statistics, when the scan's
+        thread read them (First)."""
         if not len(self.vectors):
             return _NO_KEYS, _NO_COSINES, (0.0, 0.0)
         if gathered is not None:
@@ -362,7 +368,8 @@ class HybridIndex(DerivedIndex):
                 own = self.vectors.similarities(query, keyword_keys[others])
                 cosines = np.concatenate((cosines, own))
         # exact moments: a delete leaves the statistics, so the scores, storing less would
-        return keys, cosines.astype(np.float64), self.vectors.stats(query)
+        moments = stats if stats is not None else self.vectors.stats(query)
+        return keys, cosines.astype(np.float64), moments
 
 
 _NO_KEYS = np.zeros(0, dtype=np.int64)
@@ -373,12 +380,14 @@ _NO_COSINES = np.zeros(0, dtype=np.float64)
 class First:
     """What a search found at its first depths (`first_depths`) before it ranked: the keyword
     side (HybridIndex.keyword_side), the vectors' nearest turns when they were found beside
-    it (None: not yet), and the keyword hits' rows when they were copied while the query was
-    embedded (None: not copied)."""
+    it (None: not yet), the keyword hits' rows when they were copied while the query was
+    embedded (None: not copied), and the query's cosine statistics (VectorIndex.stats) when
+    the scan's thread read them (None: not read)."""
 
     keyword: tuple[np.ndarray, np.ndarray]
     nearest: Nearest | None
     gathered: Gathered | None = None
+    stats: tuple[float, float] | None = None
 
 
 def first_depths(limit: int, fusion: Fusion) -> tuple[int, int]:
@@ -495,9 +504,10 @@ class HybridMemory(IndexedMemory):
 
         # The query is embedded once, without the names of the speakers it names (fusion's
         # dense_query), on a thread of himga.memory.beside while the caller ranks the keyword
-        # side under the lock (`_begun`). Should the embedding be done first, the vectors' scan
-        # follows it there and the search ends under that hold of the lock; else the caller
-        # lets the lock go while it waits, and then searches the vectors itself. Should the
+        # side under the lock (`_begun`). Should the embedding be done first, or the model be
+        # in process (the caller then waits for it), the vectors' scan follows it there and the
+        # search ends under that hold of the lock; else the caller lets the lock go while it
+        # waits for an endpoint's vector, and then searches the vectors itself. Should the
         # speakers the index knows have changed meanwhile (another server's turns, read in
         # now), the query is embedded again; should the index have changed, the keyword side
         # is ranked again.
@@ -550,7 +560,8 @@ class HybridMemory(IndexedMemory):
     ) -> builtins.list[tuple[int, float]] | _Waiting:
         """A search of `query` (terms `wanted`, `asked`) begun under the lock: its vector set
         going (QueryVector) and its keyword side ranked meanwhile; then the fused turns, when
-        the scan ran beside, or else what the search waits for. `embedded`: the vector set
+        the vector was made first or the model is in process (waited for under the lock), or
+        else what the search waits for. `embedded`: the vector set
         going by an earlier call of this search, for the speakers it named (the index was found
         behind the store's, and read in): made again only should they differ."""
         index = self._vectors
@@ -565,7 +576,9 @@ class HybridMemory(IndexedMemory):
             first = First(keyword, None)
             return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
         vector = QueryVector(
-            lambda: self._query_vector(query, named), index.scan_beside(dense_depth)
+            lambda: self._query_vector(query, named),
+            index.scan_beside(dense_depth),
+            index.vectors.stats,  # read by the scan's thread while the caller ends the scan
         )
         embedded[:] = [(named, vector)]
         try:
@@ -574,11 +587,17 @@ class HybridMemory(IndexedMemory):
             if vector.ranked():  # the scan reads the index: it ends before the lock is let go
                 vector.wait()
             raise
-        if not vector.ranked():
+        in_process = self._embedder.in_process  # its vector comes in milliseconds: wait for it
+        if not vector.ranked(wait=in_process) and not in_process:
             return _Waiting.of(named, vector, keyword, index)
-        nearest = vector.nearest()  # the caller joins the scan beside, then waits for it
+        try:  # while the vector is still being made, the keyword hits' rows are copied
+            gathered = None if vector.made else index.vectors.gathered(keyword[0])
+        except BaseException:
+            vector.wait()  # the scan reads the index: it ends before the lock is let go
+            raise
+        nearest = vector.nearest()  # the caller joins the scan beside, if any, then waits for it
         made = vector.result()
-        first = First(keyword, nearest)
+        first = First(keyword, nearest, gathered, vector.also)
         return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
 
     def _query_vector(self, query: str, named: set[str]) -> np.ndarray:

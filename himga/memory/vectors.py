@@ -35,9 +35,9 @@ and lookups change nothing, so any number may run together.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -58,6 +58,7 @@ from himga.memory.sketch import (
 
 Floats = npt.NDArray[np.float32]
 Keys = npt.NDArray[np.int64]
+T = TypeVar("T")
 
 _INITIAL_CAPACITY = 64
 # Up to this many rows a scan is a single-threaded loop in C: BLAS would wake its threads
@@ -470,9 +471,15 @@ class SharedNearest:
     scan: SharedScan
     helpers: int = 0
 
-    def share(self) -> None:
+    def share(self, then: Callable[[], T] | None = None) -> T | None:
+        """The part of the thread that begins the scan; `then`: what else that thread reads of
+        the index once no row is left to take, while the other parts end theirs: its answer
+        (None without it)."""
         self.scan.share()
-        self.scan.wait()  # every part, the helpers' and the caller's, ended (it cannot fail)
+        try:
+            return then() if then is not None else None
+        finally:
+            self.scan.wait()  # every part, the helpers' and the caller's, ended (it cannot fail)
 
     def help(self) -> None:
         self.scan.share()

@@ -1,6 +1,7 @@
 """A query's vector made beside its caller (himga.memory.beside.QueryVector): the scan begins
-after the embedding only while the caller is still ranking, never after it said it is done; a
-caller told the scan runs beside takes part in it and has its answer once every part ended."""
+after the embedding only while the caller is still ranking or waits for the vector, never after
+it said it is done; a caller told the scan runs beside takes part in it and has its answer once
+every part ended, and what the scan's thread read besides."""
 
 import threading
 
@@ -130,3 +131,74 @@ def test_two_cores_have_no_helpers(index: VectorIndex, monkeypatch: pytest.Monke
     monkeypatch.setattr(vectors, "_SCAN_THREADS", 4)
     shared = index.shared_nearest(VECTOR, 5)
     assert shared is not None and shared.helpers == 0
+
+
+def test_a_caller_that_waits_for_the_vector_has_the_scan_begun_the_moment_it_is_made(
+    index: VectorIndex,
+) -> None:
+    go = threading.Event()
+    scans = Recorded(index)
+    threads: list[str] = []
+
+    def embed() -> np.ndarray:
+        assert go.wait(30)
+        return VECTOR
+
+    def then(vector: np.ndarray) -> tuple[float, float]:
+        threads.append(threading.current_thread().name)
+        return index.stats(vector)
+
+    job = QueryVector(embed, scans, then)
+    assert job.ranked(wait=True)  # ranked before the vector was made, but it waits for it
+    assert not job.made and job.also is None
+    go.set()
+    found = job.nearest()
+    assert found is not None
+    assert [part.tolist() for part in found] == [part.tolist() for part in index.nearest(VECTOR, 5)]
+    assert job.result() is VECTOR and len(scans.vectors) == 1
+    assert job.also == index.stats(VECTOR)  # read by the scan's thread, not the caller's
+    assert threads and threads[0].startswith("himga-query")
+
+
+def test_a_waiting_caller_whose_embedding_fails_gets_no_scan_and_the_error(
+    index: VectorIndex,
+) -> None:
+    go = threading.Event()
+    scans = Recorded(index)
+
+    def embed() -> np.ndarray:
+        assert go.wait(30)
+        raise RuntimeError("the model failed")
+
+    job = QueryVector(embed, scans)
+    assert job.ranked(wait=True)
+    go.set()
+    assert job.nearest() is None and scans.vectors == []
+    with pytest.raises(RuntimeError, match="the model failed"):
+        job.result()
+
+
+def test_a_waiting_caller_is_told_of_no_scan_where_none_would_run(index: VectorIndex) -> None:
+    go = threading.Event()
+
+    def embed() -> np.ndarray:
+        assert go.wait(30)
+        return VECTOR
+
+    unscanned = QueryVector(embed, None)
+    assert not unscanned.ranked(wait=True)  # no scan to begin: the caller searches itself
+    go.set()
+    assert unscanned.result() is VECTOR
+    declined = QueryVector(lambda: VECTOR, lambda vector: None)  # the index wanted no scan
+    declined.wait()
+    assert not declined.ranked(wait=True)  # made already, and no scan begun
+    later = threading.Event()
+
+    def embedded_later() -> np.ndarray:
+        assert later.wait(30)
+        return VECTOR
+
+    waited = QueryVector(embedded_later, lambda vector: None)
+    assert waited.ranked(wait=True)  # a scan may begin: the index says when the vector is made
+    later.set()
+    assert waited.nearest() is None and waited.result() is VECTOR

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -201,12 +201,13 @@ def test_with_sketches_a_scan_beside_the_keyword_side_ends_before_the_search_doe
         scanning = threading.Event()
         share = SharedNearest.share
 
-        def shared(self: SharedNearest) -> None:  # the part of the thread that began the scan
-            scans.append("started")
+        def shared(self: SharedNearest, then: Callable[[], object] | None = None) -> object:
+            scans.append("started")  # the part of the thread that began the scan
             scanning.set()
-            share(self)
+            found = share(self, then)
             time.sleep(0.2)  # a slow scan: a caller that did not wait would be gone by now
             scans.append("ended")
+            return found
 
         def failing(*_: object) -> None:  # a keyword side that ends after the scan began
             assert scanning.wait(30)
@@ -224,9 +225,11 @@ def test_with_sketches_a_scan_beside_the_keyword_side_ends_before_the_search_doe
 def test_a_turn_stored_while_the_query_is_embedded_is_ranked_by_words_too(
     memory: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The keyword side is ranked while the query is embedded; a write in between (the lock is
-    not held while the search waits for its vector) has it ranked again: the search answers as
-    one made after the write does."""
+    """The keyword side is ranked while the query is embedded; with a model out of process (an
+    endpoint's, whose answer may take long) the lock is not held while the search waits for its
+    vector, and a write in between has the keyword side ranked again: the search answers as one
+    made after the write does."""
+    monkeypatch.setattr(type(memory.embedder), "in_process", False)
     memory.store(said())
     query = "Where did Caroline go with the support group?"
     again = Message(role="Caroline", content="The support group went hiking.", turn_id="C9")
@@ -246,6 +249,45 @@ def test_a_turn_stored_while_the_query_is_embedded_is_ranked_by_words_too(
         (hit.turn_id, hit.score) for hit in after
     ]
     assert "C9" in [hit.turn_id for hit in raced]
+
+
+def test_with_the_model_in_process_a_write_waits_for_a_search_that_waits_for_its_vector(
+    memory: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local model's query takes milliseconds: the search waits for it holding the lock, its
+    scan begun the moment the vector is made. A write meanwhile waits for the search, which
+    answers as one made before the write does."""
+    assert memory.embedder.in_process
+    memory.store(said())
+    query = "Where did Caroline go with the support group?"
+    before = [(hit.turn_id, hit.score) for hit in memory.search(query, 5)]
+    again = Message(role="Caroline", content="The support group went hiking.", turn_id="C9")
+    embed = type(memory.embedder).embed_queries
+    embedding, go = threading.Event(), threading.Event()
+
+    def held_embedding(self: object, texts: Sequence[str]) -> np.ndarray:
+        embedding.set()
+        assert go.wait(30)
+        return embed(self, texts)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(memory.embedder), "embed_queries", held_embedding)
+    found: list[list[tuple[str, float]]] = []
+    search = threading.Thread(
+        target=lambda: found.append([(h.turn_id, h.score) for h in memory.search(query, 5)])
+    )
+    search.start()
+    assert embedding.wait(30)
+    written: list[str] = []
+    write = threading.Thread(target=lambda: written.extend(memory.store(said([again]))))
+    write.start()
+    write.join(0.3)
+    assert write.is_alive() and not written  # held back by the search's lock
+    go.set()
+    search.join(30)
+    write.join(30)
+    assert found == [before] and written == ["C9"]
+    monkeypatch.undo()
+    assert "C9" in [hit.turn_id for hit in memory.search(query, 5)]
 
 
 @pytest.fixture

@@ -7,9 +7,10 @@ import dataclasses
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from himga.memory.beside import QueryVector
 from himga.memory.hybrid import HybridIndex
 from himga.memory.hybrid_options import HybridOptions
 from himga.memory.hybrid_sqlite import HybridSQLiteMemory
-from himga.memory.vectors import SharedNearest
+from himga.memory.vectors import Gathered, SharedNearest, VectorIndex
 from tests.memory.test_hybrid import SAID, SESSION
 
 QUERY = "Where did Caroline go?"
@@ -81,12 +82,13 @@ def test_an_interrupt_while_the_scan_runs_beside_holds_the_lock_until_it_ends(
     scans: list[str] = []
     share, best = SharedNearest.share, HybridIndex.best
 
-    def shared(self: SharedNearest) -> None:  # the part of the thread that began the scan
-        scans.append("started")
+    def shared(self: SharedNearest, then: Callable[[], object] | None = None) -> object:
+        scans.append("started")  # the part of the thread that began the scan
         scanning.set()
         assert release.wait(GUARD)
-        share(self)
+        found = share(self, then)
         scans.append("ended")
+        return found
 
     def keyword_side(self: HybridIndex, *args: object) -> object:
         assert scanning.wait(GUARD)  # the keyword side ends while the scan runs beside
@@ -154,6 +156,8 @@ def test_a_search_after_another_connections_write_embeds_its_query_once(
             return best(self, *args)  # type: ignore[arg-type]
 
         monkeypatch.setattr(type(reader.embedder), "embed_queries", counted)
+        # an endpoint's model: the search lets the lock go while it waits for the vector
+        monkeypatch.setattr(type(reader.embedder), "in_process", False)
         monkeypatch.setattr(hybrid, "QueryVector", noted)
         monkeypatch.setattr(HybridIndex, "keyword_side", keyword_side)
         found = reader.search(query)
@@ -215,12 +219,14 @@ def test_a_scan_beside_on_a_shut_down_pool_runs_in_the_caller(
         assert index.ranked(["caroline"], vector, 5, None, sketched._fusion) == expected
 
 
+@pytest.mark.parametrize("in_process", [True, False])
 def test_the_keyword_hits_rows_copied_while_waiting_score_as_the_index_scores_them(
-    path: Path, monkeypatch: pytest.MonkeyPatch
+    path: Path, monkeypatch: pytest.MonkeyPatch, in_process: bool
 ) -> None:
     """A search whose keyword side is ranked before its vector is made copies the hits' rows
-    while it waits, and scores those of them the vectors' search did not return from the copy:
-    it answers, scores and all, as the same search looking the rows up after the vector."""
+    while it waits (holding the lock, with a model in process; else having let it go), and
+    scores those of them the vectors' search did not return from the copy: it answers, scores
+    and all, as the same search looking the rows up after the vector."""
     teas = [
         Message(role="Melanie", content="Tea with lemon helps my throat.", turn_id="T1"),
         Message(role="Caroline", content="We drank tea by the lake.", turn_id="T2"),
@@ -230,8 +236,11 @@ def test_the_keyword_hits_rows_copied_while_waiting_score_as_the_index_scores_th
     options = HybridOptions(dense_depth=1)
     with HybridSQLiteMemory(path, options) as memory:
         memory.store(said([*SAID, *teas]))
-        embed, of = type(memory.embedder).embed_queries, hybrid._Waiting.of
-        copied: list[object] = []
+        assert memory.embedder.in_process
+        monkeypatch.setattr(type(memory.embedder), "in_process", in_process)
+        embed, gathered = type(memory.embedder).embed_queries, VectorIndex.gathered
+        ranked = HybridIndex.ranked
+        copied: list[Gathered] = []
         keep = [True]
         waiting = threading.Event()
 
@@ -239,21 +248,26 @@ def test_the_keyword_hits_rows_copied_while_waiting_score_as_the_index_scores_th
             assert waiting.wait(GUARD)  # the caller waits for the vector: make it
             return embed(self, texts)  # type: ignore[arg-type]
 
-        def noted(cls: type, *args: object) -> object:
-            found = of(*args)  # type: ignore[arg-type]
-            copied.append(found.gathered)
-            if not keep[0]:  # the search falls back to looking the rows up after the vector
-                found = dataclasses.replace(found, gathered=None)  # type: ignore[arg-type]
+        def noted(self: VectorIndex, keys: object) -> Gathered:
+            copied.append(gathered(self, keys))  # type: ignore[arg-type]
             waiting.set()
-            return found
+            return copied[-1]
+
+        def without_the_copy(self: HybridIndex, *args: Any) -> object:
+            first = args[5] if len(args) > 5 else None
+            if first is not None and not keep[0]:  # look the rows up after the vector
+                args = (*args[:5], dataclasses.replace(first, gathered=None), *args[6:])
+            return ranked(self, *args)
 
         monkeypatch.setattr(type(memory.embedder), "embed_queries", after_the_keyword_side)
-        monkeypatch.setattr(hybrid._Waiting, "of", classmethod(noted))
+        monkeypatch.setattr(VectorIndex, "gathered", noted)
+        monkeypatch.setattr(HybridIndex, "ranked", without_the_copy)
         with_copy = memory.search("tea in the morning", 2)
         waiting.clear()
         keep[0] = False
         looked_up = memory.search("tea in the morning", 2)
-        assert len(copied) == 2 and copied[0].count >= 4  # type: ignore[attr-defined]
+        # each search's copy made while waiting, and the second's look-up after the vector
+        assert len(copied) == 3 and copied[0].count >= 4
         assert [(hit.turn_id, hit.score) for hit in with_copy] == [
             (hit.turn_id, hit.score) for hit in looked_up
         ]
