@@ -83,6 +83,7 @@ def real_vectors(embedder: Embedder, count: int = COUNT, say: bool = True) -> np
         found = embedder.embed_passages(texts[at : at + CHUNK])
         chunk = np.asarray(found, dtype=np.float32)
         np.save(part.with_suffix(".tmp.npy"), chunk)
+        part.with_suffix(".tmp.npy").chmod(0o600)  # private to its owner, as the cache is
         part.with_suffix(".tmp.npy").replace(part)
         chunks.append(chunk)
         if say:
@@ -90,6 +91,7 @@ def real_vectors(embedder: Embedder, count: int = COUNT, say: bool = True) -> np
             print(f"(real vectors: {at + len(chunk):,} of {count:,}, {rate:.0f}/s)", flush=True)
     vectors = np.concatenate(chunks)
     np.save(path.with_suffix(".tmp.npy"), vectors)
+    path.with_suffix(".tmp.npy").chmod(0o600)
     path.with_suffix(".tmp.npy").replace(path)
     for part in parts.iterdir():
         part.unlink()
