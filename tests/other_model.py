@@ -20,6 +20,7 @@ class Renamed(Embedder):
         self.dimension = inner.dimension
         self.max_tokens = inner.max_tokens
         self.query_prefix, self.passage_prefix = inner.query_prefix, inner.passage_prefix
+        self.in_process = inner.in_process
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self._inner._embed(texts)

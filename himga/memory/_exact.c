@@ -71,8 +71,12 @@ typedef struct {
 static int view_of(PyObject *object, Py_buffer *view, char format, Py_ssize_t itemsize,
                    const char *what, const char *type) {
     if (PyObject_GetBuffer(object, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-        PyErr_Clear(); /* numpy's says "not C-contiguous", naming no argument */
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of %s", what, type);
+        /* numpy's says "not C-contiguous", naming no argument; any other error stands */
+        if (PyErr_ExceptionMatches(PyExc_BufferError) ||
+            PyErr_ExceptionMatches(PyExc_ValueError) || PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of %s", what, type);
+        }
         return -1;
     }
     const char *given = view->format ? view->format : "B";
@@ -174,9 +178,9 @@ static int best_first(const void *a, const void *b) {
 
 PyDoc_STRVAR(best_of_doc,
 "best_of(matrix, keys, rows, query, k) -> tuple[bytearray, bytearray]\n\n"
-"The best `k` of `rows` (int32 row numbers of `matrix`, each below len(keys)) by their dot\n"
-"product with `query` (as dots gives it), best first, ties to the lower key: their keys\n"
-"(`keys`: int64, one a row of the matrix) as int64 and their dot products as float32,\n"
+"The best `k` of `rows` (int32 numbers of rows of `matrix`, each below len(keys) too) by\n"
+"their dot product with `query` (as dots gives it), best first, ties to the lower key: their\n"
+"keys (`keys`: int64, one a row of the matrix) as int64 and their dot products as float32,\n"
 "native order; fewer when fewer rows are given. A row given twice counts once.");
 
 static PyObject *best_of(PyObject *module, PyObject *args) {

@@ -69,6 +69,8 @@ class QueryVector:
         self._also: Any = None
         self._made = threading.Event()  # the vector made (or failed) and the scan begun, if any
         self._done: Future[np.ndarray] = started(QUERIES, self._run, embed, scan, then)
+        # should the job never run (its pool's queue cancelled), no caller waits on it forever
+        self._done.add_done_callback(lambda _: self._made.set())
 
     def _run(
         self,

@@ -560,8 +560,8 @@ class HybridMemory(IndexedMemory):
     ) -> builtins.list[tuple[int, float]] | _Waiting:
         """A search of `query` (terms `wanted`, `asked`) begun under the lock: its vector set
         going (QueryVector) and its keyword side ranked meanwhile; then the fused turns, when
-        the vector was made first or the model is in process (waited for under the lock), or
-        else what the search waits for. `embedded`: the vector set
+        the scan ran beside (the vector made first) or the model is in process (its vector
+        waited for under the lock), or else what the search waits for. `embedded`: the vector set
         going by an earlier call of this search, for the speakers it named (the index was found
         behind the store's, and read in): made again only should they differ."""
         index = self._vectors
@@ -580,23 +580,23 @@ class HybridMemory(IndexedMemory):
             index.scan_beside(dense_depth),
             index.vectors.stats,  # read by the scan's thread while the caller ends the scan
         )
-        embedded[:] = [(named, vector)]
         try:
+            embedded[:] = [(named, vector)]
             keyword = index.keyword_side(wanted, keyword_depth)
+            in_process = self._embedder.in_process  # its vector comes in milliseconds
+            if not vector.ranked(wait=in_process) and not in_process:
+                return _Waiting.of(named, vector, keyword, index)
+            # while the vector is still being made, the keyword hits' rows are copied
+            gathered = None if vector.made else index.vectors.gathered(keyword[0])
+            nearest = vector.nearest()  # the caller joins the scan beside, if any, and waits
+            made = vector.result()
         except BaseException:
-            if vector.ranked():  # the scan reads the index: it ends before the lock is let go
+            # a scan begun, or to begin once the vector is made (the caller said it waits),
+            # reads the index, as does what its thread reads after it: they end before the
+            # lock is let go; else none will begin now
+            if vector.ranked():
                 vector.wait()
             raise
-        in_process = self._embedder.in_process  # its vector comes in milliseconds: wait for it
-        if not vector.ranked(wait=in_process) and not in_process:
-            return _Waiting.of(named, vector, keyword, index)
-        try:  # while the vector is still being made, the keyword hits' rows are copied
-            gathered = None if vector.made else index.vectors.gathered(keyword[0])
-        except BaseException:
-            vector.wait()  # the scan reads the index: it ends before the lock is let go
-            raise
-        nearest = vector.nearest()  # the caller joins the scan beside, if any, then waits for it
-        made = vector.result()
         first = First(keyword, nearest, gathered, vector.also)
         return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
 

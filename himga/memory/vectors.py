@@ -404,7 +404,9 @@ class VectorIndex:
     ) -> tuple[Keys, Floats]:
         """The best `k` of `rows` (the sketches' or the graph's candidates, or a filter's rows),
         by their exact cosines with `q`, read where they lie (himga.memory._exact)."""
-        keys, cosines = best_of(self._matrix, self._keys, np.asarray(rows, dtype=np.int32), q, k)
+        n = len(self._slot)  # a row past the stored ones is refused
+        chosen = np.asarray(rows, dtype=np.int32)
+        keys, cosines = best_of(self._matrix[:n], self._keys[:n], chosen, q, k)
         return np.frombuffer(keys, dtype=np.int64), np.frombuffer(cosines, dtype=np.float32)
 
     def _best_admitted(self, q: Floats, k: int, admitted: Keys) -> tuple[Keys, Floats]:

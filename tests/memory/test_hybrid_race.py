@@ -112,6 +112,51 @@ def test_an_interrupt_while_the_scan_runs_beside_holds_the_lock_until_it_ends(
     assert [hit.turn_id for hit in sketched.search(QUERY)] == answered  # and it serves on
 
 
+def test_an_interrupt_after_the_caller_said_it_waits_holds_the_lock_until_the_scan_ends(
+    sketched: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the model in process the caller, its keyword side ranked, says it waits for the
+    vector, and the scan then begins on the model's thread once the vector is made: a
+    KeyboardInterrupt landing in the caller just after that still lets the lock go only once
+    the scan, and the statistics its thread reads after it, have ended."""
+    assert sketched.embedder.in_process
+    answered = [hit.turn_id for hit in sketched.search(QUERY)]
+    events: list[str] = []
+    go = threading.Event()
+    embed, share, ranked = (
+        type(sketched.embedder).embed_queries,
+        SharedNearest.share,
+        QueryVector.ranked,
+    )
+
+    def held(self: object, texts: Sequence[str]) -> object:
+        assert go.wait(GUARD)  # the vector is made after the caller said it waits
+        return embed(self, texts)  # type: ignore[arg-type]
+
+    def shared(self: SharedNearest, then: Callable[[], object] | None = None) -> object:
+        events.append("scan started")
+        found = share(self, then)
+        events.append("scan and statistics ended")
+        return found
+
+    def interrupted(self: QueryVector, wait: bool = False) -> bool:
+        said = ranked(self, wait)
+        if wait:  # an interrupt as the caller learns the scan will run beside
+            threading.Timer(0.1, go.set).start()
+            raise KeyboardInterrupt
+        return said
+
+    monkeypatch.setattr(type(sketched.embedder), "embed_queries", held)
+    monkeypatch.setattr(SharedNearest, "share", shared)
+    monkeypatch.setattr(QueryVector, "ranked", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sketched.search(QUERY)
+    events.append("the search let the lock go")
+    assert events == ["scan started", "scan and statistics ended", "the search let the lock go"]
+    monkeypatch.undo()
+    assert [hit.turn_id for hit in sketched.search(QUERY)] == answered  # and it serves on
+
+
 @pytest.mark.parametrize("first", ["the embedding", "the keyword side"])
 def test_a_search_after_another_connections_write_embeds_its_query_once(
     path: Path, monkeypatch: pytest.MonkeyPatch, first: str
