@@ -485,6 +485,7 @@ static void block_scores(const Part *p, const uint8_t *block, int32_t *scores) {
 }
 
 #define SAMPLE_EVERY 32 /* the first stage's sample: one block in this many */
+#define SAMPLE_AHEAD 4  /* the sampled blocks asked for this many ahead of the one scored */
 
 /* A floor for the first stage's pools from a sample of the blocks (one in SAMPLE_EVERY, spread
    over all of them): one below the score the sample's best rows reach where, at the sample's
@@ -500,6 +501,14 @@ static int32_t sampled_floor(const Part *whole) {
     Py_ssize_t sampled = 0;
     int32_t scores[LANES];
     for (Py_ssize_t b = 0; b < blocks; b += SAMPLE_EVERY) {
+#if defined(__GNUC__) || defined(__clang__)
+        /* the sampled blocks lie far apart, and after the model's run not in a cache: ask for
+           one a few ahead (a 100k-row sample, cold: 0.13 ms to 0.10 ms) */
+        const Py_ssize_t next = b + SAMPLE_AHEAD * SAMPLE_EVERY;
+        if (next < blocks)
+            for (Py_ssize_t line = 0; line < bytes; line += 64)
+                __builtin_prefetch(whole->coarse + next * bytes + line);
+#endif
         block_scores(whole, whole->coarse + b * bytes, scores);
         for (Py_ssize_t r = 0; r < LANES && b * LANES + r < whole->rows; r++) {
             Kept here = {scores[r], (int32_t)sampled};
