@@ -19,14 +19,14 @@ vector and is still found by its words.
   vectors' nearest `dense_depth` turns and the keyword hits' own cosines go to `fusion.fuse`.
   The vectors' sketches are scanned on that thread the moment the query's vector is made,
   should the caller still be ranking or be waiting for it, and joined by the caller, the lock
-  held until the scan ends (that thread then reads the query's cosine statistics while the
-  caller ends the scan). A model in process (Embedder.in_process) makes the vector in
-  milliseconds, so the caller waits for it holding the lock, copying the keyword hits' rows
-  meanwhile; an endpoint's may take a round trip of any length, so the caller copies them and
-  lets the lock go while it waits, and then searches the vectors itself. A filter never
-  changes a turn's score (the fused ranking of every turn, restricted to those it admits, as
-  the keyword kinds' filters are): both sides look deeper until `limit` admitted turns are
-  found (HybridIndex.ranked).
+  held until the scan ends (that thread then reads the query's cosine statistics, and the
+  keyword hits' cosines from their copied rows, while the caller ends the scan). A model in
+  process (Embedder.in_process) makes the vector in milliseconds, so the caller waits for it
+  holding the lock, copying the keyword hits' rows meanwhile; an endpoint's may take a round
+  trip of any length, so the caller copies them and lets the lock go while it waits, and then
+  searches the vectors itself. A filter never changes a turn's score (the fused ranking of
+  every turn, restricted to those it admits, as the keyword kinds' filters are): both sides
+  look deeper until `limit` admitted turns are found (HybridIndex.ranked).
 - The model: its id is recorded beside the vectors. A store written with another model is
   refused (IncompatibleStoreError) with the command that embeds it again (`himga reembed`,
   himga.cli.reembed); a store holding turns without vectors (one written by an earlier himga
@@ -269,10 +269,11 @@ class HybridIndex(DerivedIndex):
         full = self.full_match(wanted)
         dated = self._dated(months)
         for _ in range(MOST_DEEPER + 1):
-            gathered = stats = None
+            gathered = stats = hit_cosines = None
             if first is not None:
                 (keyword_keys, keyword_scores), found = first.keyword, first.nearest
-                gathered, stats, first = first.gathered, first.stats, None
+                gathered, stats, hit_cosines = first.gathered, first.stats, first.cosines
+                first = None
                 if found is None:  # the scan has the cores to itself
                     found = self.vectors.nearest(query, dense_depth, None)
             else:
@@ -281,7 +282,7 @@ class HybridIndex(DerivedIndex):
                 )
             near, near_cosines = found
             dense_keys, cosines, stats = self._dense(
-                query, near, near_cosines, keyword_keys, gathered, stats
+                query, near, near_cosines, keyword_keys, gathered, stats, hit_cosines
             )
             if not keyword_keys.size and not dense_keys.size:
                 return []
@@ -343,19 +344,22 @@ class HybridIndex(DerivedIndex):
         keyword_keys: np.ndarray,
         gathered: Gathered | None = None,
         stats: tuple[float, float] | None = None,
+        hit_cosines: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, tuple[float, float]]:
         """The dense side: the nearest turns' `keys` and `cosines` and the keyword hits' own
         cosines (nan for a hit without a vector, which fusion leaves out), as float64, with
         the query's cosine statistics. `gathered`: the keyword hits' rows, when the caller
-        copied them while the query was embedded; `stats`: the statistics, when the scan's
-        thread read them (First)."""
+        copied them while the query was embedded; `stats` and `hit_cosines`: the statistics,
+        and the hits' cosines from those rows, when the scan's thread read them (First)."""
         if not len(self.vectors):
             return _NO_KEYS, _NO_COSINES, (0.0, 0.0)
-        if gathered is not None:
+        if hit_cosines is None and gathered is not None:
+            hit_cosines = self.vectors.similarities(query, gathered)
+        if hit_cosines is not None:
             # every hit's cosine from its copied row, the nearest turns' first: fusion keeps a
             # key's first cosine, so a hit among them counts with its cosine from the search
             keys = np.concatenate((keys, keyword_keys))
-            cosines = np.concatenate((cosines, self.vectors.similarities(query, gathered)))
+            cosines = np.concatenate((cosines, hit_cosines))
         else:
             near = set(keys.tolist())
             others = np.fromiter(
@@ -381,13 +385,15 @@ class First:
     """What a search found at its first depths (`first_depths`) before it ranked: the keyword
     side (HybridIndex.keyword_side), the vectors' nearest turns when they were found beside
     it (None: not yet), the keyword hits' rows when they were copied while the query was
-    embedded (None: not copied), and the query's cosine statistics (VectorIndex.stats) when
-    the scan's thread read them (None: not read)."""
+    embedded (None: not copied), and the query's cosine statistics (VectorIndex.stats) and the
+    keyword hits' cosines (VectorIndex.similarities) when the scan's thread read them (None:
+    not read)."""
 
     keyword: tuple[np.ndarray, np.ndarray]
     nearest: Nearest | None
     gathered: Gathered | None = None
     stats: tuple[float, float] | None = None
+    cosines: np.ndarray | None = None
 
 
 def first_depths(limit: int, fusion: Fusion) -> tuple[int, int]:
@@ -575,10 +581,17 @@ class HybridMemory(IndexedMemory):
             made = earlier.result()
             first = First(keyword, None)
             return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
+        copied: builtins.list[Gathered] = []  # the keyword hits' rows once copied: seen whole
+
+        def then(made: np.ndarray) -> tuple[tuple[float, float], np.ndarray | None]:
+            """What the scan's thread reads while the caller ends the scan: the query's cosine
+            statistics, and the keyword hits' cosines once their rows are copied (else the
+            caller scores them: _dense)."""
+            own = index.vectors.similarities(made, copied[0]) if copied else None
+            return index.vectors.stats(made), own
+
         vector = QueryVector(
-            lambda: self._query_vector(query, named),
-            index.scan_beside(dense_depth),
-            index.vectors.stats,  # read by the scan's thread while the caller ends the scan
+            lambda: self._query_vector(query, named), index.scan_beside(dense_depth), then
         )
         try:
             embedded[:] = [(named, vector)]
@@ -588,6 +601,8 @@ class HybridMemory(IndexedMemory):
                 return _Waiting.of(named, vector, keyword, index)
             # while the vector is still being made, the keyword hits' rows are copied
             gathered = None if vector.made else index.vectors.gathered(keyword[0])
+            if gathered is not None:
+                copied.append(gathered)
             nearest = vector.nearest()  # the caller joins the scan beside, if any, and waits
             made = vector.result()
         except BaseException:
@@ -597,7 +612,8 @@ class HybridMemory(IndexedMemory):
             if vector.ranked():
                 vector.wait()
             raise
-        first = First(keyword, nearest, gathered, vector.also)
+        stats, cosines = vector.also if vector.also is not None else (None, None)
+        first = First(keyword, nearest, gathered, stats, cosines)
         return index.ranked(wanted, made, limit, chosen, self._fusion, first, months)
 
     def _query_vector(self, query: str, named: set[str]) -> np.ndarray:

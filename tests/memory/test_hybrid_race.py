@@ -317,3 +317,56 @@ def test_the_keyword_hits_rows_copied_while_waiting_score_as_the_index_scores_th
             (hit.turn_id, hit.score) for hit in looked_up
         ]
         assert len(with_copy) == 2
+
+
+def test_the_scans_thread_scores_the_copied_hits_as_the_caller_would(
+    sketched: HybridSQLiteMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the model in process and the scan beside, the keyword hits' rows copied while the
+    caller waits are scored on the scan's thread once its part of the scan is done, while the
+    caller ends the scan: the search answers, scores and all, as the same search with the
+    caller scoring them after the scan."""
+    assert sketched.embedder.in_process
+    embed, gathered = type(sketched.embedder).embed_queries, VectorIndex.gathered
+    similarities, ranked = VectorIndex.similarities, HybridIndex.ranked
+    copied = threading.Event()
+    scored_on: list[str] = []
+    given: list[bool] = []
+    keep = [True]
+
+    def after_the_copy(self: object, texts: Sequence[str]) -> object:
+        assert copied.wait(GUARD)  # the vector is made once the hits' rows are copied
+        return embed(self, texts)  # type: ignore[arg-type]
+
+    def noted_copy(self: VectorIndex, keys: object) -> Gathered:
+        rows = gathered(self, keys)  # type: ignore[arg-type]
+        copied.set()
+        return rows
+
+    def noted_scoring(self: VectorIndex, query: Any, keys: Any) -> Any:
+        scored_on.append(threading.current_thread().name)
+        return similarities(self, query, keys)
+
+    def given_or_not(self: HybridIndex, *args: Any) -> object:
+        first = args[5] if len(args) > 5 else None
+        if first is not None:
+            given.append(first.cosines is not None)
+            if not keep[0]:  # the caller scores the copied rows itself
+                args = (*args[:5], dataclasses.replace(first, cosines=None), *args[6:])
+        return ranked(self, *args)
+
+    monkeypatch.setattr(type(sketched.embedder), "embed_queries", after_the_copy)
+    monkeypatch.setattr(VectorIndex, "gathered", noted_copy)
+    monkeypatch.setattr(VectorIndex, "similarities", noted_scoring)
+    monkeypatch.setattr(HybridIndex, "ranked", given_or_not)
+    by_the_scan = sketched.search(QUERY, 5)
+    assert given == [True] and scored_on == [scored_on[0]]
+    assert scored_on[0].startswith("himga-query")  # the scan's thread, not the caller's
+    copied.clear()
+    keep[0] = False
+    by_the_caller = sketched.search(QUERY, 5)
+    # scored on the scan's thread again, then by the caller, whose cosines rank
+    assert given == [True, True] and scored_on[2:] == [threading.current_thread().name]
+    assert by_the_scan and [(hit.turn_id, hit.score) for hit in by_the_scan] == [
+        (hit.turn_id, hit.score) for hit in by_the_caller
+    ]
