@@ -592,7 +592,6 @@ static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *
        at least twice `keep`: the second half is the sort's) */
     pool = by_row(pool, pooled, pool + whole->keep);
     const Py_ssize_t bytes = whole->rank / 2, ahead = 16;
-    whole->kept = 0;
     for (Py_ssize_t i = 0; i < pooled; i++) {
         if (i + ahead < pooled) { /* the rows lie apart: ask for one a few rows ahead */
             const char *next = (const char *)whole->sketches + pool[i + ahead].row * bytes;
@@ -602,16 +601,14 @@ static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *
             (void)next;
 #endif
         }
-        const Py_ssize_t row = pool[i].row;
-        Kept here = {row_dot(whole, whole->sketches + row * bytes), (int32_t)row};
-        if (whole->kept < whole->count) {
-            whole->heap[whole->kept] = here;
-            sift_up(whole->heap, whole->kept++);
-        } else if (better(&here, &whole->heap[0])) {
-            whole->heap[0] = here;
-            sift_down(whole->heap, whole->kept, 0);
-        }
+        pool[i].score = row_dot(whole, whole->sketches + pool[i].row * bytes);
     }
+    /* then their best `count`, by a selection rather than a heap: the rows come in the order
+       they lie, not by score, so a heap would take a good share of them, each a few
+       unforeseeable branches */
+    whole->kept = pooled < whole->count ? pooled : whole->count;
+    select_best(pool, pooled, whole->kept);
+    memcpy(whole->heap, pool, (size_t)whole->kept * sizeof(Kept));
     qsort(whole->heap, (size_t)whole->kept, sizeof(Kept), best_first);
     return whole->kept;
 }
