@@ -225,6 +225,35 @@ def test_the_first_stage_ranks_its_best_rows_as_the_definition(
     assert np.frombuffer(found, np.int32).tolist() == expected
 
 
+@pytest.mark.parametrize("helpers", [0, 1, 3])
+@pytest.mark.parametrize("late", [False, True])
+def test_a_two_stage_scan_shared_by_threads_joining_at_any_time_answers_as_the_definition(
+    helpers: int, late: bool
+) -> None:
+    """Threads that join a scan with the first stage before its caller (and may take every row
+    of it) or once every row is taken, and one that only waits for it: the answer is the
+    definition's each time, and the same when asked again."""
+    sketches, coarse, query = random_stage(40_000, 192, 7 + helpers)
+    count, keep = 200, 3_000
+    expected = two_stage(sketches, coarse, query, count, keep).tolist()
+    for trial in range(5):
+        scan = SharedScan(sketches, query, count, None, coarse, keep)
+        joined = [threading.Thread(target=scan.share) for _ in range(helpers)]
+        if not late:  # before the caller: they may take every row before it joins
+            for thread in joined:
+                thread.start()
+        waiter = threading.Thread(target=scan.wait)
+        waiter.start()
+        found = scan.best()
+        if late:  # every row taken: they take none, and end
+            for thread in joined:
+                thread.start()
+        for thread in [*joined, waiter]:
+            thread.join()
+        assert np.frombuffer(found, np.int32).tolist() == expected, trial
+        assert scan.best() == found
+
+
 @pytest.mark.parametrize("loop", LOOPS)
 def test_each_pair_of_bits_meets_its_own_weight(loop: str) -> None:
     """Coordinate 16g + 4k + i of row r is bits 2k of byte i of the row's four in group g."""
