@@ -327,21 +327,21 @@ def test_the_scans_thread_scores_the_copied_hits_as_the_caller_would(
     caller ends the scan: the search answers, scores and all, as the same search with the
     caller scoring them after the scan."""
     assert sketched.embedder.in_process
-    embed, gathered = type(sketched.embedder).embed_queries, VectorIndex.gathered
+    query = "What did the garden note say?"  # more keyword hits than the vectors' nearest turns
+    embed, joined = type(sketched.embedder).embed_queries, QueryVector.nearest
     similarities, ranked = VectorIndex.similarities, HybridIndex.ranked
     copied = threading.Event()
     scored_on: list[str] = []
-    given: list[bool] = []
+    given: list[int] = []
     keep = [True]
 
     def after_the_copy(self: object, texts: Sequence[str]) -> object:
-        assert copied.wait(GUARD)  # the vector is made once the hits' rows are copied
+        assert copied.wait(GUARD)  # the vector is made once the caller copied the hits' rows
         return embed(self, texts)  # type: ignore[arg-type]
 
-    def noted_copy(self: VectorIndex, keys: object) -> Gathered:
-        rows = gathered(self, keys)  # type: ignore[arg-type]
-        copied.set()
-        return rows
+    def joined_after_the_copy(self: QueryVector) -> object:
+        copied.set()  # the caller joins the scan once it has copied the rows
+        return joined(self)
 
     def noted_scoring(self: VectorIndex, query: Any, keys: Any) -> Any:
         scored_on.append(threading.current_thread().name)
@@ -350,23 +350,23 @@ def test_the_scans_thread_scores_the_copied_hits_as_the_caller_would(
     def given_or_not(self: HybridIndex, *args: Any) -> object:
         first = args[5] if len(args) > 5 else None
         if first is not None:
-            given.append(first.cosines is not None)
+            given.append(-1 if first.cosines is None else first.cosines.size)
             if not keep[0]:  # the caller scores the copied rows itself
                 args = (*args[:5], dataclasses.replace(first, cosines=None), *args[6:])
         return ranked(self, *args)
 
     monkeypatch.setattr(type(sketched.embedder), "embed_queries", after_the_copy)
-    monkeypatch.setattr(VectorIndex, "gathered", noted_copy)
+    monkeypatch.setattr(QueryVector, "nearest", joined_after_the_copy)
     monkeypatch.setattr(VectorIndex, "similarities", noted_scoring)
     monkeypatch.setattr(HybridIndex, "ranked", given_or_not)
-    by_the_scan = sketched.search(QUERY, 5)
-    assert given == [True] and scored_on == [scored_on[0]]
-    assert scored_on[0].startswith("himga-query")  # the scan's thread, not the caller's
+    by_the_scan = sketched.search(query, 5)
+    assert len(given) == 1 and given[0] > sketched._fusion.dense_depth  # hits the scan missed
+    assert len(scored_on) == 1 and scored_on[0].startswith("himga-query")  # not the caller
     copied.clear()
     keep[0] = False
-    by_the_caller = sketched.search(QUERY, 5)
+    by_the_caller = sketched.search(query, 5)
     # scored on the scan's thread again, then by the caller, whose cosines rank
-    assert given == [True, True] and scored_on[2:] == [threading.current_thread().name]
+    assert given[1] == given[0] and scored_on[2:] == [threading.current_thread().name]
     assert by_the_scan and [(hit.turn_id, hit.score) for hit in by_the_scan] == [
         (hit.turn_id, hit.score) for hit in by_the_caller
     ]
