@@ -1,7 +1,8 @@
 """What a hybrid search (himga.memory.hybrid) runs on a second core while its caller ranks the
-keyword side: the query's embedding and, when the caller is still ranking by then, the scan of
-the vectors' sketches, which the caller joins once its keyword side is ranked
-(himga.memory.vectors.SharedNearest).
+keyword side: the query's embedding and, when the caller is still ranking by then or waits for
+the vector (a model in process), the scan of the vectors' sketches, which the caller joins
+(himga.memory.vectors.SharedNearest), and what else of the vector that thread reads once its
+part of the scan is done (QueryVector's `then`).
 
 Both the model (onnxruntime) and the scan (himga.memory._sketch) let the interpreter's lock go,
 as the keyword ranking does (himga.memory._ranking), so they take two cores at once.
