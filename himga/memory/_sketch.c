@@ -300,9 +300,11 @@ static inline Py_ssize_t coarse_block(Py_ssize_t rank) { return LANES * rank / 4
 /* a ranks above b */
 static inline int better(const Kept *a, const Kept *b) { return worse(b, a); }
 
-/* Reorders `rows` (n of them) so that the best `k` lead, in no order (a selection: quickselect
-   with the median of three as its pivot; every two rows rank apart, their numbers differing). */
-static void select_best(Kept *rows, Py_ssize_t n, Py_ssize_t k) {
+/* Reorders `rows` (n of them) so that the best `k` lead, in no order, by quickselect with the
+   median of three as its pivot (every two rows rank apart, their numbers differing). Each step
+   a row takes is a branch the processor cannot foresee: select_best's choice for few rows, or
+   for rows of one score. */
+static void quickselect_best(Kept *rows, Py_ssize_t n, Py_ssize_t k) {
     Py_ssize_t lo = 0, hi = n;
     while (lo < k && k < hi && hi - lo > 1) {
         Kept a = rows[lo], b = rows[lo + (hi - lo) / 2], c = rows[hi - 1], pivot;
@@ -328,6 +330,62 @@ static void select_best(Kept *rows, Py_ssize_t n, Py_ssize_t k) {
         else
             return;
     }
+}
+
+#define RADIX_BITS 11
+#define RADIX_FROM 1024 /* fewer rows: quickselect (the counts' clearing would outweigh it) */
+
+/* A score as an unsigned key of the same order. */
+static inline uint32_t score_key(int32_t score) { return (uint32_t)score ^ 0x80000000u; }
+
+/* Moves the rows scoring above `score` (or, `equal`, scoring it) to the front of `rows` (n of
+   them), in no order; returns how many. Every row is swapped and the count moved by the test,
+   with no branch on it: here a row's side is a coin toss (half the pool or more is kept), which
+   a branch would mispredict. */
+static Py_ssize_t to_front(Kept *rows, Py_ssize_t n, int32_t score, int equal) {
+    Py_ssize_t front = 0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const Kept row = rows[j];
+        const Py_ssize_t taken = equal ? row.score == score : row.score > score;
+        rows[j] = rows[front];
+        rows[front] = row;
+        front += taken;
+    }
+    return front;
+}
+
+/* Reorders `rows` (n of them) so that the best `k` lead, in no order: the same rows as
+   quickselect_best takes, found by their scores' bits rather than by comparisons. Three counts
+   of the keys' digits (11, 11 and 10 bits, each over the rows whose higher digits are the k-th
+   best's) give the k-th best score and how many rows score above it; the rows above it are
+   moved to the front, then those of that score, of which the lowest-numbered are kept
+   (quickselect_best among them, where more share it than are wanted). */
+static void select_best(Kept *rows, Py_ssize_t n, Py_ssize_t k) {
+    if (k <= 0 || k >= n) return;
+    if (n < RADIX_FROM) {
+        quickselect_best(rows, n, k);
+        return;
+    }
+    Py_ssize_t counts[1 << RADIX_BITS];
+    uint32_t prefix = 0; /* the k-th best key's digits found so far, in place */
+    Py_ssize_t above = 0; /* rows whose keys' digits found so far are above prefix's */
+    const int shifts[3] = {21, 10, 0}, widths[3] = {11, 11, 10};
+    for (int d = 0; d < 3; d++) {
+        const int shift = shifts[d], digits = 1 << widths[d];
+        const uint32_t high = d == 0 ? 0 : ~0u << (shift + widths[d]); /* the digits found */
+        memset(counts, 0, (size_t)digits * sizeof counts[0]);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const uint32_t key = score_key(rows[i].score);
+            if ((key & high) == prefix) counts[(key >> shift) & (uint32_t)(digits - 1)]++;
+        }
+        int digit = digits - 1;
+        while (above + counts[digit] < k) above += counts[digit--];
+        prefix |= (uint32_t)digit << shift;
+    }
+    const int32_t kth = (int32_t)(prefix ^ 0x80000000u); /* the k-th best score */
+    to_front(rows, n, kth, 0);                            /* the `above` rows scoring more */
+    const Py_ssize_t tied = to_front(rows + above, n - above, kth, 1);
+    if (above + tied > k) quickselect_best(rows + above, tied, k - above);
 }
 
 /* The first stage's step for one row's 2-bit score: into the pool, unless its score is at most
@@ -591,9 +649,11 @@ static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *
     /* in the order of the rows, so their sketches are read as they lie (the pools' room is
        at least twice `keep`: the second half is the sort's) */
     pool = by_row(pool, pooled, pool + whole->keep);
-    const Py_ssize_t bytes = whole->rank / 2, ahead = 16;
+    /* the rows lie apart: each asked for 32 rows ahead (on an AMD EPYC, 100k real e5 vectors,
+       the second stage 0.86x of its time 16 ahead, 8 ahead 1.1x, 48 or 64 no faster than 32) */
+    const Py_ssize_t bytes = whole->rank / 2, ahead = 32;
     for (Py_ssize_t i = 0; i < pooled; i++) {
-        if (i + ahead < pooled) { /* the rows lie apart: ask for one a few rows ahead */
+        if (i + ahead < pooled) {
             const char *next = (const char *)whole->sketches + pool[i + ahead].row * bytes;
 #if defined(__GNUC__) || defined(__clang__)
             for (Py_ssize_t line = 0; line < bytes; line += 64) __builtin_prefetch(next + line);

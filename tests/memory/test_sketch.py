@@ -287,6 +287,34 @@ def test_the_first_stage_does_not_overflow_at_the_extremes(loop: str) -> None:
 
 
 @pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("scores", ["wide", "few", "one"])
+def test_the_best_rows_selected_by_their_scores_bits_are_the_definitions(
+    loop: str, scores: str
+) -> None:
+    """Pools of thousands of rows (selected by their scores' bits, not by comparisons) whose
+    scores span both signs and every digit of an int32 key ("wide": any code, weights of -128
+    to 127), fall on a few values ("few"), or are one value ("one": the lowest rows win)."""
+    rows, rank, count, keep = 12_000, 256, 300, 2_500
+    rng = np.random.default_rng(len(scores))
+    sketches = rng.integers(0, 256, size=(rows, rank // 2), dtype=np.uint8)
+    blocks = -(-rows // LANES) * coarse_block(rank)
+    if scores == "wide":
+        coarse = rng.integers(0, 256, blocks, dtype=np.uint8)
+        query = rng.integers(-128, 128, size=rank).astype(np.int8)
+    else:
+        coarse = rng.choice(np.array([0x00, 0xFF] if scores == "few" else [0x55], np.uint8), blocks)
+        query = rng.integers(-1, 2, size=rank).astype(np.int8)
+        if scores == "one":
+            sketches[:] = 0x77
+    expected = two_stage(sketches, coarse, query, count, keep).tolist()
+    if scores == "one":
+        assert expected == list(range(count))
+    for threads in (1, 2):
+        found = best_rows(sketches, query, count, threads, loop, coarse, keep)
+        assert np.frombuffer(found, np.int32).tolist() == expected
+
+
+@pytest.mark.parametrize("loop", LOOPS)
 def test_a_sample_that_misleads_the_first_stage_costs_time_not_the_answer(loop: str) -> None:
     """The first stage's floor comes from a sample of one block in 32; rows laid out so that the
     sampled blocks hold the best codes make that floor too high (it would leave out most of the
