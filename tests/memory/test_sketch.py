@@ -292,8 +292,9 @@ def test_the_best_rows_selected_by_their_scores_bits_are_the_definitions(
     loop: str, scores: str
 ) -> None:
     """Pools of thousands of rows (selected by their scores' bits, not by comparisons) whose
-    scores span both signs and every digit of an int32 key ("wide": any code, weights of -128
-    to 127), fall on a few values ("few"), or are one value ("one": the lowest rows win)."""
+    scores are of both signs, so that each digit of their keys varies ("wide": any code, weights
+    of -128 to 127), fall on a few values ("few"), or are one value ("one": the lowest rows
+    win)."""
     rows, rank, count, keep = 12_000, 256, 300, 2_500
     rng = np.random.default_rng(len(scores))
     sketches = rng.integers(0, 256, size=(rows, rank // 2), dtype=np.uint8)
