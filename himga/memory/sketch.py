@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from himga.errors import InvalidArgument
-from himga.memory._sketch import LANES, loops
+from himga.memory._sketch import LANES, loops, weights
 
 LEVELS = 16
 """The values a sketch's coordinate takes (4 bits: two coordinates a byte)."""
@@ -136,6 +136,8 @@ class Sketch:
         # division folded in
         self._scaled = np.ascontiguousarray((self.axes / self.scales[:, None]).T)
         self._offset = self.mean @ self._scaled - (LEVELS - 1) / 2
+        # a query's weights in one product: each axis times its scale (`weights`)
+        self._weighing = np.ascontiguousarray(self.axes * self.scales[:, None])
 
     def of(
         self, rows: npt.NDArray[np.float32], codes: bool = True
@@ -163,14 +165,12 @@ class Sketch:
         return sketches, coarse
 
     def weights(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.int8]:
-        """The int8 weights of unit `query`, scaled so the greatest is 127 (no product with a
-        sketch can then pass int32: the C scan's text)."""
-        weighed = (self.axes @ query) * self.scales
-        top = float(np.abs(weighed).max())
-        if top == 0.0:
-            return np.zeros(self.length, dtype=np.int8)
-        weights: npt.NDArray[np.int8] = np.rint(weighed * (127 / top)).astype(np.int8)
-        return weights
+        """The int8 weights of unit `query` (float32): its coordinates along the axes times
+        their scales, scaled so the greatest is 127 (no product with a sketch can then pass
+        int32: the C scan's text) and rounded; all 0 should every coordinate be. In C
+        (himga.memory._sketch.weights), on the search's path."""
+        found: npt.NDArray[np.int8] = np.frombuffer(weights(self._weighing, query), dtype=np.int8)
+        return found
 
 
 def coarse_plane(capacity: int, length: int) -> npt.NDArray[np.uint8]:

@@ -16,7 +16,7 @@ import pytest
 from himga.errors import InvalidArgument
 from himga.memory import sketch
 from himga.memory import vectors as vectors_module
-from himga.memory._sketch import LANES, SharedScan, best_rows, coarse_block, loops
+from himga.memory._sketch import LANES, SharedScan, best_rows, coarse_block, loops, weights
 from himga.memory.registry import memory_options
 from himga.memory.sketch import COARSE_FROM, REFIT, SketchOptions, coarse_rows
 from himga.memory.vectors import VectorIndex
@@ -317,7 +317,7 @@ def test_the_best_rows_selected_by_their_scores_bits_are_the_definitions(
 
 @pytest.mark.parametrize("loop", LOOPS)
 def test_a_sample_that_misleads_the_first_stage_costs_time_not_the_answer(loop: str) -> None:
-    """The first stage's floor comes from a sample of one block in 32; rows laid out so that the
+    """The first stage's floor comes from a sample of one block in 64; rows laid out so that the
     sampled blocks hold the best codes make that floor too high (it would leave out most of the
     best rows), and the answer is still the definition's: the rows are scanned again."""
     rows, rank, keep = 20_000, 64, 1_000
@@ -326,7 +326,7 @@ def test_a_sample_that_misleads_the_first_stage_costs_time_not_the_answer(loop: 
     coarse = np.random.default_rng(4).choice(
         np.array([0x00, 0x01, 0x05, 0x15, 0x55], np.uint8), (-(-rows // LANES), 256)
     )
-    coarse[::32] = 0xFF  # the sampled blocks: 640 rows of the greatest score, fewer than keep
+    coarse[::64] = 0xFF  # the sampled blocks: 320 rows of the greatest score, fewer than keep
     coarse = coarse.reshape(-1)
     expected = two_stage(sketches, coarse, query, 100, keep).tolist()
     for threads in (1, 2):
@@ -410,6 +410,39 @@ def test_a_scan_on_a_thread_held_to_one_core_still_shares_its_rows() -> None:
     finally:
         os.sched_setaffinity(0, allowed)
     assert found.tolist() == reference(sketches, query, 50).tolist()
+
+
+def test_a_querys_weights_are_its_scaled_coordinates_rounded_as_numpy_rounds_them() -> None:
+    """The C weights against their definition in numpy: every product scaled so the greatest
+    in magnitude is 127 and rounded half to even. A product's last bit may differ from BLAS's,
+    so a weight may be one apart, and rarely is; all zero for a query with no coordinate."""
+    rng = np.random.default_rng(11)
+    apart = 0
+    for rows, dimension in ((64, 16), (128, 384), (192, 100)):
+        axes = rng.normal(size=(rows, dimension)).astype(np.float32)
+        for _ in range(20):
+            query = rng.normal(size=dimension).astype(np.float32)
+            weighed = axes @ query
+            expected = np.rint(weighed * (127 / float(np.abs(weighed).max()))).astype(np.int8)
+            found = np.frombuffer(weights(axes, query), np.int8)
+            assert np.abs(found.astype(np.int64) - expected).max() <= 1
+            assert np.abs(found.astype(np.int64)).max() == 127
+            apart += int((found != expected).sum())
+    assert apart <= 3
+    zero = np.frombuffer(weights(axes, np.zeros(100, np.float32)), np.int8)
+    assert zero.tolist() == [0] * 192
+
+
+def test_a_querys_weights_refuse_what_they_cannot_read() -> None:
+    axes = np.ones((64, 16), np.float32)
+    with pytest.raises(TypeError, match="query must be a contiguous buffer of float32"):
+        weights(axes, np.ones(16, np.float64))
+    with pytest.raises(TypeError, match="axes must be a contiguous buffer of float32"):
+        weights(axes[:, ::2], np.ones(8, np.float32))
+    with pytest.raises(ValueError, match="axes hold 4096 bytes, not whole rows of the query's 15"):
+        weights(axes, np.ones(15, np.float32))
+    with pytest.raises(ValueError, match="not whole rows of the query's 0"):
+        weights(axes, np.ones(0, np.float32))
 
 
 # --- the index ------------------------------------------------------------------------------
