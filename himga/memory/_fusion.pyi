@@ -21,3 +21,6 @@ def scores(
     full_match: float,
     /,
 ) -> tuple[bytes, bytearray]: ...
+def best(
+    keys: npt.NDArray[np.int64], scores: npt.NDArray[np.float64], limit: int, /
+) -> list[tuple[int, float]]: ...

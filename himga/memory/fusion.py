@@ -286,8 +286,11 @@ def _best(
     if fusion.kind == "scores" and dated is not None and fusion.date_boost:
         boosted = dated(candidates)
         scores[boosted] += fusion.date_boost * np.abs(scores[boosted])
-    best = np.lexsort((candidates, -scores))[:limit]
-    return [(int(candidates[i]), float(scores[i])) for i in best]
+    return _fusion.best(  # as np.lexsort((candidates, -scores))[:limit] orders them
+        np.ascontiguousarray(candidates, dtype=np.int64),
+        np.ascontiguousarray(scores, dtype=np.float64),
+        limit,
+    )
 
 
 def _in_c(

@@ -1,5 +1,6 @@
 """The fusion's scores in C (himga.memory._fusion, given Links) are those of its Python
-definition (fusion._scores, given the neighbours one turn at a time), to the bit."""
+definition (fusion._scores, given the neighbours one turn at a time), to the bit; its best
+candidates are those numpy's lexsort puts first."""
 
 import math
 
@@ -137,3 +138,36 @@ def test_the_core_refuses_arrays_it_would_misread_naming_them() -> None:
         )
     with pytest.raises(ValueError, match="sessions, before and after must cover the same turns"):
         _fusion.scores(keys, scores, keys, scores, 0.0, 1.0, sessions, before, after[:1], *weights)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ranked=st.lists(
+        st.tuples(keys, st.one_of(st.sampled_from([0.0, -0.0, 1.0, 2.5]), scores, cosines)),
+        max_size=150,
+    ),
+    limit=st.one_of(st.integers(0, 12), st.integers(60, 160)),
+)
+def test_the_best_candidates_in_c_are_those_lexsort_puts_first(
+    ranked: list[tuple[int, float]], limit: int
+) -> None:
+    """Greater scores first, nan after every number, ties (0.0 and -0.0 too) to the smaller
+    key; few asked (kept as they come) or many (sorted), fewer candidates than asked."""
+    candidates = np.array([key for key, _ in ranked], dtype=np.int64)
+    found = np.array([score for _, score in ranked], dtype=np.float64)
+    order = np.lexsort((candidates, -found))[:limit]
+    best = _fusion.best(candidates, found, limit)
+    assert [key for key, _ in best] == candidates[order].tolist()
+    np.testing.assert_array_equal([score for _, score in best], found[order])  # nan as nan
+
+
+def test_the_best_candidates_refuse_what_they_would_misread() -> None:
+    keys, scores = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
+    with pytest.raises(TypeError, match="keys must be a contiguous buffer of int64"):
+        _fusion.best(keys.astype(np.int32), scores, 1)
+    with pytest.raises(TypeError, match="scores must be a contiguous buffer of float64"):
+        _fusion.best(keys, scores.astype(np.float32), 1)
+    with pytest.raises(ValueError, match="scores has 1 values for 2 keys"):
+        _fusion.best(keys, scores[:1], 1)
+    with pytest.raises(ValueError, match="limit must not be negative"):
+        _fusion.best(keys, scores, -1)
