@@ -7,11 +7,11 @@
    search re-scores lie apart in a matrix far larger than the caches, so reading them one after
    the other would wait on memory for each.
 
-   A dot product adds its terms in one fixed order (16 running sums, coordinate j into sum j mod
-   16, then the sums in a fixed tree, then the coordinates past the last 16), without FMA
-   contraction (setup.py), so a row's cosine is the same bit for bit from either function and on
-   every machine. The interpreter's lock is released while they run (the caller keeps the matrix
-   unchanged: the vector index's rule, no write beside a search). */
+   A dot product adds its terms in one fixed order, without FMA contraction (_dot.h, shared with
+   the shared scan's re-scoring in _sketch.c), so a row's cosine is the same bit for bit from
+   either function, from that re-scoring and on every machine. The interpreter's lock is
+   released while they run (the caller keeps the matrix unchanged: the vector index's rule, no
+   write beside a search). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,44 +20,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LANES 16
+#include "_dot.h"
+
 #define AHEAD 8 /* rows asked for ahead of the one being read */
-
-static float dot(const float *row, const float *query, Py_ssize_t dimension) {
-    float lane[LANES] = {0};
-    Py_ssize_t j = 0;
-    for (; j + LANES <= dimension; j += LANES)
-        for (int l = 0; l < LANES; l++) lane[l] += row[j + l] * query[j + l];
-    for (int width = LANES / 2; width > 0; width /= 2)
-        for (int l = 0; l < width; l++) lane[l] += lane[l + width];
-    float sum = lane[0];
-    for (; j < dimension; j++) sum += row[j] * query[j];
-    return sum;
-}
-
-static inline void ask_for(const float *row, Py_ssize_t dimension) {
-#if defined(__GNUC__) || defined(__clang__)
-    const char *at = (const char *)row, *end = (const char *)(row + dimension);
-    for (; at < end; at += 64) __builtin_prefetch(at);
-#else
-    (void)row;
-    (void)dimension;
-#endif
-}
 
 /* The dot products of `query` with rows `rows` (n of them; NULL: the first n, which lie one
    after the other, as the processor reads ahead by itself) of `matrix`, into `out`. */
 static void dots_of(const float *matrix, const int32_t *rows, Py_ssize_t n, const float *query,
                     Py_ssize_t dimension, float *out) {
     if (rows == NULL) {
-        for (Py_ssize_t i = 0; i < n; i++) out[i] = dot(matrix + i * dimension, query, dimension);
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = exact_dot(matrix + i * dimension, query, dimension);
         return;
     }
     for (Py_ssize_t i = 0; i < n && i < AHEAD; i++)
-        ask_for(matrix + rows[i] * dimension, dimension);
+        ask_for_row(matrix + rows[i] * dimension, dimension);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (i + AHEAD < n) ask_for(matrix + rows[i + AHEAD] * dimension, dimension);
-        out[i] = dot(matrix + rows[i] * dimension, query, dimension);
+        if (i + AHEAD < n) ask_for_row(matrix + rows[i + AHEAD] * dimension, dimension);
+        out[i] = exact_dot(matrix + rows[i] * dimension, query, dimension);
     }
 }
 

@@ -28,6 +28,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "_dot.h"
 
 #define MOST_RANK 65536
 #define BLOCK 64
@@ -630,10 +633,16 @@ static Kept *by_row(Kept *rows, Py_ssize_t n, Kept *into) {
     return rows;
 }
 
-/* The second stage: the best `whole->keep` of the parts' pools (`shares` of them, side by side
-   from `pool`, which they are gathered into), scored whole from their sketches, their best
-   `whole->count` into whole->heap, best first. Returns how many. */
-static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *whole) {
+/* The second stage, in three steps (`second_stage` takes them one after the other; a
+   SharedScan shares out the second among the threads that wait for its answer):
+   `pooled_best` gathers the parts' pools and keeps their best `whole->keep`, in row order;
+   `score_pooled` scores some of those from their sketches; `best_scored` puts the best
+   `whole->count` of them into whole->heap, best first. */
+
+/* The best `whole->keep` of the parts' pools (`shares` of them, side by side from `pool`, which
+   they are gathered into), in the order of their rows: into `*best`, returning how many. */
+static Py_ssize_t pooled_best(const Part *parts, int shares, Kept *pool, Part *whole,
+                              Kept **best) {
     Py_ssize_t pooled = 0;
     for (int t = 0; t < shares; t++) {
         memmove(pool + pooled, parts[t].pool, (size_t)parts[t].pooled * sizeof(Kept));
@@ -656,11 +665,17 @@ static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *
     }
     /* in the order of the rows, so their sketches are read as they lie (the pools' room is
        at least twice `keep`: the second half is the sort's) */
-    pool = by_row(pool, pooled, pool + whole->keep);
-    /* the rows lie apart: each asked for 32 rows ahead (on an AMD EPYC, 100k real e5 vectors,
-       the second stage 0.86x of its time 16 ahead, 8 ahead 1.1x, 48 or 64 no faster than 32) */
+    *best = by_row(pool, pooled, pool + whole->keep);
+    return pooled;
+}
+
+/* Scores rows [from, to) of `pool` (of `pooled`) from their sketches. The rows lie apart: each
+   asked for 32 rows ahead (on an AMD EPYC, 100k real e5 vectors, the second stage 0.86x of its
+   time 16 ahead, 8 ahead 1.1x, 48 or 64 no faster than 32). */
+static void score_pooled(const Part *whole, Kept *pool, Py_ssize_t pooled, Py_ssize_t from,
+                         Py_ssize_t to) {
     const Py_ssize_t bytes = whole->rank / 2, ahead = 32;
-    for (Py_ssize_t i = 0; i < pooled; i++) {
+    for (Py_ssize_t i = from; i < to; i++) {
         if (i + ahead < pooled) {
             const char *next = (const char *)whole->sketches + pool[i + ahead].row * bytes;
 #if defined(__GNUC__) || defined(__clang__)
@@ -671,14 +686,26 @@ static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *
         }
         pool[i].score = row_dot(whole, whole->sketches + pool[i].row * bytes);
     }
-    /* then their best `count`, by a selection rather than a heap: the rows come in the order
-       they lie, not by score, so a heap would take a good share of them, each a few
-       unforeseeable branches */
+}
+
+/* The best `whole->count` of the `pooled` scored rows of `pool` into whole->heap, best first,
+   by a selection rather than a heap: the rows come in the order they lie, not by score, so a
+   heap would take a good share of them, each a few unforeseeable branches. Returns how many. */
+static Py_ssize_t best_scored(Kept *pool, Py_ssize_t pooled, Part *whole) {
     whole->kept = pooled < whole->count ? pooled : whole->count;
     select_best(pool, pooled, whole->kept);
     memcpy(whole->heap, pool, (size_t)whole->kept * sizeof(Kept));
     qsort(whole->heap, (size_t)whole->kept, sizeof(Kept), best_first);
     return whole->kept;
+}
+
+/* The second stage on this thread alone: the best `whole->count` of the parts' pools by their
+   sketches, into whole->heap. Returns how many. */
+static Py_ssize_t second_stage(const Part *parts, int shares, Kept *pool, Part *whole) {
+    Kept *best;
+    const Py_ssize_t pooled = pooled_best(parts, shares, pool, whole, &best);
+    score_pooled(whole, best, pooled, 0, pooled);
+    return best_scored(best, pooled, whole);
 }
 
 /* The query's weights as AVX-512's loop reads them: for each block, its first 32 weights into
@@ -790,17 +817,25 @@ static Py_ssize_t scan(Part *whole, int threads) {
     return merged(parts, threads, whole->heap, whole->count);
 }
 
-static int view_of(PyObject *object, Py_buffer *view, const char *formats, const char *what,
-                   const char *type) {
-    if (PyObject_GetBuffer(object, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
-    const char *format = view->format ? view->format : "B";
-    if (*format == '@' || *format == '=' || *format == '<') format++;
-    if (view->itemsize != 1 || strlen(format) != 1 || !strchr(formats, *format)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of %s", what, type);
+/* A C-contiguous view of `object` whose items are `size` bytes of one of `formats`; else a
+   TypeError naming `what` and its `type` (numpy's own error for a strided array names no
+   argument). */
+static int view_of(PyObject *object, Py_buffer *view, const char *formats, Py_ssize_t size,
+                   const char *what, const char *type) {
+    if (PyObject_GetBuffer(object, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
+        const char *format = view->format ? view->format : "B";
+        if (*format == '@' || *format == '=' || *format == '<') format++;
+        if (view->itemsize == size && strlen(format) == 1 && strchr(formats, *format)) return 0;
         PyBuffer_Release(view);
+    } else if (PyErr_ExceptionMatches(PyExc_BufferError) ||
+               PyErr_ExceptionMatches(PyExc_ValueError) ||
+               PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+    } else {
         return -1;
     }
-    return 0;
+    PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of %s", what, type);
+    return -1;
 }
 
 PyDoc_STRVAR(best_rows_doc,
@@ -836,8 +871,8 @@ static int open_scan(PyObject *sketches_arg, PyObject *query_arg, Py_ssize_t cou
                         count < 0 ? "count must not be negative" : "keep must not be negative");
         return -1;
     }
-    if (view_of(sketches_arg, sketches, "B", "sketches", "uint8") < 0) return -1;
-    if (view_of(query_arg, query, "b", "query", "int8") < 0) {
+    if (view_of(sketches_arg, sketches, "B", 1, "sketches", "uint8") < 0) return -1;
+    if (view_of(query_arg, query, "b", 1, "query", "int8") < 0) {
         PyBuffer_Release(sketches);
         return -1;
     }
@@ -858,7 +893,7 @@ static int open_scan(PyObject *sketches_arg, PyObject *query_arg, Py_ssize_t cou
         goto refused;
     }
     if (coarse_arg != NULL && coarse_arg != Py_None) {
-        if (view_of(coarse_arg, coarse, "B", "coarse", "uint8") < 0) {
+        if (view_of(coarse_arg, coarse, "B", 1, "coarse", "uint8") < 0) {
             coarse->obj = NULL;
             goto refused;
         }
@@ -958,6 +993,67 @@ static PyObject *best_rows(PyObject *module, PyObject *args, PyObject *kwargs) {
 
 #define SHARE_ROWS 16384 /* the rows a thread takes at a time */
 
+/* --- after the scan: its answer made with the threads that wait for it ------------------ */
+
+/* Once every row is scanned, one thread makes the answer: the second stage (the first stage's
+   best rows scored from their sketches) and, asked by `nearest`, the exact cosines of the best
+   of those. Both are loops over rows that lie apart in memory, each row independent of the
+   others; a thread that waits for the answer meanwhile (`wait`: a hybrid search's model thread,
+   its own reads done) takes rows of them too, CHUNK at a time, rather than sleep. The thread
+   making the answer publishes each loop (`after`), takes its rows as they come, and waits for
+   the rows the others took before it goes on. A helper spins while it waits for the next loop
+   (a sleeping thread takes tens of microseconds to wake on a virtual machine, as long as its
+   share would take), for at most SPIN_MOST, and then leaves the rest to the thread making the
+   answer: so a helper whose answer nobody makes still returns. On a 100k index the second stage
+   scores 4,096 sketches and the exact re-scoring reads 400 rows of 1.5 kB, each about 0.15 ms
+   on one thread after the model's run (benchmarks/README.md). */
+
+typedef struct {
+    Py_ssize_t rows, next, done; /* next and done: taken and added to atomically */
+} Chunks;
+
+enum { AFTER_SCAN, AFTER_SCORING, AFTER_SELECTING, AFTER_RESCORING, AFTER_ENDED };
+
+#define SCORING_CHUNK 256  /* sketches a helper takes at a time */
+#define RESCORING_CHUNK 16 /* candidates' float32 rows a helper takes at a time */
+#define SPIN_MOST 2e-4     /* seconds a helper spins for the next loop before it leaves */
+
+#if defined(HAVE_THREADS) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_HELPERS 1
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define TAKE(x, n) __atomic_fetch_add(&(x), (n), __ATOMIC_ACQ_REL)
+#else /* no helpers: the thread making the answer takes every row itself */
+#define LOAD(x) (x)
+#define STORE(x, v) ((x) = (v))
+#define TAKE(x, n) (((x) += (n)) - (n))
+#endif
+
+/* Takes the next `chunk` of `work`'s rows: [*first, *end); 0 when none is left. */
+static inline int take_chunk(Chunks *work, Py_ssize_t chunk, Py_ssize_t *first,
+                             Py_ssize_t *end) {
+    *first = TAKE(work->next, chunk);
+    if (*first >= work->rows) return 0;
+    *end = *first + chunk < work->rows ? *first + chunk : work->rows;
+    return 1;
+}
+
+#ifdef HAVE_HELPERS
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static double seconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+#endif
+
 /* SharedScan: the scan of best_rows, its rows taken SHARE_ROWS at a time by every thread that
    calls share() (each into a heap of its own, at most MOST_THREADS of them) until none is
    left; best() takes part too, then waits for the others and answers as best_rows does. A
@@ -974,15 +1070,27 @@ typedef struct {
     Py_ssize_t next;                         /* the first row no thread has taken */
     int joined;                              /* how many threads took part */
     Py_ssize_t kept;                         /* how many rows best() found (-1: not yet) */
-    PyThread_type_lock claim;                /* guards next and joined */
+    PyThread_type_lock claim;                /* guards next, joined, finishing and rescored */
     PyThread_type_lock running[MOST_THREADS]; /* held by each part while it scans */
     PyObject *best;                          /* the answer, once made */
+    /* After the scan (below): the thread that makes the answer, the lock it holds meanwhile,
+       and what it gives the threads waiting for it to help with. */
+    int finishing, rescored;
+    PyThread_type_lock answering;
+    int after;                   /* AFTER_..., read and set atomically */
+    Chunks scoring, rescoring;   /* the second stage's sketches, the candidates' exact cosines */
+    Kept *scored;                /* the second stage's rows */
+    const float *matrix, *unit;  /* the exact re-scoring's rows and query */
+    Py_ssize_t dimension;
+    const Kept *candidates;      /* the rows re-scored, and their cosines */
+    float *cosines;
 } SharedScan;
 
 static void shared_dealloc(SharedScan *self) {
     for (int t = 0; t < MOST_THREADS; t++)
         if (self->running[t]) PyThread_free_lock(self->running[t]);
     if (self->claim) PyThread_free_lock(self->claim);
+    if (self->answering) PyThread_free_lock(self->answering);
     PyMem_RawFree(self->heaps);
     PyMem_RawFree(self->pools);
     if (self->whole.sketches != NULL)
@@ -1044,14 +1152,118 @@ static int every_part_ended(SharedScan *self) {
     return parts; /* at most MOST_THREADS: take_part counts no more */
 }
 
+/* Scores the second stage's rows [first, end). */
+static void score_chunk(SharedScan *self, Py_ssize_t first, Py_ssize_t end) {
+    score_pooled(&self->whole, self->scored, self->scoring.rows, first, end);
+}
+
+/* The exact cosines of the candidates [first, end), each row asked for a few ahead. */
+static void rescore_chunk(SharedScan *self, Py_ssize_t first, Py_ssize_t end) {
+    const Py_ssize_t d = self->dimension, ahead = 8;
+    const Kept *row = self->candidates;
+    for (Py_ssize_t i = first; i < end && i < first + ahead; i++)
+        ask_for_row(self->matrix + row[i].row * d, d);
+    for (Py_ssize_t i = first; i < end; i++) {
+        if (i + ahead < end) ask_for_row(self->matrix + row[i + ahead].row * d, d);
+        self->cosines[i] = exact_dot(self->matrix + row[i].row * d, self->unit, d);
+    }
+}
+
+/* Takes chunks of `work` and does them (`chunk_of`) until none is left: whether any was done. */
+static int take_chunks(SharedScan *self, Chunks *work, Py_ssize_t chunk,
+                       void (*chunk_of)(SharedScan *, Py_ssize_t, Py_ssize_t)) {
+    Py_ssize_t first, end;
+    int took = 0;
+    while (take_chunk(work, chunk, &first, &end)) {
+        chunk_of(self, first, end);
+        TAKE(work->done, end - first);
+        took = 1;
+    }
+    return took;
+}
+
+/* Publishes `work` of `rows` rows (the fields it reads set before), takes its chunks with the
+   helpers, and waits for the chunks they took. */
+static void shared_loop(SharedScan *self, Chunks *work, Py_ssize_t rows, int after,
+                        Py_ssize_t chunk,
+                        void (*chunk_of)(SharedScan *, Py_ssize_t, Py_ssize_t)) {
+    work->rows = rows;
+    work->next = work->done = 0;
+    STORE(self->after, after);
+    take_chunks(self, work, chunk, chunk_of);
+    while (LOAD(work->done) < rows) {
+#ifdef HAVE_HELPERS
+        relax(); /* a chunk a helper took: microseconds */
+#endif
+    }
+}
+
+/* A helper's part: the loops published as they come, spinning at most SPIN_MOST for each
+   (without the interpreter's lock). */
+static void help_answer(SharedScan *self) {
+#ifdef HAVE_HELPERS
+    int seen = -1;
+    double until = 0.0;
+    for (unsigned spins = 0;; spins++) {
+        const int after = LOAD(self->after);
+        if (after == AFTER_ENDED) return;
+        int took = 0;
+        if (after == AFTER_SCORING)
+            took = take_chunks(self, &self->scoring, SCORING_CHUNK, score_chunk);
+        else if (after == AFTER_RESCORING)
+            took = take_chunks(self, &self->rescoring, RESCORING_CHUNK, rescore_chunk);
+        if (after != seen || took) { /* a loop published, or rows done: the wait begins anew */
+            seen = after;
+            until = seconds() + SPIN_MOST;
+        } else if (spins % 64 == 0 && seconds() > until) {
+            return;
+        }
+        relax();
+    }
+#else
+    (void)self;
+#endif
+}
+
+/* The scan's answer made once, by the first thread to ask (without the interpreter's lock),
+   its second stage's scoring shared with the helpers; `more`: an exact re-scoring follows (so
+   the helpers wait for it). A thread asking while another makes it helps, then waits. */
+static void make_answer(SharedScan *self, int parts, int more) {
+    PyThread_acquire_lock(self->claim, WAIT_LOCK);
+    const int mine = !self->finishing;
+    self->finishing = 1;
+    if (mine) PyThread_acquire_lock(self->answering, WAIT_LOCK);
+    PyThread_release_lock(self->claim);
+    if (!mine) {
+        help_answer(self);
+        PyThread_acquire_lock(self->answering, WAIT_LOCK); /* the answer made */
+        PyThread_release_lock(self->answering);
+        return;
+    }
+    if (self->whole.coarse) {
+        Kept *rows;
+        const Py_ssize_t pooled = pooled_best(self->parts, parts, self->pools, &self->whole, &rows);
+        self->scored = rows;
+        shared_loop(self, &self->scoring, pooled, AFTER_SCORING, SCORING_CHUNK, score_chunk);
+        STORE(self->after, AFTER_SELECTING);
+        self->kept = best_scored(rows, pooled, &self->whole);
+    } else {
+        self->kept = merged(self->parts, parts, self->heaps, self->whole.count);
+    }
+    if (!more) STORE(self->after, AFTER_ENDED);
+    PyThread_release_lock(self->answering);
+}
+
 PyDoc_STRVAR(wait_doc,
 "wait() -> None\n\n"
-"Take part in the scan should rows be left, then wait for every thread that took part: once\n"
-"it returns no part reads the sketches any more. It cannot fail.");
+"Take part in the scan should rows be left, wait for every thread that took part, and help\n"
+"make its answer should it be made soon (see the module's text): once it returns no part\n"
+"reads the sketches any more, nor this thread the rows it re-scored. It cannot fail.");
 
 static PyObject *shared_wait(SharedScan *self, PyObject *unused) {
     Py_BEGIN_ALLOW_THREADS
     every_part_ended(self);
+    help_answer(self);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
@@ -1059,13 +1271,7 @@ static PyObject *shared_wait(SharedScan *self, PyObject *unused) {
 static PyObject *shared_best(SharedScan *self, PyObject *unused) {
     if (self->best == NULL) {
         Py_BEGIN_ALLOW_THREADS
-        int parts = every_part_ended(self);
-        PyThread_acquire_lock(self->claim, WAIT_LOCK); /* merged once, should two threads ask */
-        if (self->kept < 0)
-            self->kept = self->whole.coarse
-                             ? second_stage(self->parts, parts, self->pools, &self->whole)
-                             : merged(self->parts, parts, self->heaps, self->whole.count);
-        PyThread_release_lock(self->claim);
+        make_answer(self, every_part_ended(self), 0);
         Py_END_ALLOW_THREADS
         if (self->best == NULL) self->best = rows_of(self->heaps, self->kept);
         if (self->best == NULL) return NULL;
@@ -1074,10 +1280,133 @@ static PyObject *shared_best(SharedScan *self, PyObject *unused) {
     return self->best;
 }
 
+/* A candidate's key and exact cosine, ordered as himga.memory._exact.best_of orders them. */
+typedef struct {
+    float cosine;
+    int64_t key;
+} Cosine;
+
+static int nearest_first(const void *a, const void *b) {
+    const Cosine *x = a, *y = b;
+    if (x->cosine != y->cosine) return x->cosine > y->cosine ? -1 : 1;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+PyDoc_STRVAR(nearest_doc,
+"nearest(matrix, keys, unit, k) -> tuple[bytearray, bytearray]\n\n"
+"best() re-scored: the best `k` of its rows by their exact cosine with `unit` (float32, d\n"
+"values), read from `matrix` (float32, C order, d a row: the vectors the sketches were made\n"
+"of, one a row), best first, ties to the lower key (`keys`: int64, one a row of the matrix):\n"
+"their keys as int64 and their cosines as float32, native order, as\n"
+"himga.memory._exact.best_of(matrix, keys, best(), unit, k) answers (the same dot products,\n"
+"_dot.h), the threads that wait for the scan taking rows of it too.");
+
+static PyObject *shared_nearest(SharedScan *self, PyObject *args) {
+    PyObject *matrix_arg, *keys_arg, *unit_arg;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "OOOn:nearest", &matrix_arg, &keys_arg, &unit_arg, &k))
+        return NULL;
+    if (k < 0) {
+        PyErr_SetString(PyExc_ValueError, "k must not be negative");
+        return NULL;
+    }
+    Py_buffer matrix, keys, unit;
+    if (view_of(matrix_arg, &matrix, "f", 4, "matrix", "float32") < 0) return NULL;
+    if (view_of(unit_arg, &unit, "f", 4, "unit", "float32") < 0) {
+        PyBuffer_Release(&matrix);
+        return NULL;
+    }
+    /* int64 is 'l' or 'q' by the platform; both name an 8-byte integer here */
+    if (view_of(keys_arg, &keys, "lq", 8, "keys", "int64") < 0) {
+        PyBuffer_Release(&unit);
+        PyBuffer_Release(&matrix);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Cosine *found = NULL;
+    const Py_ssize_t d = unit.len / 4;
+    if (d < 1 || matrix.len % unit.len != 0) {
+        PyErr_Format(PyExc_ValueError, "matrix holds %zd bytes, not whole rows of %zd floats",
+                     matrix.len, d);
+        goto done;
+    }
+    Py_ssize_t stored = matrix.len / unit.len;
+    if (keys.len / 8 < stored) stored = keys.len / 8;
+    if (stored < self->whole.rows) {
+        PyErr_Format(PyExc_ValueError, "matrix and keys hold %zd rows, not the scan's %zd",
+                     stored, self->whole.rows);
+        goto done;
+    }
+    Py_ssize_t kept = 0, taken = 0;
+    int no_memory = 0;
+    Py_BEGIN_ALLOW_THREADS
+    make_answer(self, every_part_ended(self), 1);
+    kept = self->kept;
+    float *cosines = PyMem_RawMalloc((size_t)(kept ? kept : 1) * sizeof(float));
+    found = PyMem_RawMalloc((size_t)(kept ? kept : 1) * sizeof(Cosine));
+    PyThread_acquire_lock(self->claim, WAIT_LOCK);
+    const int publish = !self->rescored && cosines != NULL && found != NULL;
+    self->rescored = self->rescored || publish;
+    PyThread_release_lock(self->claim);
+    if (cosines == NULL || found == NULL) {
+        no_memory = 1;
+    } else if (publish) { /* the first to ask re-scores with the helpers */
+        self->matrix = matrix.buf;
+        self->unit = unit.buf;
+        self->dimension = d;
+        self->candidates = self->heaps;
+        self->cosines = cosines;
+        shared_loop(self, &self->rescoring, kept, AFTER_RESCORING, RESCORING_CHUNK,
+                    rescore_chunk);
+    } else { /* asked again: alone (the helpers have left) */
+        const float *rows = matrix.buf;
+        for (Py_ssize_t i = 0; i < kept; i++)
+            cosines[i] = exact_dot(rows + self->heaps[i].row * d, unit.buf, d);
+    }
+    if (publish || no_memory) STORE(self->after, AFTER_ENDED);
+    if (!no_memory) {
+        const int64_t *key = keys.buf;
+        for (Py_ssize_t i = 0; i < kept; i++) {
+            Cosine here = {cosines[i], key[self->heaps[i].row]};
+            found[i] = here;
+        }
+        qsort(found, (size_t)kept, sizeof(Cosine), nearest_first);
+        /* a key twice (a matrix given keys twice) side by side once sorted: counted once */
+        for (Py_ssize_t i = 0; i < kept && taken < k; i++)
+            if (taken == 0 || found[taken - 1].key != found[i].key) found[taken++] = found[i];
+    }
+    PyMem_RawFree(cosines);
+    Py_END_ALLOW_THREADS
+    if (no_memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *best_keys = PyByteArray_FromStringAndSize(NULL, taken * 8);
+    PyObject *best_cosines = PyByteArray_FromStringAndSize(NULL, taken * 4);
+    if (best_keys != NULL && best_cosines != NULL) {
+        int64_t *out_keys = (int64_t *)PyByteArray_AS_STRING(best_keys);
+        float *out_cosines = (float *)PyByteArray_AS_STRING(best_cosines);
+        for (Py_ssize_t i = 0; i < taken; i++) {
+            out_keys[i] = found[i].key;
+            out_cosines[i] = found[i].cosine;
+        }
+        result = PyTuple_Pack(2, best_keys, best_cosines);
+    }
+    Py_XDECREF(best_keys);
+    Py_XDECREF(best_cosines);
+done:
+    PyMem_RawFree(found);
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&unit);
+    PyBuffer_Release(&matrix);
+    return result;
+}
+
 static PyMethodDef shared_methods[] = {
     {"share", (PyCFunction)shared_share, METH_NOARGS, share_doc},
     {"best", (PyCFunction)shared_best, METH_NOARGS, best_doc},
     {"wait", (PyCFunction)shared_wait, METH_NOARGS, wait_doc},
+    {"nearest", (PyCFunction)shared_nearest, METH_VARARGS, nearest_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1114,7 +1443,8 @@ static PyObject *shared_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         Py_END_ALLOW_THREADS
     }
     self->claim = PyThread_allocate_lock();
-    int locks = self->claim != NULL;
+    self->answering = PyThread_allocate_lock();
+    int locks = self->claim != NULL && self->answering != NULL;
     for (int t = 0; t < MOST_THREADS; t++) {
         self->running[t] = PyThread_allocate_lock();
         locks = locks && self->running[t] != NULL;
@@ -1190,32 +1520,12 @@ PyDoc_STRVAR(weights_doc,
    process, less in each of 6 runs). The weights were the same as numpy's for each of 200
    development questions; in general a product's last bit may differ from BLAS's, which at
    most moves a weight by one. The interpreter's lock is kept: a few microseconds. */
-/* A C-contiguous float32 view of `object`; else a TypeError naming `what` (numpy's own for a
-   strided array names no argument). */
-static int floats_of(PyObject *object, Py_buffer *view, const char *what) {
-    int viewed = PyObject_GetBuffer(object, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0;
-    if (viewed) {
-        const char *format = view->format ? view->format : "B";
-        if (*format == '@' || *format == '=' || *format == '<') format++;
-        if (view->itemsize == 4 && strcmp(format, "f") == 0) return 0;
-        PyBuffer_Release(view);
-    } else if (!PyErr_ExceptionMatches(PyExc_BufferError) &&
-               !PyErr_ExceptionMatches(PyExc_ValueError) &&
-               !PyErr_ExceptionMatches(PyExc_TypeError)) {
-        return -1;
-    } else {
-        PyErr_Clear();
-    }
-    PyErr_Format(PyExc_TypeError, "%s must be a contiguous buffer of float32", what);
-    return -1;
-}
-
 static PyObject *weights_py(PyObject *module, PyObject *args) {
     PyObject *axes_arg, *query_arg;
     Py_buffer axes, query;
     if (!PyArg_ParseTuple(args, "OO:weights", &axes_arg, &query_arg)) return NULL;
-    if (floats_of(axes_arg, &axes, "axes") < 0) return NULL;
-    if (floats_of(query_arg, &query, "query") < 0) {
+    if (view_of(axes_arg, &axes, "f", 4, "axes", "float32") < 0) return NULL;
+    if (view_of(query_arg, &query, "f", 4, "query", "float32") < 0) {
         PyBuffer_Release(&axes);
         return NULL;
     }

@@ -457,10 +457,12 @@ class VectorIndex:
 class SharedNearest:
     """A search for the `k` nearest vectors to `q` whose scan of the sketches threads share
     (VectorIndex.shared_nearest): `share`, the part of the thread that begins it, takes part in
-    the scan until no row is left and then waits for every part that took rows, so that once it
-    has returned nothing reads the index (a caller given up on the answer waits for that thread
-    alone); `nearest` takes part too, waits for every part, and answers as VectorIndex.nearest
-    does. The index must not change until every part has ended.
+    the scan until no row is left and then waits for every part that took rows, helping with
+    what follows should it come soon (the second stage and the exact re-scoring, shared: the
+    scan's own text), so that once it has returned nothing reads the index (a caller given up
+    on the answer waits for that thread alone); `nearest` takes part too, waits for every part,
+    and answers as VectorIndex.nearest does. The index must not change until every part has
+    ended.
 
     `helpers`: how many more threads the scan should have, `help` being their part, where the
     machine has the cores for more than the two that begin and join it (VectorIndex.nearest's
@@ -487,8 +489,11 @@ class SharedNearest:
         self.scan.share()
 
     def nearest(self) -> tuple[Keys, Floats]:
-        rows = np.frombuffer(self.scan.best(), dtype=np.int32)
-        return self.index._best_of(self.q, rows, self.k)
+        n = len(self.index)  # the rows the sketches were scanned of
+        keys, cosines = self.scan.nearest(
+            self.index._matrix[:n], self.index._keys[:n], self.q, self.k
+        )
+        return np.frombuffer(keys, dtype=np.int64), np.frombuffer(cosines, dtype=np.float32)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ import pytest
 from himga.errors import InvalidArgument
 from himga.memory import sketch
 from himga.memory import vectors as vectors_module
+from himga.memory._exact import best_of
 from himga.memory._sketch import LANES, SharedScan, best_rows, coarse_block, loops, weights
 from himga.memory.registry import memory_options
 from himga.memory.sketch import COARSE_FROM, REFIT, SketchOptions, coarse_rows
@@ -252,6 +253,83 @@ def test_a_two_stage_scan_shared_by_threads_joining_at_any_time_answers_as_the_d
             thread.join()
         assert np.frombuffer(found, np.int32).tolist() == expected, trial
         assert scan.best() == found
+
+
+def float_rows(rows: int, dimension: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unit float32 rows, their keys (not their row numbers) and a unit query."""
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(rows, dimension)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit = rng.normal(size=dimension).astype(np.float32)
+    keys = rng.permutation(10 * rows)[:rows].astype(np.int64)
+    return matrix, keys, unit / np.linalg.norm(unit)
+
+
+@pytest.mark.parametrize("staged", [False, True])
+@pytest.mark.parametrize("waiting", [0, 1, 2])
+def test_a_shared_scans_nearest_is_its_best_rows_re_scored_exactly_whoever_helps(
+    staged: bool, waiting: int
+) -> None:
+    """nearest(): best()'s rows re-scored from the float32 rows as _exact.best_of re-scores
+    them (the same keys and the same cosines, to the bit), with threads in wait() taking rows
+    of the second stage and of the re-scoring as they come, or none; with and without the
+    first stage, each of many trials begun together."""
+    sketches, coarse, query = random_stage(40_000, 192, 21)
+    matrix, keys, unit = float_rows(40_000, 100, 22)
+    count, keep, k = 400, 4_096, 100
+    reference_scan = SharedScan(sketches, query, count, None, coarse if staged else None, keep)
+    expected = best_of(matrix, keys, np.frombuffer(reference_scan.best(), np.int32), unit, k)
+    for trial in range(30):
+        scan = SharedScan(sketches, query, count, None, coarse if staged else None, keep)
+        start = threading.Barrier(waiting + 1)
+
+        def helper(scan: SharedScan = scan, start: threading.Barrier = start) -> None:
+            start.wait()
+            scan.share()
+            scan.wait()  # a hybrid search's model thread: its part, then it helps
+
+        threads = [threading.Thread(target=helper) for _ in range(waiting)]
+        for thread in threads:
+            thread.start()
+        start.wait()
+        found = scan.nearest(matrix, keys, unit, k)
+        for thread in threads:
+            thread.join()
+        assert found == expected, trial
+        assert scan.nearest(matrix, keys, unit, k) == expected  # asked again: alone, the same
+        assert scan.best() == reference_scan.best()
+
+
+def test_a_helper_whose_answer_nobody_makes_still_returns() -> None:
+    """wait() spins a while for the answer's loops and then leaves them to whoever makes it."""
+    sketches, coarse, query = random_stage(20_000, 128, 23)
+    scan = SharedScan(sketches, query, 100, None, coarse, 1_000)
+    scan.wait()  # every row scanned, no answer asked: it returns
+    matrix, keys, unit = float_rows(20_000, 64, 24)
+    expected = best_of(matrix, keys, np.frombuffer(scan.best(), np.int32), unit, 10)
+    assert scan.nearest(matrix, keys, unit, 10) == expected
+
+
+def test_a_shared_scans_nearest_refuses_what_it_cannot_read() -> None:
+    sketches, coarse, query = random_stage(2_000, 64, 25)
+    matrix, keys, unit = float_rows(2_000, 32, 26)
+    scan = SharedScan(sketches, query, 50, None, coarse, 200)
+    with pytest.raises(TypeError, match="matrix must be a contiguous buffer of float32"):
+        scan.nearest(matrix.astype(np.float64), keys, unit, 5)
+    with pytest.raises(TypeError, match="keys must be a contiguous buffer of int64"):
+        scan.nearest(matrix, keys.astype(np.int32), unit, 5)
+    with pytest.raises(TypeError, match="unit must be a contiguous buffer of float32"):
+        scan.nearest(matrix, keys, unit[::2], 5)
+    with pytest.raises(ValueError, match="matrix holds 256000 bytes, not whole rows of 31"):
+        scan.nearest(matrix, keys, unit[:31], 5)
+    with pytest.raises(ValueError, match="matrix and keys hold 1999 rows, not the scan's 2000"):
+        scan.nearest(matrix, keys[:-1], unit, 5)
+    with pytest.raises(ValueError, match="k must not be negative"):
+        scan.nearest(matrix, keys, unit, -1)
+    assert scan.nearest(matrix, keys, unit, 0) == (bytearray(), bytearray())
+    assert scan.nearest(matrix, keys, unit, 5) == best_of(
+        matrix, keys, np.frombuffer(scan.best(), np.int32), unit, 5
+    )
 
 
 @pytest.mark.parametrize("loop", LOOPS)
