@@ -39,7 +39,7 @@ setup: $(SETUP) $(NODE) model
 
 # Reinstalled when the package's build changes, its C included.
 C_SOURCES = himga/memory/_ranking.c himga/memory/_sketch.c himga/memory/_fusion.c \
-            himga/memory/_exact.c himga/memory/_dot.h
+            himga/memory/_exact.c himga/memory/_exact.h
 $(SETUP): pyproject.toml setup.py $(C_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -7,7 +7,7 @@
    search re-scores lie apart in a matrix far larger than the caches, so reading them one after
    the other would wait on memory for each.
 
-   A dot product adds its terms in one fixed order, without FMA contraction (_dot.h, shared with
+   A dot product adds its terms in one fixed order, without FMA contraction (_exact.h, shared with
    the shared scan's re-scoring in _sketch.c), so a row's cosine is the same bit for bit from
    either function, from that re-scoring and on every machine. The interpreter's lock is
    released while they run (the caller keeps the matrix unchanged: the vector index's rule, no
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_dot.h"
+#include "_exact.h"
 
 #define AHEAD 8 /* rows asked for ahead of the one being read */
 
@@ -144,18 +144,6 @@ static PyObject *dots(PyObject *module, PyObject *args) {
 
 /* --- best_of ------------------------------------------------------------------------------- */
 
-typedef struct {
-    float score;
-    int64_t key;
-} Scored;
-
-/* a before b: the greater score, then the lower key */
-static int best_first(const void *a, const void *b) {
-    const Scored *x = a, *y = b;
-    if (x->score != y->score) return x->score > y->score ? -1 : 1;
-    return (x->key > y->key) - (x->key < y->key);
-}
-
 PyDoc_STRVAR(best_of_doc,
 "best_of(matrix, keys, rows, query, k) -> tuple[bytearray, bytearray]\n\n"
 "The best `k` of `rows` (int32 numbers of rows of `matrix`, each below len(keys) too) by\n"
@@ -201,24 +189,9 @@ static PyObject *best_of(PyObject *module, PyObject *args) {
         Scored here = {scores[i], key[row[i]]};
         scored[i] = here;
     }
-    qsort(scored, (size_t)chosen.n, sizeof(Scored), best_first);
-    /* a row given twice is one key twice, side by side once sorted */
-    for (Py_ssize_t i = 0; i < chosen.n && found < k; i++)
-        if (found == 0 || scored[found - 1].key != scored[i].key) scored[found++] = scored[i];
+    found = best_scored_first(scored, chosen.n, k); /* a row given twice: one key twice */
     Py_END_ALLOW_THREADS
-    PyObject *best_keys = PyByteArray_FromStringAndSize(NULL, found * 8);
-    PyObject *best_scores = PyByteArray_FromStringAndSize(NULL, found * 4);
-    if (best_keys != NULL && best_scores != NULL) {
-        int64_t *out_keys = (int64_t *)PyByteArray_AS_STRING(best_keys);
-        float *out_scores = (float *)PyByteArray_AS_STRING(best_scores);
-        for (Py_ssize_t i = 0; i < found; i++) {
-            out_keys[i] = scored[i].key;
-            out_scores[i] = scored[i].score;
-        }
-        result = PyTuple_Pack(2, best_keys, best_scores);
-    }
-    Py_XDECREF(best_keys);
-    Py_XDECREF(best_scores);
+    result = scored_answer(scored, found);
 done:
     PyMem_RawFree(scored);
     PyMem_RawFree(scores);

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "_dot.h"
+#include "_exact.h"
 
 #define MOST_RANK 65536
 #define BLOCK 64
@@ -1280,18 +1280,6 @@ static PyObject *shared_best(SharedScan *self, PyObject *unused) {
     return self->best;
 }
 
-/* A candidate's key and exact cosine, ordered as himga.memory._exact.best_of orders them. */
-typedef struct {
-    float cosine;
-    int64_t key;
-} Cosine;
-
-static int nearest_first(const void *a, const void *b) {
-    const Cosine *x = a, *y = b;
-    if (x->cosine != y->cosine) return x->cosine > y->cosine ? -1 : 1;
-    return (x->key > y->key) - (x->key < y->key);
-}
-
 PyDoc_STRVAR(nearest_doc,
 "nearest(matrix, keys, unit, k) -> tuple[bytearray, bytearray]\n\n"
 "best() re-scored: the best `k` of its rows by their exact cosine with `unit` (float32, d\n"
@@ -1299,7 +1287,7 @@ PyDoc_STRVAR(nearest_doc,
 "of, one a row), best first, ties to the lower key (`keys`: int64, one a row of the matrix):\n"
 "their keys as int64 and their cosines as float32, native order, as\n"
 "himga.memory._exact.best_of(matrix, keys, best(), unit, k) answers (the same dot products,\n"
-"_dot.h), the threads that wait for the scan taking rows of it too.");
+"_exact.h), the threads that wait for the scan taking rows of it too.");
 
 static PyObject *shared_nearest(SharedScan *self, PyObject *args) {
     PyObject *matrix_arg, *keys_arg, *unit_arg;
@@ -1323,7 +1311,7 @@ static PyObject *shared_nearest(SharedScan *self, PyObject *args) {
         return NULL;
     }
     PyObject *result = NULL;
-    Cosine *found = NULL;
+    Scored *found = NULL;
     const Py_ssize_t d = unit.len / 4;
     if (d < 1 || matrix.len % unit.len != 0) {
         PyErr_Format(PyExc_ValueError, "matrix holds %zd bytes, not whole rows of %zd floats",
@@ -1343,7 +1331,7 @@ static PyObject *shared_nearest(SharedScan *self, PyObject *args) {
     make_answer(self, every_part_ended(self), 1);
     kept = self->kept;
     float *cosines = PyMem_RawMalloc((size_t)(kept ? kept : 1) * sizeof(float));
-    found = PyMem_RawMalloc((size_t)(kept ? kept : 1) * sizeof(Cosine));
+    found = PyMem_RawMalloc((size_t)(kept ? kept : 1) * sizeof(Scored));
     PyThread_acquire_lock(self->claim, WAIT_LOCK);
     const int publish = !self->rescored && cosines != NULL && found != NULL;
     self->rescored = self->rescored || publish;
@@ -1367,13 +1355,10 @@ static PyObject *shared_nearest(SharedScan *self, PyObject *args) {
     if (!no_memory) {
         const int64_t *key = keys.buf;
         for (Py_ssize_t i = 0; i < kept; i++) {
-            Cosine here = {cosines[i], key[self->heaps[i].row]};
+            Scored here = {cosines[i], key[self->heaps[i].row]};
             found[i] = here;
         }
-        qsort(found, (size_t)kept, sizeof(Cosine), nearest_first);
-        /* a key twice (a matrix given keys twice) side by side once sorted: counted once */
-        for (Py_ssize_t i = 0; i < kept && taken < k; i++)
-            if (taken == 0 || found[taken - 1].key != found[i].key) found[taken++] = found[i];
+        taken = best_scored_first(found, kept, k);
     }
     PyMem_RawFree(cosines);
     Py_END_ALLOW_THREADS
@@ -1381,19 +1366,7 @@ static PyObject *shared_nearest(SharedScan *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    PyObject *best_keys = PyByteArray_FromStringAndSize(NULL, taken * 8);
-    PyObject *best_cosines = PyByteArray_FromStringAndSize(NULL, taken * 4);
-    if (best_keys != NULL && best_cosines != NULL) {
-        int64_t *out_keys = (int64_t *)PyByteArray_AS_STRING(best_keys);
-        float *out_cosines = (float *)PyByteArray_AS_STRING(best_cosines);
-        for (Py_ssize_t i = 0; i < taken; i++) {
-            out_keys[i] = found[i].key;
-            out_cosines[i] = found[i].cosine;
-        }
-        result = PyTuple_Pack(2, best_keys, best_cosines);
-    }
-    Py_XDECREF(best_keys);
-    Py_XDECREF(best_cosines);
+    result = scored_answer(found, taken);
 done:
     PyMem_RawFree(found);
     PyBuffer_Release(&keys);
