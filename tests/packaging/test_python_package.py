@@ -62,7 +62,13 @@ def test_the_sdist_carries_what_the_wheel_is_built_from(dist: Path) -> None:
     (sdist,) = dist.glob("*.tar.gz")
     listed = subprocess.run(["tar", "tzf", str(sdist)], capture_output=True, text=True, check=True)
     names = {line.split("/", 1)[1] for line in listed.stdout.splitlines() if "/" in line}
-    assert {"setup.py", "pyproject.toml", "himga/memory/_ranking.c"} <= names
+    # the C's shared header too (setup.py's `depends`), or the wheel could not be built from it
+    assert {
+        "setup.py",
+        "pyproject.toml",
+        "himga/memory/_ranking.c",
+        "himga/memory/_exact.h",
+    } <= names
     assert "generated/python/himga_schema/json/v1/session.json" in names
 
 
