@@ -41,8 +41,8 @@
 #define HAVE_THREADS 1
 #include <pthread.h>
 #endif
-#if defined(__linux__)
-#include <sched.h>
+#if defined(HAVE_THREADS) || defined(__linux__)
+#include <sched.h> /* sched_yield; on Linux sched_getcpu too */
 #endif
 
 enum { PORTABLE, AVX2, AVX512, LOOPS };
@@ -1039,7 +1039,14 @@ static inline int take_chunk(Chunks *work, Py_ssize_t chunk, Py_ssize_t *first,
 }
 
 #ifdef HAVE_HELPERS
-static inline void relax(void) {
+/* One step of a spin: a pause, and every YIELD_EVERY steps the core given up, should another
+   thread be waiting for it (on one core, the helper or the thread making the answer). */
+#define YIELD_EVERY 256
+static inline void relax(unsigned step) {
+    if (step % YIELD_EVERY == YIELD_EVERY - 1) {
+        sched_yield();
+        return;
+    }
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
@@ -1191,9 +1198,9 @@ static void shared_loop(SharedScan *self, Chunks *work, Py_ssize_t rows, int aft
     work->next = work->done = 0;
     STORE(self->after, after);
     take_chunks(self, work, chunk, chunk_of);
-    while (LOAD(work->done) < rows) {
+    for (unsigned step = 0; LOAD(work->done) < rows; step++) { /* a chunk a helper took */
 #ifdef HAVE_HELPERS
-        relax(); /* a chunk a helper took: microseconds */
+        relax(step);
 #endif
     }
 }
@@ -1218,7 +1225,7 @@ static void help_answer(SharedScan *self) {
         } else if (spins % 64 == 0 && seconds() > until) {
             return;
         }
-        relax();
+        relax(spins);
     }
 #else
     (void)self;

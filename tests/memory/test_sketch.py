@@ -300,6 +300,27 @@ def test_a_shared_scans_nearest_is_its_best_rows_re_scored_exactly_whoever_helps
         assert scan.best() == reference_scan.best()
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_a_shared_scans_nearest_on_one_core_gives_way_to_its_helper() -> None:
+    """On one core (a container given one CPU) the thread making the answer and a helper take
+    turns: a spin gives the core up now and then, so the one waiting for the other's rows lets
+    it run, and the answer is whole."""
+    sketches, coarse, query = random_stage(40_000, 192, 27)
+    matrix, keys, unit = float_rows(40_000, 100, 28)
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})  # this thread, and the threads it starts
+    try:
+        for _ in range(10):
+            scan = SharedScan(sketches, query, 400, None, coarse, 4_096)
+            helper = threading.Thread(target=lambda scan=scan: (scan.share(), scan.wait()))
+            helper.start()
+            found = scan.nearest(matrix, keys, unit, 100)
+            helper.join()
+            assert found == best_of(matrix, keys, np.frombuffer(scan.best(), np.int32), unit, 100)
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 def test_a_helper_whose_answer_nobody_makes_still_returns() -> None:
     """wait() spins a while for the answer's loops and then leaves them to whoever makes it."""
     sketches, coarse, query = random_stage(20_000, 128, 23)
