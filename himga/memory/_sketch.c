@@ -999,14 +999,15 @@ static PyObject *best_rows(PyObject *module, PyObject *args, PyObject *kwargs) {
    best rows scored from their sketches) and, asked by `nearest`, the exact cosines of the best
    of those. Both are loops over rows that lie apart in memory, each row independent of the
    others; a thread that waits for the answer meanwhile (`wait`: a hybrid search's model thread,
-   its own reads done) takes rows of them too, CHUNK at a time, rather than sleep. The thread
+   its own reads done) takes rows of them too, a chunk at a time, rather than sleep. The thread
    making the answer publishes each loop (`after`), takes its rows as they come, and waits for
    the rows the others took before it goes on. A helper spins while it waits for the next loop
    (a sleeping thread takes tens of microseconds to wake on a virtual machine, as long as its
    share would take), for at most SPIN_MOST, and then leaves the rest to the thread making the
    answer: so a helper whose answer nobody makes still returns. On a 100k index the second stage
    scores 4,096 sketches and the exact re-scoring reads 400 rows of 1.5 kB, each about 0.15 ms
-   on one thread after the model's run (benchmarks/README.md). */
+   on one thread after the model's run; shared so, a hybrid Retrieve there ended 0.1 ms sooner
+   after the vector (benchmarks/README.md). */
 
 typedef struct {
     Py_ssize_t rows, next, done; /* next and done: taken and added to atomically */
