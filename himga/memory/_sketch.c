@@ -1077,7 +1077,7 @@ typedef struct {
     Kept *pools;                             /* MOST_THREADS x 2 keep, with the first stage */
     Py_ssize_t next;                         /* the first row no thread has taken */
     int joined;                              /* how many threads took part */
-    Py_ssize_t kept;                         /* how many rows best() found (-1: not yet) */
+    Py_ssize_t kept;                         /* how many rows the answer holds, once made */
     PyThread_type_lock claim;                /* guards next, joined, finishing and rescored */
     PyThread_type_lock running[MOST_THREADS]; /* held by each part while it scans */
     PyObject *best;                          /* the answer, once made */
@@ -1412,7 +1412,6 @@ static PyObject *shared_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
         Py_DECREF(self);
         return NULL;
     }
-    self->kept = -1;
     Py_ssize_t room = self->whole.count ? self->whole.count : 1;
     self->heaps = PyMem_RawMalloc((size_t)MOST_THREADS * (size_t)room * sizeof(Kept));
     self->whole.heap = self->heaps; /* the second stage's answer */
