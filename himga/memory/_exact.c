@@ -1,11 +1,16 @@
 /* himga.memory._exact: the exact float32 cosines of a query with chosen rows of the vector
-   index's matrix (himga.memory.vectors), in C.
+   index's matrix (himga.memory.vectors), in C; and the query itself as a search reads it.
 
-   Two functions: `dots`, the dot product of the query with each chosen row, and `best_of`, the
-   best `k` of the chosen rows by it, with their keys. They read the rows where they lie (no copy
-   of them first, as numpy's fancy indexing makes), asking for each a few rows ahead: the rows a
-   search re-scores lie apart in a matrix far larger than the caches, so reading them one after
-   the other would wait on memory for each.
+   Two functions for the cosines: `dots`, the dot product of the query with each chosen row, and
+   `best_of`, the best `k` of the chosen rows by it, with their keys. They read the rows where
+   they lie (no copy of them first, as numpy's fancy indexing makes), asking for each a few rows
+   ahead: the rows a search re-scores lie apart in a matrix far larger than the caches, so
+   reading them one after the other would wait on memory for each.
+
+   Two for the query, which a search reads three or four times on its path (each time numpy's
+   five calls or more, before): `unit`, its unit vector, and `moments`, its products with the
+   index's kept moments (for the cosines' mean and deviation over every vector:
+   VectorIndex.stats).
 
    A dot product adds its terms in one fixed order, without FMA contraction (_exact.h, shared with
    the shared scan's re-scoring in _sketch.c), so a row's cosine is the same bit for bit from
@@ -16,6 +21,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,9 +206,95 @@ done:
     return result;
 }
 
+/* --- the query: its unit vector and its moments --------------------------------------------- */
+
+PyDoc_STRVAR(unit_doc,
+"unit(query) -> bytearray | None\n\n"
+"`query` (float32) scaled to length 1, as float32 in native order: its squares added in\n"
+"double, in order, and each coordinate divided by their root in double. None when it has no\n"
+"direction (every coordinate 0) or holds a NaN or an infinity: the caller says which.");
+
+static PyObject *unit(PyObject *module, PyObject *query_arg) {
+    Py_buffer query;
+    if (view_of(query_arg, &query, 'f', 4, "query", "float32") < 0) return NULL;
+    const float *q = query.buf;
+    const Py_ssize_t d = query.len / 4;
+    double squares = 0.0; /* a float32's square cannot overflow a double, nor their sum */
+    for (Py_ssize_t j = 0; j < d; j++) squares += (double)q[j] * (double)q[j];
+    PyObject *result = NULL;
+    if (!(squares > 0.0) || !isfinite(squares)) { /* NaN compares false: refused too */
+        result = Py_None;
+        Py_INCREF(result);
+    } else if ((result = PyByteArray_FromStringAndSize(NULL, query.len)) != NULL) {
+        float *out = (float *)PyByteArray_AS_STRING(result);
+        const double length = sqrt(squares);
+        for (Py_ssize_t j = 0; j < d; j++) out[j] = (float)((double)q[j] / length);
+    }
+    PyBuffer_Release(&query);
+    return result;
+}
+
+#define MOMENT_LANES 8
+
+/* The sum of row[j] * q[j], in MOMENT_LANES running sums (coordinate j into sum j mod
+   MOMENT_LANES, then the sums in a fixed tree, then the coordinates past the last lanes). */
+static double moment_dot(const double *row, const double *q, Py_ssize_t d) {
+    double lane[MOMENT_LANES] = {0};
+    Py_ssize_t j = 0;
+    for (; j + MOMENT_LANES <= d; j += MOMENT_LANES)
+        for (int l = 0; l < MOMENT_LANES; l++) lane[l] += row[j + l] * q[j + l];
+    for (int width = MOMENT_LANES / 2; width > 0; width /= 2)
+        for (int l = 0; l < width; l++) lane[l] += lane[l + width];
+    double sum = lane[0];
+    for (; j < d; j++) sum += row[j] * q[j];
+    return sum;
+}
+
+PyDoc_STRVAR(moments_doc,
+"moments(total, outer, query) -> tuple[float, float]\n\n"
+"`total . query` and `query . outer . query` (`total`: float64, d of them; `outer`: float64, d\n"
+"by d, C order; `query`: float32, d), each added in one fixed order in double.");
+
+static PyObject *moments(PyObject *module, PyObject *args) {
+    PyObject *total_arg, *outer_arg, *query_arg;
+    if (!PyArg_ParseTuple(args, "OOO:moments", &total_arg, &outer_arg, &query_arg)) return NULL;
+    Py_buffer total, outer, query;
+    PyObject *result = NULL;
+    if (view_of(total_arg, &total, 'd', 8, "total", "float64") < 0) return NULL;
+    if (view_of(outer_arg, &outer, 'd', 8, "outer", "float64") < 0) goto no_outer;
+    if (view_of(query_arg, &query, 'f', 4, "query", "float32") < 0) goto no_query;
+    const Py_ssize_t d = query.len / 4;
+    double *q = PyMem_RawMalloc((size_t)(d ? d : 1) * sizeof(double));
+    if (total.len != d * 8 || outer.len != d * d * 8) {
+        PyErr_Format(PyExc_ValueError, "total and outer must hold %zd and %zd floats, not %zd and %zd",
+                     d, d * d, total.len / 8, outer.len / 8);
+    } else if (q == NULL) {
+        PyErr_NoMemory();
+    } else {
+        double along, across = 0.0;
+        Py_BEGIN_ALLOW_THREADS
+        const float *given = query.buf;
+        const double *rows = outer.buf;
+        for (Py_ssize_t j = 0; j < d; j++) q[j] = given[j];
+        along = moment_dot(total.buf, q, d);
+        for (Py_ssize_t i = 0; i < d; i++) across += moment_dot(rows + i * d, q, d) * q[i];
+        Py_END_ALLOW_THREADS
+        result = Py_BuildValue("(dd)", along, across);
+    }
+    PyMem_RawFree(q);
+    PyBuffer_Release(&query);
+no_query:
+    PyBuffer_Release(&outer);
+no_outer:
+    PyBuffer_Release(&total);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"dots", dots, METH_VARARGS, dots_doc},
     {"best_of", best_of, METH_VARARGS, best_of_doc},
+    {"unit", unit, METH_O, unit_doc},
+    {"moments", moments, METH_VARARGS, moments_doc},
     {NULL, NULL, 0, NULL},
 };
 

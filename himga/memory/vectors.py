@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from himga.memory._exact import best_of, dots
+from himga.memory._exact import best_of, dots, moments, unit
 from himga.memory._sketch import SharedScan, best_rows
 from himga.memory.graph import Graph, GraphOptions
 from himga.memory.sketch import (
@@ -300,8 +300,16 @@ class VectorIndex:
         return unit
 
     def _query(self, query: npt.ArrayLike) -> Floats:
-        unit: Floats = self._checked(np.asarray(query, dtype=np.float32).reshape(1, -1), 1)[0]
-        return unit
+        """`query` as float32 of unit length, in one C call (himga.memory._exact.unit) when it
+        is one vector of this index's dimension, finite and not 0; else `_checked` says what
+        is wrong with it."""
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape == (self._dimension,):
+            made = unit(np.ascontiguousarray(q))
+            if made is not None:
+                return np.frombuffer(made, dtype=np.float32)
+        checked: Floats = self._checked(q.reshape(1, -1), 1)[0]
+        return checked
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -438,18 +446,16 @@ class VectorIndex:
     def stats(self, query: npt.ArrayLike) -> tuple[float, float]:
         """Mean and standard deviation of `query`'s cosine over every stored vector, exact
         (from the kept moments, no scan); (0.0, 0.0) for an empty index."""
-        q = self._query(query).astype(np.float64)
+        q = self._query(query)
         n = len(self._slot)
         if n == 0:
             return 0.0, 0.0
         floats = self._floats
         if floats is None:  # searches may share the index: each makes the same arrays
             floats = self._floats = (self._sum.astype(np.float64), self._outer.astype(np.float64))
-        total, outer = floats
-        mean = float(total @ q) / (_FIXED * n)
-        square = float(np.einsum("ij,j->i", outer, q) @ q) / (
-            _FIXED * _FIXED * n
-        )  # no BLAS threads
+        along, across = moments(*floats, q)  # in C: no BLAS threads, no numpy calls
+        mean = along / (_FIXED * n)
+        square = across / (_FIXED * _FIXED * n)
         return mean, float(np.sqrt(max(square - mean * mean, 0.0)))
 
 

@@ -1,12 +1,13 @@
 """The exact cosines of chosen rows (himga.memory._exact): each row's dot product with the query
 as the definition gives it, the same bits from `dots` and `best_of` and for a row wherever it
 lies, the best k ranked by it with ties to the lower key, and what it cannot read refused,
-naming the argument."""
+naming the argument; and the query's unit vector and moments (`unit`, `moments`) as their
+definitions give them."""
 
 import numpy as np
 import pytest
 
-from himga.memory._exact import best_of, dots
+from himga.memory._exact import best_of, dots, moments, unit
 
 ROWS, DIMENSION = 500, 384
 
@@ -120,3 +121,51 @@ def test_what_cannot_be_read_is_refused_naming_the_argument(
 def test_a_strided_matrix_is_refused(matrix: np.ndarray) -> None:
     with pytest.raises(TypeError, match="matrix must be a contiguous buffer of float32"):
         dots(matrix[:, :16], None, np.ones(16, np.float32))
+
+
+@pytest.mark.parametrize("dimension", [384, 7, 1])
+def test_a_unit_vector_is_the_query_over_its_length(dimension: int) -> None:
+    query = np.random.default_rng(dimension).standard_normal(dimension).astype(np.float32) * 30
+    made = unit(query)
+    assert made is not None
+    exact = query.astype(np.float64) / np.linalg.norm(query.astype(np.float64))
+    np.testing.assert_array_equal(cosines(made), exact.astype(np.float32))  # rounded once
+    tiny = np.full(dimension, 1e-30, np.float32)  # its float32 squares would be 0
+    np.testing.assert_allclose(cosines(unit(tiny) or bytearray()), 1 / np.sqrt(dimension), 1e-6)
+
+
+@pytest.mark.parametrize("bad", [0.0, np.nan, np.inf, -np.inf])
+def test_a_query_with_no_direction_has_no_unit_vector(bad: float) -> None:
+    query = np.zeros(8, np.float32) if bad == 0.0 else np.array([1.0] * 7 + [bad], np.float32)
+    assert unit(query) is None
+
+
+def test_moments_are_the_query_along_the_total_and_across_the_outer_products() -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((50, 45))
+    total, outer = rows.sum(axis=0), rows.T @ rows
+    query = rng.standard_normal(45).astype(np.float32)
+    along, across = moments(total, outer, query)
+    q = query.astype(np.float64)
+    assert along == pytest.approx(float(total @ q), rel=1e-12)
+    assert across == pytest.approx(float(((rows @ q) ** 2).sum()), rel=1e-12)
+    assert moments(total[:0], outer[:0, :0], query[:0]) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("given", "error", "message"),
+    [
+        ((np.ones(3), np.ones((3, 3)), np.ones(2, np.float32)), ValueError, "hold 2 and 4 floats"),
+        ((np.ones(2), np.ones(3), np.ones(2, np.float32)), ValueError, "not 2 and 3"),
+        ((np.ones(2), np.ones((2, 2)), np.ones(2)), TypeError, "query must be a contiguous"),
+        ((np.ones(2, np.float32), np.ones((2, 2)), np.ones(2)), TypeError, "total must be"),
+        ((np.ones(2), np.ones((2, 4))[:, :2], np.ones(2, np.float32)), TypeError, "outer must"),
+    ],
+)
+def test_what_moments_cannot_read_is_refused_naming_the_argument(
+    given: tuple[np.ndarray, np.ndarray, np.ndarray], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        moments(*given)
+    with pytest.raises(TypeError, match="query must be a contiguous buffer of float32"):
+        unit(np.ones(4))

@@ -286,6 +286,17 @@ def test_bad_keys_queries_and_sizes_are_refused_naming_the_field() -> None:
         index.add([1.5], np.ones((1, 2)))  # type: ignore[list-item]
     with pytest.raises(ValueError, match=r"^vectors: must be 1 x 2"):
         index.nearest(np.ones(3), 1)
+    index.add([1], np.ones((1, 2)))
+    for query, rule in (([0.0, 0.0], "length 0"), ([np.nan, 1.0], "finite"), ([1, np.inf], "fin")):
+        for read in (
+            lambda q: index.nearest(q, 1),
+            lambda q: index.stats(q),
+            lambda q: index.similarities(q, [1]),
+            lambda q: index.shared_nearest(q, 1),
+        ):
+            with pytest.raises(ValueError, match=rf"^vectors: .*{rule}"):
+                read(np.array(query))
+    index.remove([1])
     with pytest.raises(ValueError, match=r"^k:"):
         index.nearest(np.ones(2), -1)
     for dimension in (0, -3, True, 2.0):
