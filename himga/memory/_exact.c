@@ -266,8 +266,9 @@ static PyObject *moments(PyObject *module, PyObject *args) {
     const Py_ssize_t d = query.len / 4;
     double *q = PyMem_RawMalloc((size_t)(d ? d : 1) * sizeof(double));
     if (total.len != d * 8 || outer.len != d * d * 8) {
-        PyErr_Format(PyExc_ValueError, "total and outer must hold %zd and %zd floats, not %zd and %zd",
-                     d, d * d, total.len / 8, outer.len / 8);
+        PyErr_Format(PyExc_ValueError,
+                     "total and outer must hold %zd and %zd floats, not %zd and %zd", d, d * d,
+                     total.len / 8, outer.len / 8);
     } else if (q == NULL) {
         PyErr_NoMemory();
     } else {
