@@ -1,5 +1,6 @@
 /* himga.memory._exact: the exact float32 cosines of a query with chosen rows of the vector
-   index's matrix (himga.memory.vectors), in C; and the query itself as a search reads it.
+   index's matrix (himga.memory.vectors), in C; and the vectors scaled to length 1, and a
+   query's moments.
 
    Two functions for the cosines: `dots`, the dot product of the query with each chosen row, and
    `best_of`, the best `k` of the chosen rows by it, with their keys. They read the rows where
@@ -7,10 +8,10 @@
    ahead: the rows a search re-scores lie apart in a matrix far larger than the caches, so
    reading them one after the other would wait on memory for each.
 
-   Two for the query, which a search reads three or four times on its path (each time numpy's
-   five calls or more, before): `unit`, its unit vector, and `moments`, its products with the
-   index's kept moments (for the cosines' mean and deviation over every vector:
-   VectorIndex.stats).
+   Two for the vectors themselves: `units`, each row scaled to length 1 (the stored rows as they
+   are added, and a query, which a search reads three or four times on its path: each time
+   numpy's five calls or more, before), and `moments`, a query's products with the index's kept
+   moments (for the cosines' mean and deviation over every vector: VectorIndex.stats).
 
    A dot product adds its terms in one fixed order, without FMA contraction (_exact.h, shared with
    the shared scan's re-scoring in _sketch.c), so a row's cosine is the same bit for bit from
@@ -208,33 +209,67 @@ done:
 
 /* --- the query: its unit vector and its moments --------------------------------------------- */
 
-PyDoc_STRVAR(unit_doc,
-"unit(query) -> bytearray | None\n\n"
-"`query` (float32) scaled to length 1, as float32 in native order: its squares added in\n"
-"double, in order, and each coordinate divided by their root in double. None when it has no\n"
-"direction (every coordinate 0) or holds a NaN or an infinity: the caller says which.");
+#define MOMENT_LANES 8 /* running sums of the double loops here (one order, any machine) */
 
-static PyObject *unit(PyObject *module, PyObject *query_arg) {
-    Py_buffer query;
-    if (view_of(query_arg, &query, 'f', 4, "query", "float32") < 0) return NULL;
-    const float *q = query.buf;
-    const Py_ssize_t d = query.len / 4;
-    double squares = 0.0; /* a float32's square cannot overflow a double, nor their sum */
-    for (Py_ssize_t j = 0; j < d; j++) squares += (double)q[j] * (double)q[j];
-    PyObject *result = NULL;
-    if (!(squares > 0.0) || !isfinite(squares)) { /* NaN compares false: refused too */
-        result = Py_None;
-        Py_INCREF(result);
-    } else if ((result = PyByteArray_FromStringAndSize(NULL, query.len)) != NULL) {
-        float *out = (float *)PyByteArray_AS_STRING(result);
-        const double length = sqrt(squares);
-        for (Py_ssize_t j = 0; j < d; j++) out[j] = (float)((double)q[j] / length);
-    }
-    PyBuffer_Release(&query);
-    return result;
+/* The sum of a float32 row's squares in double, in MOMENT_LANES running sums (coordinate j into
+   sum j mod MOMENT_LANES, then the sums in a fixed tree, then the coordinates past the last
+   lanes). A float32's square cannot overflow a double, nor their sum. */
+static double squares_of(const float *row, Py_ssize_t d) {
+    double lane[MOMENT_LANES] = {0};
+    Py_ssize_t j = 0;
+    for (; j + MOMENT_LANES <= d; j += MOMENT_LANES)
+        for (int l = 0; l < MOMENT_LANES; l++) lane[l] += (double)row[j + l] * (double)row[j + l];
+    for (int width = MOMENT_LANES / 2; width > 0; width /= 2)
+        for (int l = 0; l < width; l++) lane[l] += lane[l + width];
+    double sum = lane[0];
+    for (; j < d; j++) sum += (double)row[j] * (double)row[j];
+    return sum;
 }
 
-#define MOMENT_LANES 8
+PyDoc_STRVAR(units_doc,
+"units(rows, dimension) -> bytearray | None\n\n"
+"Each of `rows` (float32, C order, `dimension` a row) scaled to length 1, as float32 in native\n"
+"order: a row's squares added in double, in one fixed order, and each coordinate times the\n"
+"inverse of their root in double. None when a row has no direction (every coordinate 0) or\n"
+"holds a NaN or an infinity: the caller says which.");
+
+static PyObject *units(PyObject *module, PyObject *args) {
+    PyObject *rows_arg;
+    Py_ssize_t d;
+    if (!PyArg_ParseTuple(args, "On:units", &rows_arg, &d)) return NULL;
+    if (d <= 0) {
+        PyErr_SetString(PyExc_ValueError, "dimension must be positive");
+        return NULL;
+    }
+    Py_buffer rows;
+    if (view_of(rows_arg, &rows, 'f', 4, "rows", "float32") < 0) return NULL;
+    PyObject *result = NULL;
+    if (rows.len % (d * 4) != 0) {
+        PyErr_Format(PyExc_ValueError, "rows holds %zd floats, not whole rows of %zd", rows.len / 4,
+                     d);
+    } else if ((result = PyByteArray_FromStringAndSize(NULL, rows.len)) != NULL) {
+        const float *row = rows.buf;
+        float *out = (float *)PyByteArray_AS_STRING(result);
+        const Py_ssize_t n = rows.len / (d * 4);
+        int refused = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++, row += d, out += d) {
+            const double squares = squares_of(row, d);
+            refused = !(squares > 0.0) || !isfinite(squares); /* NaN compares false: refused */
+            if (refused) break;
+            const double inverse = 1.0 / sqrt(squares); /* a product a coordinate, no division */
+            for (Py_ssize_t j = 0; j < d; j++) out[j] = (float)((double)row[j] * inverse);
+        }
+        Py_END_ALLOW_THREADS
+        if (refused) {
+            Py_DECREF(result);
+            result = Py_None;
+            Py_INCREF(result);
+        }
+    }
+    PyBuffer_Release(&rows);
+    return result;
+}
 
 /* The sum of row[j] * q[j], in MOMENT_LANES running sums (coordinate j into sum j mod
    MOMENT_LANES, then the sums in a fixed tree, then the coordinates past the last lanes). */
@@ -294,7 +329,7 @@ no_outer:
 static PyMethodDef methods[] = {
     {"dots", dots, METH_VARARGS, dots_doc},
     {"best_of", best_of, METH_VARARGS, best_of_doc},
-    {"unit", unit, METH_O, unit_doc},
+    {"units", units, METH_VARARGS, units_doc},
     {"moments", moments, METH_VARARGS, moments_doc},
     {NULL, NULL, 0, NULL},
 };

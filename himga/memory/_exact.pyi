@@ -1,5 +1,5 @@
-"""The exact cosines of chosen rows of the vector index, and a query's unit vector and
-moments, in C (_exact.c); see himga.memory.vectors."""
+"""The exact cosines of chosen rows of the vector index, vectors scaled to length 1, and a
+query's moments, in C (_exact.c); see himga.memory.vectors."""
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +18,7 @@ def best_of(
     k: int,
     /,
 ) -> tuple[bytearray, bytearray]: ...
-def unit(query: npt.NDArray[np.float32], /) -> bytearray | None: ...
+def units(rows: npt.NDArray[np.float32], dimension: int, /) -> bytearray | None: ...
 def moments(
     total: npt.NDArray[np.float64],
     outer: npt.NDArray[np.float64],

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from himga.memory._exact import best_of, dots, moments, unit
+from himga.memory._exact import best_of, dots, moments, units
 from himga.memory._sketch import SharedScan, best_rows
 from himga.memory.graph import Graph, GraphOptions
 from himga.memory.sketch import (
@@ -285,31 +285,25 @@ class VectorIndex:
             self._coarse = coarse
 
     def _checked(self, vectors: npt.ArrayLike, count: int) -> Floats:
-        rows = np.asarray(vectors, dtype=np.float32)
+        """`count` vectors of this index's dimension, each scaled to length 1 in C
+        (himga.memory._exact.units); refused, naming the rule, when one has no direction."""
+        rows = np.ascontiguousarray(vectors, dtype=np.float32)
         if rows.ndim != 2 or rows.shape != (count, self._dimension):
             raise ValueError(
                 f"vectors: must be {count} x {self._dimension} (one row per key), "
                 f"got shape {rows.shape}"
             )
-        if not np.isfinite(rows).all():
+        made = units(rows, self._dimension)
+        if made is None and not np.isfinite(rows).all():
             raise ValueError("vectors: every value must be finite (a NaN or infinity was given)")
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        if (norms == 0).any():
+        if made is None:
             raise ValueError("vectors: a vector of length 0 has no direction (no cosine)")
-        unit: Floats = rows / norms
+        unit: Floats = np.frombuffer(made, dtype=np.float32).reshape(rows.shape)
         return unit
 
     def _query(self, query: npt.ArrayLike) -> Floats:
-        """`query` as float32 of unit length, in one C call (himga.memory._exact.unit) when it
-        is one vector of this index's dimension, finite and not 0; else `_checked` says what
-        is wrong with it."""
-        q = np.asarray(query, dtype=np.float32)
-        if q.shape == (self._dimension,):
-            made = unit(np.ascontiguousarray(q))
-            if made is not None:
-                return np.frombuffer(made, dtype=np.float32)
-        checked: Floats = self._checked(q.reshape(1, -1), 1)[0]
-        return checked
+        unit: Floats = self._checked(np.asarray(query, dtype=np.float32).reshape(1, -1), 1)[0]
+        return unit
 
     # --- reads -----------------------------------------------------------------------------
 

@@ -1,13 +1,13 @@
 """The exact cosines of chosen rows (himga.memory._exact): each row's dot product with the query
 as the definition gives it, the same bits from `dots` and `best_of` and for a row wherever it
 lies, the best k ranked by it with ties to the lower key, and what it cannot read refused,
-naming the argument; and the query's unit vector and moments (`unit`, `moments`) as their
-definitions give them."""
+naming the argument; and vectors scaled to length 1 and a query's moments (`units`, `moments`)
+as their definitions give them."""
 
 import numpy as np
 import pytest
 
-from himga.memory._exact import best_of, dots, moments, unit
+from himga.memory._exact import best_of, dots, moments, units
 
 ROWS, DIMENSION = 500, 384
 
@@ -124,21 +124,23 @@ def test_a_strided_matrix_is_refused(matrix: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("dimension", [384, 7, 1])
-def test_a_unit_vector_is_the_query_over_its_length(dimension: int) -> None:
-    query = np.random.default_rng(dimension).standard_normal(dimension).astype(np.float32) * 30
-    made = unit(query)
+def test_each_row_is_scaled_to_length_one(dimension: int) -> None:
+    rows = np.random.default_rng(dimension).standard_normal((5, dimension)).astype(np.float32) * 30
+    made = units(rows, dimension)
     assert made is not None
-    exact = query.astype(np.float64) / np.linalg.norm(query.astype(np.float64))
-    np.testing.assert_allclose(cosines(made), exact, rtol=1.2e-7, atol=0)  # float32's rounding
-    tiny = unit(np.full(dimension, 1e-30, np.float32))  # its float32 squares would be 0
+    exact = rows.astype(np.float64) / np.linalg.norm(rows.astype(np.float64), axis=1)[:, None]
+    found = cosines(made).reshape(rows.shape)
+    np.testing.assert_allclose(found, exact, rtol=1.2e-7, atol=0)  # float32's rounding
+    tiny = units(np.full((1, dimension), 1e-30, np.float32), dimension)  # float32 squares: 0
     assert tiny is not None
     np.testing.assert_allclose(cosines(tiny), 1 / np.sqrt(dimension), rtol=1.2e-7)
+    assert units(rows[:0], dimension) == bytearray()
 
 
 @pytest.mark.parametrize("bad", [0.0, np.nan, np.inf, -np.inf])
-def test_a_query_with_no_direction_has_no_unit_vector(bad: float) -> None:
-    query = np.zeros(8, np.float32) if bad == 0.0 else np.array([1.0] * 7 + [bad], np.float32)
-    assert unit(query) is None
+def test_a_row_with_no_direction_refuses_every_row(bad: float) -> None:
+    row = np.zeros(8, np.float32) if bad == 0.0 else np.array([1.0] * 7 + [bad], np.float32)
+    assert units(np.stack([np.ones(8, np.float32), row]), 8) is None
 
 
 def test_moments_are_the_query_along_the_total_and_across_the_outer_products() -> None:
@@ -168,5 +170,9 @@ def test_what_moments_cannot_read_is_refused_naming_the_argument(
 ) -> None:
     with pytest.raises(error, match=message):
         moments(*given)
-    with pytest.raises(TypeError, match="query must be a contiguous buffer of float32"):
-        unit(np.ones(4))
+    with pytest.raises(TypeError, match="rows must be a contiguous buffer of float32"):
+        units(np.ones(4), 4)
+    with pytest.raises(ValueError, match="rows holds 4 floats, not whole rows of 3"):
+        units(np.ones(4, np.float32), 3)
+    with pytest.raises(ValueError, match="dimension must be positive"):
+        units(np.ones(4, np.float32), 0)
