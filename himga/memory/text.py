@@ -278,10 +278,13 @@ _STRESS = str.maketrans("", "", "\u0300\u0301")
 
 
 def _stemmer_of(word: str) -> str:
-    """The name of the stemmer of `word`: its first letter's script's, or STEMMER."""
+    """The name of the stemmer of `word`: its first letter's script's, or STEMMER (also for a
+    word with no letter, such as a year in Arabic-Indic or Devanagari digits)."""
     if word.isascii():
         return STEMMER
-    first = next((c for c in word if c.isalpha()), "")
+    first = next((c for c in word if c.isalpha()), None)
+    if first is None:
+        return STEMMER
     return SCRIPT_STEMMERS.get(unicodedata.name(first, "").partition(" ")[0], STEMMER)
 
 

@@ -95,6 +95,10 @@ def test_punctuation_and_underscores_split_words() -> None:
         ("학교에서", ["학", "학교", "교", "교에", "에", "에서", "서"]),
         ("iPhone手机, 茶", ["iphon", "手", "手机", "机", "茶"]),
         ("漢\u0301字", ["漢", "字"]),  # a mark of no CJK letter is no term
+        # numbers in other scripts' digits: words with no letter, kept as they are
+        ("عام ٢٠٢٣", ["عام", "٢٠٢٣"]),
+        ("१२३ रुपये", ["१२३", "रुपय"]),
+        ("১২৩ টাকা", ["১২৩", "টাকা"]),
         # Thai, Lao, Khmer, Burmese: in pairs too, each letter with the marks written on it
         ("ครับ", ["ครั", "รับ"]),
         ("မင်္ဂလာပါ", ["မင်္", "င်္ဂ", "ဂလာ", "လာပါ"]),
@@ -115,6 +119,7 @@ def test_words_of_every_script_are_whole(text: str, expected: list[str]) -> None
         ("ฉันชอบกินข้าวผัดมาก", "ข้าวผัด"),
         ("ខ្ញុំចូលចិត្តអានសៀវភៅ", "សៀវភៅ"),
         ("ຂ້ອຍມັກກິນເຂົ້າໜຽວ", "ເຂົ້າໜຽວ"),
+        ("मैं २०२३ में दिल्ली आया", "२०२३"),
     ],
 )
 def test_a_word_is_found_inside_a_sentence_of_its_script(stored: str, asked: str) -> None:
