@@ -222,10 +222,10 @@ class _SQLiteRows:
         (version,) = self._db.execute("PRAGMA data_version").fetchone()
         seen = self._seen
         if seen is None or seen.version != version:
-            (generation,) = self._db.execute(
-                "SELECT value FROM himga_meta WHERE key = 'generation'"
-            ).fetchone()
-            seen = self._seen = Version(version, int(generation))
+            meta = dict(self._db.execute(_COUNTERS))
+            end = meta.get("end")
+            seen = Version(version, int(meta["generation"]), None if end is None else int(end))
+            self._seen = seen
         return seen
 
     def postings(self, first: int) -> Iterable[tuple[str, str]] | None:
@@ -313,11 +313,15 @@ class _SQLiteRows:
             "DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps([n + 1 for n in numbers]),),
         )
+        # The newest turns deleted leave no row behind: the mark past them keeps another
+        # connection from giving a new turn a number this one still holds as deleted.
+        self._db.execute(_KEEP_END, (str(max(numbers) + 1),))
 
     def reset(self) -> None:
         for table in ("messages", "speakers", "sessions"):
             self._db.execute(f"DELETE FROM {table}")
         self._db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('delete-all')")
+        self._db.execute("DELETE FROM himga_meta WHERE key = 'end'")
 
     def bump(self, seen: Version, change: Change | None, end: int | None) -> Version:
         # This connection's own commit leaves its data_version as it was.
@@ -336,6 +340,13 @@ class _SQLiteRows:
 
     def keep_receipt(self, receipt: Receipt) -> None:
         keep_receipt(self._db, receipt)
+
+
+_COUNTERS = "SELECT key, value FROM himga_meta WHERE key IN ('generation', 'end')"
+# `end` in himga_meta: the number past the newest turn ever deleted since the last reset (the
+# store's high-water mark where its newest rows are gone; absent: the rows alone tell it).
+_KEEP_END = """INSERT INTO himga_meta VALUES ('end', ?) ON CONFLICT (key) DO UPDATE
+    SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))"""
 
 
 def _loaded(rows: Sequence[Sequence[Any]], *, terms: bool) -> Loaded:

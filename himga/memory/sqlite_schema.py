@@ -2,8 +2,10 @@
 bring an older database up to date.
 
 `himga_meta` holds `format` (FORMAT for the tables below), `method` (the retrieval method the
-index was built with, himga.memory.ranking.METHOD) and `generation` (bumped whenever rows
-change other than by being appended, so other connections read everything again).
+index was built with, himga.memory.ranking.METHOD), `generation` (bumped whenever rows
+change other than by being appended, so other connections read everything again) and, once the
+newest turns have been deleted, `end` (the number past the newest ever deleted, so that no
+connection numbers a new turn where another holds a deleted one; gone with a reset).
 
 A database is brought up to date when it opens, in place, inside the one transaction that opens
 it: a crash half-way leaves it exactly as it was (SQLite's journal undoes the rest), readable by

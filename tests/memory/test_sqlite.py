@@ -12,6 +12,7 @@ import pytest
 from himga.data import Message, Session
 from himga.errors import IncompatibleStoreError
 from himga.memory import BaseMemory, KeywordMemory, SQLiteKeywordMemory
+from himga.memory.hybrid_sqlite import HybridSQLiteMemory
 from himga.memory.ranking import METHOD
 from himga.memory.registry import open_memory
 from himga.memory.sqlite import DATABASE_NAME, namespace_path
@@ -168,6 +169,30 @@ def test_connections_follow_each_others_deletes_and_corrections(tmp_path: Path) 
         for query in ("remember", "kayak", "Ada token00005"):
             assert one.search(query, 10) == other.search(query, 10) == fresh.search(query, 10)
         assert [m.id for m in other.list().messages] == ["T0", "T1", "T4", "T5"]
+
+
+@pytest.mark.parametrize("kind", [SQLiteKeywordMemory, HybridSQLiteMemory])
+def test_a_connection_never_numbers_a_turn_where_another_deleted_the_newest(
+    tmp_path: Path, kind: type[SQLiteKeywordMemory]
+) -> None:
+    path = tmp_path / "m.sqlite3"
+    with kind(path) as one:
+        one.ingest_many(_message(i) for i in range(3))
+        assert one.delete(["T2"]) == 1  # the newest: no row is left past it
+        with kind(path) as other:  # opened after the delete, it sees the rows alone
+            other.ingest(Message(role="Bo", content="a new kayak", turn_id="T9"), SESSION)
+            assert [hit.turn_id for hit in one.search("kayak", 1)] == ["T9"]
+            assert [m.id for m in one.list().messages] == ["T0", "T1", "T9"]
+            one.ingest(Message(role="Bo", content="a red canoe", turn_id="T9"), SESSION)
+            assert [(h.turn_id, h.content) for h in other.search("canoe", 1)] == [
+                ("T9", "a red canoe")
+            ]
+            assert "a new kayak" not in [h.content for h in other.search("kayak", 10)]
+            other.reset()  # the mark goes with the rows: numbering starts again
+            one.ingest(*_message(0))
+            assert [m.id for m in other.list().messages] == ["T0"]
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT id FROM messages").fetchall() == [(1,)]
 
 
 def test_a_database_of_another_method_is_indexed_again(tmp_path: Path) -> None:
