@@ -80,35 +80,46 @@ class HybridSQLiteMemory(HybridMemory, SQLiteKeywordMemory):
 
     def _open_vectors(self) -> None:
         """Refuse vectors of another model; make the vectors' table if there is none."""
-        db = self._db
-        name = self.path.name if self.path else "database"
         with self._begin():
-            has_meta = _has_table(db, "himga_meta")
-            has_vectors = _has_table(db, "himga_vectors")
-            row = (
-                db.execute("SELECT value FROM himga_meta WHERE key = ?", (MODEL_KEY,)).fetchone()
-                if has_meta
-                else None
-            )
-            any_vector = (
-                db.execute("SELECT length(vector) FROM himga_vectors LIMIT 1").fetchone()
-                if has_vectors
-                else None
-            )
+            has_vectors, recorded = self._checked_model()
+        if has_vectors and recorded == self._embedder.model_id:
+            return
+        # Checked again in the transaction that records the model: another connection may have
+        # embedded the store with its own model since.
+        with self._begin("IMMEDIATE"):
+            has_vectors, recorded = self._checked_model()
+            if not has_vectors or recorded != self._embedder.model_id:
+                self._db.execute(VECTORS)
+                self._db.execute(META)
+                self._db.execute(
+                    "INSERT OR REPLACE INTO himga_meta VALUES (?, ?)",
+                    (MODEL_KEY, self._embedder.model_id),
+                )
+
+    def _checked_model(self) -> tuple[bool, str | None]:
+        """Whether the store has a vectors' table, and the model it records; refused (naming
+        the command that embeds it again) when it holds vectors of another model. In a
+        transaction of the caller's."""
+        db = self._db
+        has_vectors = _has_table(db, "himga_vectors")
+        row = (
+            db.execute("SELECT value FROM himga_meta WHERE key = ?", (MODEL_KEY,)).fetchone()
+            if _has_table(db, "himga_meta")
+            else None
+        )
+        any_vector = (
+            db.execute("SELECT length(vector) FROM himga_vectors LIMIT 1").fetchone()
+            if has_vectors
+            else None
+        )
         recorded = None if row is None else str(row[0])
         if any_vector is not None:
+            name = self.path.name if self.path else "database"
             where = self._where or (f"--file {shlex.quote(str(self.path))}" if self.path else "")
             check_model(
                 name, recorded, self._embedder, self._fusion.embedding_model, where, any_vector[0]
             )
-        if not has_vectors or recorded != self._embedder.model_id:
-            with self._begin("IMMEDIATE"):
-                db.execute(VECTORS)
-                db.execute(META)
-                db.execute(
-                    "INSERT OR REPLACE INTO himga_meta VALUES (?, ?)",
-                    (MODEL_KEY, self._embedder.model_id),
-                )
+        return has_vectors, recorded
 
 
 class _HybridSQLiteRows(_SQLiteRows):

@@ -33,7 +33,7 @@ from himga.memory.registry import memory_options, open_memory
 from himga.memory.sqlite import SQLiteKeywordMemory
 from himga.storage import layout
 from tests.killed import acknowledged_until_killed
-from tests.other_model import use_other_model
+from tests.other_model import OTHER_MODEL, use_other_model
 
 SESSION = Session(session_id="s1", date_str="1:56 pm on 8 May, 2023")
 OTHER = Session(session_id="s2", date_str="2:10 pm on 9 May, 2023")
@@ -321,6 +321,32 @@ def test_a_store_of_another_model_is_refused_naming_the_command_that_embeds_it_a
                      "--embedding-model", other_model]) == 0  # fmt: skip
         with pytest.raises(IncompatibleStoreError, match="embedded again"):
             holding.search("what beverage do I prefer?")
+
+
+def test_a_model_is_recorded_only_if_no_other_embedded_the_store_meanwhile(
+    path: Path, other_model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A keyword store opened by two models at once: the default embeds it between the other's
+    # first look (no vectors yet) and its recording of its own model.
+    with SQLiteKeywordMemory(path) as keyword:
+        keyword.store(said())
+    looked = HybridSQLiteMemory._checked_model
+    embedded_meanwhile: list[int] = []
+
+    def looked_then_embedded_by_another(self: HybridSQLiteMemory) -> tuple[bool, str | None]:
+        found = looked(self)
+        if self._embedder.model_id.startswith(OTHER_MODEL) and not embedded_meanwhile:
+            with HybridSQLiteMemory(path) as default:
+                embedded_meanwhile.append(default.embedded_at_open)
+        return found
+
+    monkeypatch.setattr(HybridSQLiteMemory, "_checked_model", looked_then_embedded_by_another)
+    with pytest.raises(IncompatibleStoreError, match="not by 'other-model:0'"):
+        HybridSQLiteMemory(path, HybridOptions(embedding_model=other_model))
+    assert embedded_meanwhile == [len(SAID)]
+    with HybridSQLiteMemory(path) as default:  # still the default's, and labelled so
+        assert default.embedded_at_open == 0
+        assert top(default, "what beverage do I prefer?") == "M1"
 
 
 def test_a_store_whose_vectors_are_of_another_width_is_refused_naming_the_command(
