@@ -92,18 +92,26 @@ def _in_file(path: Path, options: Any) -> tuple[int, int]:
 
 
 def _in_data_dir(data_dir: Path, namespace: str, options: Any) -> tuple[int, int]:
-    from himga.memory.hybrid_sqlite import HybridSQLiteMemory, forget_vectors, namespace_path
+    from himga.memory.hybrid_sqlite import (
+        HybridSQLiteMemory,
+        forget_vectors,
+        is_hybrid_store,
+        namespace_path,
+    )
     from himga.storage import layout
 
     record = layout.memory_record(data_dir, namespace)
     held = record.read_text(encoding="utf-8") if record.exists() else None
-    if held != "hybrid":
+    path = namespace_path(data_dir, namespace)
+    # A server records each namespace's kind; one opened by the library (open_memory) has only
+    # its store, which says itself whether it is a hybrid memory's.
+    unrecorded_hybrid = held is None and path.is_file() and is_hybrid_store(path)
+    if held != "hybrid" and not unrecorded_hybrid:
         raise LookupError(
             f"namespace {namespace!r} in {data_dir} holds "
             + ("nothing" if held is None else f"memory {held!r}")
             + ", not a hybrid memory"
         )
-    path = namespace_path(data_dir, namespace)
     from himga.memory.hybrid import embedder_of
 
     forgotten = forget_vectors(path, embedder_of(options.embedding_model).model_id)

@@ -301,9 +301,7 @@ def test_a_store_of_another_model_is_refused_naming_the_command_that_embeds_it_a
 ) -> None:
     options = memory_options("hybrid", {"embedding_model": other_model})
     with open_memory("hybrid", "ns", tmp_path, options) as written:
-        written.store(said())
-    layout.memory_record(tmp_path, "ns").parent.mkdir(parents=True, exist_ok=True)
-    layout.memory_record(tmp_path, "ns").write_text("hybrid", encoding="utf-8")
+        written.store(said())  # opened by the library: no server's record of its kind
     with pytest.raises(IncompatibleStoreError) as refused:
         open_memory("hybrid", "ns", tmp_path)
     message = str(refused.value)
@@ -597,7 +595,7 @@ def test_a_server_refuses_a_namespace_of_another_model_without_sending_its_paths
     with open_memory("hybrid", "ns", data, options) as written:
         written.store(said())
     layout.memory_record(data, "ns").parent.mkdir(parents=True, exist_ok=True)
-    layout.memory_record(data, "ns").write_text("hybrid", encoding="utf-8")
+    layout.memory_record(data, "ns").write_text("hybrid", encoding="utf-8")  # as a server's
     server, port = create_server("127.0.0.1:0", memory="hybrid", data_dir=data)
     try:
         remote = RemoteMemory(f"127.0.0.1:{port}", "ns", memory="hybrid")
