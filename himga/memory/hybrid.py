@@ -24,9 +24,12 @@ vector and is still found by its words.
   process (Embedder.in_process) makes the vector in milliseconds, so the caller waits for it
   holding the lock, copying the keyword hits' rows meanwhile; an endpoint's may take a round
   trip of any length, so the caller copies them and lets the lock go while it waits, and then
-  searches the vectors itself. A filter never changes a turn's score (the fused ranking of
-  every turn, restricted to those it admits, as the keyword kinds' filters are): both sides
-  look deeper until `limit` admitted turns are found (HybridIndex.ranked).
+  searches the vectors itself. A filter restricts the fused ranking to the turns it admits
+  (as the keyword kinds' filters do): both sides look deeper until `limit` admitted turns are
+  found (HybridIndex.ranked). A fused score is relative to the turns both sides returned (the
+  neighbours whose cosines the dense side returned, the keyword side's depth), so a deeper
+  search, filtered or of a larger limit, may score a turn a little differently; the keyword
+  kinds' scores are absolute.
 - The model: its id is recorded beside the vectors. A store written with another model is
   refused (IncompatibleStoreError) with the command that embeds it again (`himga reembed`,
   himga.cli.reembed); a store holding turns without vectors (one written by an earlier himga
@@ -259,9 +262,9 @@ class HybridIndex(DerivedIndex):
         depths, on this index as it is now (First). `months`: those the query names
         (himga.memory.months.named_months), whose turns the fusion counts more.
 
-        A turn scores what it scores without a filter: both sides rank every turn, the fused
-        list is restricted to the turns the filter admits, and the depths grow (by GROWTH, up
-        to every turn or MOST_DEEPER times) until `limit` of them are found."""
+        Both sides rank every turn, the fused list is restricted to the turns the filter
+        admits, and the depths grow (by GROWTH, up to every turn or MOST_DEEPER times) until
+        `limit` of them are found; a turn scores as it would unfiltered at those depths."""
         keyword_depth, dense_depth = first_depths(limit, fusion)
         allowed = self.facets.selector(chosen, self.windows) if chosen else None
         around = Links(*self.windows.links())

@@ -153,6 +153,7 @@ def test_a_filter_is_applied_to_the_turns_found_by_meaning(memory: HybridSQLiteM
     only = MessageFilter(session_ids=["s2"])
     filtered = memory.search("what beverage do I prefer?", 10, filter=only)
     assert [hit.turn_id for hit in filtered] == ["M9"]
+    # Both sides return every turn of so small a store: the filter leaves the score as it was.
     assert filtered[0].score == next(hit.score for hit in everything if hit.turn_id == "M9")
 
 
