@@ -55,6 +55,11 @@ class IncompatibleStoreError(HimgaError, ValueError):
         self.public = public
 
 
+class DamagedStoreError(HimgaError, RuntimeError):
+    """A store's file is not a database, or its database is damaged (SQLite's SQLITE_NOTADB or
+    SQLITE_CORRUPT); the message names the file and what can be done."""
+
+
 class MemoryMismatch(HimgaError, RuntimeError):
     """A call names another memory than the one its namespace was opened with."""
 

@@ -54,7 +54,7 @@ from himga.storage import commit
 from himga.storage.files import create_private
 from himga.storage.layout import episodes_database
 from himga.storage.receipts import SQLITE_TABLE, Receipt, keep_sqlite, read_sqlite
-from himga.storage.sqlite import connect, with_keys
+from himga.storage.sqlite import connect, named_if_damaged, with_keys
 from himga.timeutil import parse_utc_datetime, to_utc_isoformat
 
 _LAYOUT = "episodes 1; terms: "
@@ -113,9 +113,11 @@ class SQLiteEpisodes(IndexedStore):
         if self.path is not None:
             # Created 0600 (its folders 0700) before SQLite opens it: -wal and -shm take its mode.
             create_private(self.path)
-        self._db = connect(self.path, _BUSY_TIMEOUT_S)  # opens on a full disk too
+        with named_if_damaged(self.path):
+            self._db = connect(self.path, _BUSY_TIMEOUT_S)  # opens on a full disk too
         try:
-            self._open()
+            with named_if_damaged(self.path):
+                self._open()
         except BaseException:
             self._db.close()
             raise
@@ -181,7 +183,7 @@ class SQLiteEpisodes(IndexedStore):
 
     @contextmanager
     def _call(self, *, write: bool = False) -> Iterator[None]:
-        with self._lock:
+        with self._lock, named_if_damaged(self.path):
             (version,) = self._db.execute("PRAGMA data_version").fetchone()
             if version != self._version:
                 self._rebuild()

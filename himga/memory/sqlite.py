@@ -61,7 +61,7 @@ from himga.memory.sqlite_schema import (
 from himga.memory.text import terms_of
 from himga.storage.files import create_private
 from himga.storage.receipts import Receipt
-from himga.storage.sqlite import connect, with_keys
+from himga.storage.sqlite import connect, damaged, named_if_damaged, with_keys
 
 DATABASE_NAME = "memory.sqlite3"
 _BUSY_TIMEOUT_MS = 10_000
@@ -124,11 +124,13 @@ class SQLiteKeywordMemory(IndexedMemory):
             # Created 0600 before SQLite opens it: its -wal and -shm files take its mode.
             create_private(self.path)
         # WAL, and on a full disk (no room for -shm) the log's index in memory instead.
-        self._db = connect(self.path, _BUSY_TIMEOUT_MS / 1000)
+        with named_if_damaged(self.path):
+            self._db = connect(self.path, _BUSY_TIMEOUT_MS / 1000)
         self._connection = threading.Lock()  # the connection's one transaction at a time
         self._rows = _SQLiteRows(self._db)
         try:
-            self._open()
+            with named_if_damaged(self.path):
+                self._open()
         except BaseException:
             self._db.close()
             raise
@@ -168,14 +170,16 @@ class SQLiteKeywordMemory(IndexedMemory):
     def _begin(self, mode: str = "DEFERRED") -> Iterator[None]:
         """One transaction: every read in it sees one state of the database; on any error it
         rolls back. A COMMIT that fails (a full disk) leaves SQLite's transaction open: it is
-        rolled back too."""
+        rolled back too. A damaged file is a DamagedStoreError naming it."""
         self._db.execute(f"BEGIN {mode}")
         try:
             yield
             self._db.execute("COMMIT")
-        except BaseException:
+        except BaseException as error:
             if self._db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
                 self._db.execute("ROLLBACK")
+            if isinstance(error, sqlite3.DatabaseError) and (named := damaged(error, self.path)):
+                raise named from error
             raise
 
     @contextmanager

@@ -9,11 +9,15 @@ store opens, and answers reads, on a full disk; other processes wait for it mean
 """
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from himga.errors import DamagedStoreError
 from himga.storage import exhaustion
+
+_DAMAGED = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
 
 def connect(path: Path | None, timeout: float) -> sqlite3.Connection:
@@ -37,6 +41,26 @@ def connect(path: Path | None, timeout: float) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def damaged(error: sqlite3.DatabaseError, path: Path | None) -> DamagedStoreError | None:
+    """`error` as a DamagedStoreError naming the file at `path` when SQLite raised it for a file
+    that is not a database, or a damaged one; else (or for a database in memory) None."""
+    if path is None or getattr(error, "sqlite_errorcode", 0) & 0xFF not in _DAMAGED:
+        return None
+    return DamagedStoreError(
+        f"{path}: not a readable store ({error}); restore the file from a backup (`sqlite3 FILE "
+        ".recover` may save what is left of it), or move it away to start afresh"
+    )
+
+
+@contextmanager
+def named_if_damaged(path: Path | None) -> Iterator[None]:
+    """The block's SQLite errors for a damaged file raised as `damaged` makes them."""
+    try:
+        yield
+    except sqlite3.DatabaseError as error:
+        raise (damaged(error, path) or error) from error
 
 
 def _connection(target: str, timeout: float) -> sqlite3.Connection:
