@@ -34,6 +34,9 @@ _PREFACE = b"PRI "
 _HELD_BYTES = 1 << 20
 """Bytes of the next requests held while one is answered, before reading pauses (reading goes
 on meanwhile otherwise, so that a client hanging up is seen at once)."""
+ANSWERS_FLUSH_SECONDS = 5.0
+"""How long a stopping port lets the answers it is writing reach their callers (a write the
+store committed is answered, not cut off) before it drops the connections left."""
 _BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: 12\r\n"
     b"connection: close\r\n\r\nbad request\n"
@@ -50,6 +53,8 @@ class Connections:
         self.loop = loop
         self.open: set[Http1] = set()
         self.handed: set[asyncio.Task[None]] = set()
+        self.stopping = False
+        self._all_closed = asyncio.Event()
         self._asgi = wrap_app(app, config.wsgi_max_body_size, "asgi")
         self._context = WorkerContext(None)
 
@@ -69,10 +74,25 @@ class Connections:
         self.handed.add(task)
         task.add_done_callback(self.handed.discard)
 
+    def lost(self, connection: "Http1") -> None:
+        self.open.discard(connection)
+        if self.stopping and not self.open:
+            self._all_closed.set()
+
     async def close(self) -> None:
-        """Close every connection (a request in flight is not answered)."""
+        """Close every connection: the idle ones now, those answering a request once their
+        answer is written and sent (for up to ANSWERS_FLUSH_SECONDS; then they are dropped)."""
+        self.stopping = True
         for connection in list(self.open):
-            connection.transport.close()
+            if not connection.answering:
+                connection.transport.close()  # what it was sending is sent first
+        if self.open:
+            try:
+                await asyncio.wait_for(self._all_closed.wait(), ANSWERS_FLUSH_SECONDS)
+            except TimeoutError:
+                _log.warning("%d HTTP answers not sent in time at stop", len(self.open))
+                for connection in list(self.open):
+                    connection.transport.abort()
         await self._context.terminated.set()
         if self.handed:
             _, pending = await asyncio.wait(self.handed, timeout=self.config.graceful_timeout)
@@ -104,8 +124,13 @@ class Http1(asyncio.Protocol):
         self._connections.open.add(self)
         self._wait_idle()
 
+    @property
+    def answering(self) -> bool:
+        """Whether a request of this connection is with the application, its answer unwritten."""
+        return self._gone is not None
+
     def connection_lost(self, exc: Exception | None) -> None:
-        self._connections.open.discard(self)
+        self._connections.lost(self)
         if self._idle is not None:
             self._idle.cancel()
         if self._gone is not None:
@@ -115,7 +140,7 @@ class Http1(asyncio.Protocol):
         if self._first:
             self._first = False
             if data.startswith(_PREFACE):
-                self._connections.open.discard(self)
+                self._connections.lost(self)
                 if self._idle is not None:
                     self._idle.cancel()
                 self._connections.hand_over(self.transport, data)
@@ -218,6 +243,8 @@ class Http1(asyncio.Protocol):
         if self.transport.is_closing():
             return
         status, headers, body = answer
+        if self._connections.stopping:  # the last answer here: sent whole, then the port closes
+            headers = [*headers, (b"connection", b"close")]
         self._write(status, headers, body)
         if self._h11.our_state is h11.MUST_CLOSE:
             self.transport.close()

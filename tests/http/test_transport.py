@@ -5,6 +5,7 @@ allowed origin answered with what the browser needs, any other origin given no a
 import json
 import socket
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 
@@ -134,5 +135,43 @@ def test_a_body_over_the_limit_is_refused_and_the_server_keeps_serving() -> None
             200,
             {"context": "", "hits": []},
         )
+    finally:
+        server.stop(0).wait()
+
+
+def test_a_stopping_port_sends_the_whole_answer_of_a_committed_write() -> None:
+    server, _ = create_server("127.0.0.1:0", http_address=("127.0.0.1", 0))
+    items = [
+        {
+            "message": {"role": "Ada", "content": f"note {i}", "turn_id": f"{i:06d}" + "x" * 200},
+            "session": {"session_id": "s1"},
+        }
+        for i in range(30_000)
+    ]
+    body = json.dumps({"namespace": "n", "items": items}).encode()
+    try:
+        with socket.socket() as client:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            client.connect(("127.0.0.1", server.http_port))
+            client.sendall(
+                b"POST " + (MEMORY + "IngestBatch").encode() + b" HTTP/1.1\r\n"
+                b"Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            )
+            received = bytearray(client.recv(4096))  # the answer has begun: the batch committed
+            stopped = server.stop(5)
+            time.sleep(0.5)  # the port closes meanwhile, megabytes of the answer still unsent
+            client.settimeout(30)
+            while chunk := client.recv(1 << 16):
+                received += chunk
+        head, _, answer = bytes(received).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200")
+        (length,) = [
+            int(line.split(b":")[1]) for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ]  # fmt: skip
+        assert len(answer) == length > 6_000_000
+        assert json.loads(answer)["ingested"] == 30_000
+        assert stopped.wait(30)
     finally:
         server.stop(0).wait()
