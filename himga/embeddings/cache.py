@@ -38,9 +38,9 @@ _CHUNK = 1 << 20
 
 
 def models_dir() -> Path:
-    """Where fetched models are kept: `HIMGA_MODELS`, else `~/.cache/himga/models`
-    (`$XDG_CACHE_HOME/himga/models` where that is set)."""
-    folder = os.environ.get("HIMGA_MODELS")
+    """Where fetched models are kept: `HIMGA_MODELS`, else (it unset or blank)
+    `~/.cache/himga/models` (`$XDG_CACHE_HOME/himga/models` where that is set)."""
+    folder = os.environ.get("HIMGA_MODELS", "").strip()
     if folder:
         return Path(folder).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

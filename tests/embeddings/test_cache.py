@@ -14,7 +14,7 @@ import pytest
 
 from himga.cli import main
 from himga.embeddings import DEFAULT_MODEL, ModelError, open_embedder
-from himga.embeddings.cache import fetch, install, is_fetched
+from himga.embeddings.cache import fetch, install, is_fetched, models_dir
 from himga.embeddings.card import CARD, MODEL, TOKENIZER, Card, read_card
 from himga.embeddings.catalog import CATALOG, Entry
 from himga.storage.files import make_private_dir
@@ -50,6 +50,15 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HIMGA_MODELS", str(tmp_path / "models"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
     return tmp_path / "models"
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t"])
+def test_a_blank_himga_models_is_taken_as_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blank: str
+) -> None:
+    monkeypatch.setenv("HIMGA_MODELS", blank)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert models_dir() == tmp_path / "himga" / "models"
 
 
 def _private(root: Path) -> list[str]:
