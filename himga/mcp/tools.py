@@ -15,6 +15,7 @@ from typing import Any
 
 from himga import validation
 from himga.errors import MAX_VIOLATIONS, left_out
+from himga.mcp import proto_read
 from himga.mcp.proto_schema import fields_schema, message_schema
 from himga.mcp.records_schema import inline
 from himga.mcp.stores import Door
@@ -65,6 +66,9 @@ class Tool:
     complete: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """What the call leaves out, made (after its plain arguments are checked, before its
     typed ones are)."""
+    request: Any = None
+    """The proto request the plain arguments are read into (their schema is its fields'): what
+    their schema lets through and it does not parse is a problem of the call too."""
 
     def input_schema(self) -> dict[str, Any]:
         properties = {name: typed.schema() for name, typed in self.typed.items()}
@@ -96,9 +100,15 @@ class Tool:
             for name in arguments
             if name not in known
         ]
+        readable = {}
         for name, value in arguments.items():
             if name in self.plain:
-                found += _plain_problems(name, self.plain[name], value)
+                problems = _plain_problems(name, self.plain[name], value)
+                found += problems
+                if not problems:
+                    readable[name] = value
+        if self.request is not None and readable:  # as its request reads them (ProtoJSON)
+            found += proto_read.problems(self.request, readable)
         if not found and self.rules is not None:
             found = self.rules(arguments)
         if found:
@@ -152,9 +162,7 @@ def _typed_problems(name: str, typed: Typed, value: Any) -> tuple[builtins.list[
 
 def _request(door: Door, proto: Any, arguments: Mapping[str, Any], names: tuple[str, ...]) -> Any:
     """The request the plain arguments make (read as ProtoJSON), for the door's namespace."""
-    from google.protobuf import json_format
-
-    request = json_format.ParseDict({n: arguments[n] for n in names if n in arguments}, proto())
+    request: Any = proto_read.parse(proto, {n: arguments[n] for n in names if n in arguments})
     request.namespace = door.namespace
     if "memory" in proto.DESCRIPTOR.fields_by_name:
         request.memory = door.memory
@@ -350,6 +358,7 @@ def tools() -> dict[str, Tool]:
                 "context": {**_TEXT, "description": "the remembered messages, one a line"},
                 "hits": {"type": "array", "items": message_schema(pb.Hit.DESCRIPTOR)},
             },
+            request=pb.RetrieveRequest,
             plain=fields_schema(pb.RetrieveRequest.DESCRIPTOR, _RECALL),
             required=("query",),
             descriptions={
@@ -367,6 +376,7 @@ def tools() -> dict[str, Tool]:
             _forget,
             Hints(read_only=False, destructive=True, idempotent=True),
             output={"deleted": {**_COUNT, "description": "how many messages were forgotten"}},
+            request=pb.DeleteRequest,
             plain=fields_schema(pb.DeleteRequest.DESCRIPTOR, _FORGET),
             descriptions={
                 "ids": "ids of the messages to forget",
@@ -418,6 +428,7 @@ def tools() -> dict[str, Tool]:
                 },
             },
             typed={"task": Typed("TaskContext")},
+            request=pb.SearchEpisodesRequest,
             plain=fields_schema(pb.SearchEpisodesRequest.DESCRIPTOR, _FIND),
             required=("task",),
             descriptions={
