@@ -28,6 +28,7 @@ WORKERS = 8
 if TYPE_CHECKING:
     from himga.service.auth import AuthFile
     from himga.service.database_tokens import DatabaseTokens
+    from himga.service.metrics import Metrics
     from himga.service.server import MemoryServer, ServerConfig
     from himga.storage.postgres import Database
 
@@ -296,7 +297,6 @@ def _start(args: argparse.Namespace, closing: contextlib.ExitStack) -> _Serving:
     from himga.kinds import option_pairs
     from himga.service import fairness
     from himga.service.credentials import ServerTls
-    from himga.service.metrics import Metrics
     from himga.service.server import ServerConfig, start_server
 
     problem = _problem(args)
@@ -320,7 +320,7 @@ def _start(args: argparse.Namespace, closing: contextlib.ExitStack) -> _Serving:
     if args.database_tokens:
         auth = watched = _database_tokens(database)
         closing.callback(watched.stop)
-    metrics = Metrics() if args.metrics_port is not None else None
+    metrics = _metrics(args, closing)  # before the ports: a metrics port in use stops no server
     memory = args.memory or (DATABASE_MEMORY if database is not None else DEFAULT_MEMORY)
     config = ServerConfig(
         f"{_bracketed(args.host)}:{args.port}",
@@ -341,15 +341,39 @@ def _start(args: argparse.Namespace, closing: contextlib.ExitStack) -> _Serving:
         said = error.whole() if isinstance(error, InvalidArgument) else str(error)
         raise _Refused(said, 2) from error
     except RuntimeError as error:  # grpc cannot bind the address
-        raise _Refused(f"cannot listen on {config.address}: {error}", 1) from error
+        raise _Refused(
+            f"cannot listen on {config.address} (--host, --port): {error}: give a free port (0 "
+            "picks one) on an address of this machine",
+            1,
+        ) from error
     except OSError as error:  # a door cannot bind its address (or read its TLS files)
         doors = ", ".join(f"{_bracketed(host)}:{port}" for host, port in addresses.values())
-        raise _Refused(f"cannot serve HTTP on {doors}: {error}", 1) from error
-    if metrics is not None:
-        metrics_port = metrics.serve(args.metrics_host, args.metrics_port)
-        closing.callback(metrics.stop)
-        _log.info("metrics on http://%s:%d/metrics", args.metrics_host, metrics_port)
+        flags = ", ".join(f"--{name}-port" for name in addresses)
+        raise _Refused(f"cannot serve HTTP on {doors} (--host, {flags}): {error}", 1) from error
     return _Serving(server, port, config)
+
+
+def _metrics(args: argparse.Namespace, closing: contextlib.ExitStack) -> "Metrics | None":
+    """The metrics, served at --metrics-host:--metrics-port (None: not asked for); stopped by
+    `closing`. _Refused when they cannot be served there."""
+    from himga.service.metrics import Metrics
+
+    if args.metrics_port is None:
+        return None
+    metrics = Metrics()
+    try:
+        port = metrics.serve(args.metrics_host, args.metrics_port)
+    except OSError as error:  # in use, not an address of this machine, a name that resolves not
+        said = error.strerror or str(error) or type(error).__name__
+        raise _Refused(
+            f"cannot serve metrics on {_bracketed(args.metrics_host)}:{args.metrics_port} "
+            f"(--metrics-host, --metrics-port): {said}: give a free port (0 picks one) on an "
+            "address of this machine",
+            1,
+        ) from error
+    closing.callback(metrics.stop)
+    _log.info("metrics on http://%s:%d/metrics", _bracketed(args.metrics_host), port)
+    return metrics
 
 
 def _dest(each: Option) -> str:
@@ -382,9 +406,24 @@ def _auth_file(args: argparse.Namespace) -> "AuthFile | None":
 
 
 def _private_data_dir(data_dir: Path) -> None:
+    """`data_dir` made (0700) if missing; _Refused when it is no directory or cannot be made."""
     from himga.storage.files import exposed_to_others, make_private_dir, mode_of
 
-    make_private_dir(data_dir)
+    try:
+        make_private_dir(data_dir)
+        directory = data_dir.is_dir()
+    except OSError as error:  # a parent that is a file, a file system that takes no directory
+        said = error.strerror or str(error) or type(error).__name__
+        where = f" ({error.filename})" if error.filename not in (None, str(data_dir)) else ""
+        raise _Refused(
+            f"--data-dir {data_dir}: cannot make it: {said}{where}: give a directory that "
+            "exists or can be made",
+            2,
+        ) from error
+    if not directory:
+        raise _Refused(
+            f"--data-dir {data_dir} is not a directory: give a directory (made if missing)", 2
+        )
     if exposed_to_others(data_dir):
         _log.warning(
             "data dir %s can be read by other users (mode %s): chmod 700 it",

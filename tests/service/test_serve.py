@@ -117,3 +117,59 @@ def test_serve_refuses_an_http_port_in_use() -> None:
     assert second.returncode == 1
     assert f"cannot serve HTTP on 127.0.0.1:{port}" in second.stderr
     assert "Traceback" not in second.stderr
+
+
+def serve_refused(*options: str) -> subprocess.CompletedProcess[str]:
+    """`himga serve OPTIONS` on a free port, run to its end (it must end: nothing keeps it)."""
+    command = [sys.executable, "-m", "himga", "serve", "--memory", "null", "--port", "0"]
+    return subprocess.run(
+        [*command, *options], capture_output=True, text=True, check=False, timeout=HANG_SECONDS
+    )
+
+
+def test_serve_refuses_a_metrics_port_in_use_in_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = serve_refused("--metrics-port", str(port))
+    assert refused.returncode == 1
+    assert "Traceback" not in refused.stderr and "listening on" not in refused.stderr
+    (said,) = refused.stderr.strip().splitlines()
+    assert f"cannot serve metrics on 127.0.0.1:{port} (--metrics-host, --metrics-port)" in said
+    assert "give a free port" in said
+
+
+def test_serve_refuses_a_port_in_use_and_stops_its_metrics(
+    processes: list[subprocess.Popen[str]],
+) -> None:
+    command = [sys.executable, "-m", "himga", "serve", "--memory", "null", "--port"]
+    first, target = start_listening([*command, "0"])
+    processes.append(first)
+    port = target.rsplit(":", 1)[1]
+    refused = serve_refused("--port", port, "--metrics-port", "0")  # the metrics start first
+    assert refused.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port} (--host, --port)" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("place", "said"),
+    [
+        ("a-file/sub", "cannot make it: Not a directory"),
+        ("a-file", "is not a directory"),
+        ("/proc/himga-nope", "cannot make it"),
+    ],
+)
+def test_serve_refuses_a_data_dir_it_cannot_use_in_one_line(
+    tmp_path: Path, place: str, said: str
+) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    data_dir = place if place.startswith("/") else str(tmp_path / place)
+    if place.startswith("/proc") and not Path("/proc").is_dir():
+        pytest.skip("no /proc here")
+    refused = serve_refused("--data-dir", data_dir)
+    assert refused.returncode == 2
+    assert "Traceback" not in refused.stderr and "listening on" not in refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert f"--data-dir {data_dir}" in line and said in line and "give a directory" in line
