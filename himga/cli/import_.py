@@ -24,6 +24,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from himga.cli._places import add_remote_arguments, remote_arguments
+
 if TYPE_CHECKING:
     from himga.data import Sample
 
@@ -50,6 +52,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--memory", default="", help="the namespace's memory (default: the server's)"
     )
+    add_remote_arguments(parser)
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("file", metavar="FILE", nargs="?", help="the JSON Lines file, or '-'")
     what.add_argument("--locomo", metavar="FILE", type=Path, help="a LoCoMo file (locomo10.json)")
@@ -61,6 +64,11 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        remote_arguments(args)  # before any file is read: how to reach the server
+    except ValueError as error:
+        print(f"himga import: {error}", file=sys.stderr)
+        return 1
     if args.locomo is not None or args.longmemeval is not None:
         return _run_benchmark(args)
     if args.namespace is None:
@@ -76,8 +84,9 @@ def run(args: argparse.Namespace) -> int:
     items = _exported(args)
     if isinstance(items, int):
         return items  # the file could not be read, or breaks the layout: nothing stored
+    reach = remote_arguments(args)
     try:
-        with RemoteMemory(args.target, args.namespace, memory=args.memory) as memory:
+        with RemoteMemory(args.target, args.namespace, memory=args.memory, **reach) as memory:
             for start in range(0, len(items), BATCH):
                 memory.store(items[start : start + BATCH])
     except (HimgaError, ValueError) as error:
@@ -172,7 +181,8 @@ def _opened(args: argparse.Namespace) -> "Iterator[Callable[[str], AbstractConte
     if args.target is not None:
         from himga.service import RemoteMemory
 
-        yield lambda namespace: RemoteMemory(args.target, namespace, memory=args.memory)
+        reach = remote_arguments(args)
+        yield lambda namespace: RemoteMemory(args.target, namespace, memory=args.memory, **reach)
         return
     from himga.memory.registry import DEFAULT_MEMORY
     from himga.service.namespaces import Namespaces
