@@ -1,18 +1,15 @@
 """Where `himga export` finds a namespace: a server (`--target HOST:PORT`,
 through the wire), or its stores themselves (`--data-dir DIR` or `--database URL`: opened as a
-server opens them, by himga.storage.namespaces, beside any server running over them).
-
-How `himga export` and `himga import` reach a server (`remote_arguments`): its token, from
-`$HIMGA_TOKEN` (or `--token`, which others may read in the process list), and TLS, as every
-client takes it (`--tls-ca`, and `--tls-cert` with `--tls-key` for mutual TLS, as the Go
-client's `-tls-ca/-tls-cert/-tls-key`)."""
+server opens them, by himga.storage.namespaces, beside any server running over them); a
+server is reached as himga.cli._remote says."""
 
 import argparse
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from himga.cli._remote import add_remote_arguments, remote_arguments
 
 if TYPE_CHECKING:
     from himga.memory.base import BaseMemory
@@ -32,54 +29,6 @@ def add_place_arguments(parser: Any) -> None:
         "--memory", default="", help="the namespace's memory (default: the server's)"
     )
     add_remote_arguments(parser)
-
-
-TOKEN_VARIABLE = "HIMGA_TOKEN"
-
-
-def add_remote_arguments(parser: Any) -> None:
-    """How to reach the server of `--target`: `--token` and the `--tls-*` files."""
-    parser.add_argument(
-        "--token",
-        help=f"with --target: the bearer token for a server with an auth file (default: "
-        f"${TOKEN_VARIABLE}; avoid putting it in argument lists others can read)",
-    )
-    parser.add_argument(
-        "--tls-ca",
-        type=Path,
-        metavar="PEM",
-        help="with --target: connect over TLS, trusting server certificates of this CA",
-    )
-    parser.add_argument(
-        "--tls-cert",
-        type=Path,
-        metavar="PEM",
-        help="with --target and --tls-ca, for mutual TLS: this client's certificate chain",
-    )
-    parser.add_argument(
-        "--tls-key", type=Path, metavar="PEM", help="with --tls-cert: its private key"
-    )
-
-
-def remote_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """The `token` and `tls` keyword arguments of a RemoteMemory for the server of
-    `args.target`; ValueError naming what is missing or given without --target."""
-    tls_files = {"--tls-ca": args.tls_ca, "--tls-cert": args.tls_cert, "--tls-key": args.tls_key}
-    if args.target is None:
-        given = [flag for flag, value in tls_files.items() if value is not None]
-        given += ["--token"] if args.token is not None else []
-        if given:
-            raise ValueError(f"{', '.join(given)}: only with --target (a server)")
-        return {}
-    if (args.tls_cert is None) != (args.tls_key is None):
-        raise ValueError("--tls-cert and --tls-key go together (mutual TLS)")
-    if args.tls_cert is not None and args.tls_ca is None:
-        raise ValueError("--tls-cert needs --tls-ca: the CA the server's certificate is from")
-    from himga.client import ClientTls
-
-    tls = ClientTls(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None
-    token = args.token or os.environ.get(TOKEN_VARIABLE) or None
-    return {"token": token, "tls": tls}
 
 
 @contextmanager

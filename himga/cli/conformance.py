@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from himga.cli._remote import TOKEN_VARIABLE
+
 if TYPE_CHECKING:
     from himga.conformance import CheckResult
 
@@ -37,7 +39,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--token",
-        default=os.environ.get("HIMGA_TOKEN"),
+        default=os.environ.get(TOKEN_VARIABLE),
         help="a bearer token for a server with an auth file (default: $HIMGA_TOKEN); it needs "
         "read, write and admin on the namespaces 'conformance.*'",
     )

@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from himga.cli._places import add_remote_arguments, remote_arguments
+from himga.cli._remote import add_remote_arguments, remote_arguments
 
 if TYPE_CHECKING:
     from himga.data import Sample

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import himga
-
-TOKEN_VARIABLE = "HIMGA_TOKEN"
+from himga.cli._remote import add_remote_arguments, remote_arguments
 
 
 class _Names:
@@ -94,11 +93,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--target", metavar="HOST:PORT", help="use the stores of a running `himga serve` instead"
     )
-    parser.add_argument(
-        "--token",
-        help=f"the token for --target (default: ${TOKEN_VARIABLE}; avoid putting it in "
-        "argument lists others can read)",
-    )
+    add_remote_arguments(parser)
     parser.add_argument(
         "--http-port",
         type=int,
@@ -121,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
     log = logging.getLogger("himga.mcp")
     if args.target is not None and args.data_dir is not None:
         log.error("--target and --data-dir are exclusive: the server keeps its own files")
+        return 2
+    try:
+        reach = remote_arguments(args)
+    except ValueError as error:
+        log.error("%s", error)
         return 2
     memory_options: dict[str, Any] = {}
     if args.embedding_model is not None or args.memory_option:
@@ -151,11 +151,10 @@ def run(args: argparse.Namespace) -> int:
         log.error("%s: the mcp extra is not installed: %s", error, himga.install_hint("mcp"))
         return 2
     if args.target is not None:
-        token = args.token or os.environ.get(TOKEN_VARIABLE)
         target = args.target
 
         def make() -> stores.Stores:
-            return stores.remote(target, token)
+            return stores.remote(target, reach["token"], reach["tls"])
 
         memory = args.memory or ""  # the server's default unless named
 

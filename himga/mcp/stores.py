@@ -26,6 +26,7 @@ _log = logging.getLogger("himga.mcp")
 if TYPE_CHECKING:
     from google.protobuf.message import Message
 
+    from himga.client import ClientTls
     from himga.core import Core
     from himga.service.episode_stores import EpisodeStores
     from himga.service.namespaces import Namespaces
@@ -108,17 +109,18 @@ class NoAnswer(HimgaError, ConnectionError):
 
 
 class Remote:
-    """A running server's gRPC port, with a token when it asks who calls."""
+    """A running server's gRPC port, with a token when it asks who calls, over TLS when `tls`
+    is given."""
 
     POLL_SECONDS = 0.05
     """How often a call in flight asks whether its MCP caller still waits."""
 
-    def __init__(self, target: str, token: str | None) -> None:
+    def __init__(self, target: str, token: str | None, tls: ClientTls | None = None) -> None:
         from himga.client.channels import bearer, channel, channel_options
         from himga.limits import MAX_MESSAGE_BYTES  # as RemoteMemory's channel
 
         self._target = target
-        self._channel = channel(target, None, options=channel_options(MAX_MESSAGE_BYTES))
+        self._channel = channel(target, tls, options=channel_options(MAX_MESSAGE_BYTES))
         found = bearer(token)
         self._metadata = tuple(found) if found is not None else None
         self.kept = True
@@ -228,6 +230,6 @@ def embedded(
     return Embedded(core, namespaces, episode_stores, health)
 
 
-def remote(target: str, token: str | None) -> Remote:
-    """The server at `target` ("host:port")."""
-    return Remote(target, token)
+def remote(target: str, token: str | None, tls: ClientTls | None = None) -> Remote:
+    """The server at `target` ("host:port"), over TLS when `tls` is given."""
+    return Remote(target, token, tls)
