@@ -4,9 +4,12 @@ Both directions are generic over the proto descriptors: a field is carried under
 `json_name`, which equals the schema's key (tests/service/test_proto_mirror.py holds them
 equal), so no field list is restated here. Proto -> model checks the data against its JSON
 Schema, the contract itself, with the compiled validator of `himga.validation`, reports each broken
-rule as a field violation with its path in the request, and builds the generated model.
+rule as a field violation with its path in the request, and builds the generated model. A number
+that is not finite (NaN, an infinity: a double holds them, JSON has none) is named at its path as
+"must be a finite number"; a refusal always names at least one field.
 """
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -25,6 +28,7 @@ from himga.errors import InvalidArgument
 from himga.memory.base import Hit, StoredMessage
 from himga.memory.filters import MessageFilter
 from himga.records import EpisodeTrace, TaskContext
+from himga.records.jsondata import non_json
 from himga.service.errors import FieldViolation, InvalidRequest
 from himga.timeutil import holds_datetime, parse_utc_datetime
 
@@ -32,6 +36,11 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 D = TypeVar("D")
 P = TypeVar("P", bound=ProtoMessage)
 RecordT = TypeVar("RecordT", EpisodeTrace, TaskContext)
+
+_log = logging.getLogger(__name__)
+
+NOT_FINITE = "must be a finite number"
+"""The rule a NaN or an infinity breaks, wherever a request carries a number."""
 
 # A Timestamp's range (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z), as protobuf checks it.
 _FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
@@ -181,13 +190,39 @@ def _checked(data: dict[str, Any], type_name: str, path: str) -> dict[str, Any]:
     """`data` once it is valid against the schema of `type_name`; else InvalidRequest with
     each broken rule as a violation at its path in the request."""
     if not validation.is_valid(data, type_name):
-        raise InvalidRequest(
-            [
-                FieldViolation(path + e.path.removeprefix("$"), e.reason)
-                for e in validation.validate(data, type_name)
-            ]
-        )
+        raise InvalidRequest(_violations(data, type_name, path))
     return data
+
+
+def _violations(data: dict[str, Any], type_name: str, path: str) -> list[FieldViolation]:
+    """Each rule `data` breaks, at its path in the request (`path` + the JSON path in `data`),
+    once the fast validator has refused it; never empty. A number that is not finite is named
+    as such: the reference validator lets NaN through rules that compare (NaN is neither below
+    a minimum nor above a maximum), and says of an infinity only that it is too large or no
+    integer."""
+    # What `_to_dict` makes holds JSON's types alone: all it holds that JSON cannot is a float
+    # that is not finite.
+    found = [
+        FieldViolation(path + validation.json_path(where).removeprefix("$"), NOT_FINITE)
+        for where in non_json(data, [])
+    ]
+    named = {violation.field for violation in found}
+    for error in validation.validate(data, type_name):
+        field = path + error.path.removeprefix("$")
+        if field not in named:
+            found.append(FieldViolation(field, error.reason))
+    if not found:
+        # The fast validator and the reference disagree: a bug of one of them, which must not
+        # let the request through nor refuse it naming nothing.
+        _log.error("the fast validator refused a %s the reference validator accepts", type_name)
+        found.append(FieldViolation(path, f"is not a valid {type_name}"))
+    return found
+
+
+def violations_of(error: InvalidArgument, path: str) -> list[FieldViolation]:
+    """The violations of `error`, which a handler adds to what it found wrong: never none (an
+    error that names no field is reported at `path`, the field it was raised for)."""
+    return error.violations or [FieldViolation(path, error.rule or str(error) or "is invalid")]
 
 
 def _proto_value(value: Any) -> Any:
@@ -256,12 +291,7 @@ def _validate(model: type[ModelT], data: dict[str, Any], path: str) -> ModelT:
     type_name = model.__name__  # the generated models are named after their schema's title
     if validation.is_valid(data, type_name):
         return _construct(model, data)
-    raise InvalidRequest(
-        [
-            FieldViolation(path + e.path.removeprefix("$"), e.reason)
-            for e in validation.validate(data, type_name)
-        ]
-    )
+    raise InvalidRequest(_violations(data, type_name, path))
 
 
 def _construct(model: type[ModelT], data: dict[str, Any]) -> ModelT:

@@ -2,6 +2,8 @@
 Message and Session vector; Hit carries the same fields in Python and in the proto."""
 
 import json
+import math
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -9,6 +11,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.timestamp_pb2 import Timestamp
 from himga_proto.memory.v1 import memory_pb2 as pb
 
@@ -16,6 +20,7 @@ from himga import validation
 from himga.data.conversation import Message, Session
 from himga.memory.base import Hit, StoredMessage
 from himga.memory.filters import MessageFilter
+from himga.records import EpisodeTrace, TaskContext
 from himga.service import InvalidRequest, convert
 
 VECTOR_DIR = Path(__file__).resolve().parents[2] / "schemas" / "conformance"
@@ -165,3 +170,94 @@ def test_a_time_no_datetime_holds_is_a_violation_naming_the_field() -> None:
     assert {v.field for v in caught.value.violations} == {"session.timestamp"}
     with pytest.raises(ValueError, match=r"filter\.after"):
         convert.filter_from_proto(pb.MessageFilter(after=Timestamp(seconds=0, nanos=-1)))
+
+
+# Each record a request carries, as the server reads it: a valid one whose repeated messages
+# hold one item each, so that every double of the proto has a place in it.
+_EPISODE = EpisodeTrace.from_dict(
+    {
+        **EpisodeTrace.create(task_id="t", agent="a", goal="g").to_dict(),
+        "action_log": [{"t": 1, "action": "edit"}],
+        "errors_encountered": [{"type": "test_failure", "message": "m"}],
+    }
+)
+READERS: dict[str, tuple[Callable[[], ProtoMessage], Callable[[Any, str], object]]] = {
+    "Message": (lambda: pb.Message(role="u", content="c"), convert.message_from_proto),
+    "Session": (
+        lambda: pb.Session(session_id="s", messages=[pb.Message(role="u", content="c")]),
+        convert.session_from_proto,
+    ),
+    "EpisodeTrace": (lambda: convert.episode_to_proto(_EPISODE), convert.episode_document),
+    "TaskContext": (lambda: convert.task_to_proto(TaskContext(goal="g")), convert.task_from_proto),
+}
+DOUBLES = (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT)
+
+
+def double_paths(message: ProtoMessage, path: str = "") -> Iterator[str]:
+    """The path in `message` (as a violation names it) of every double it holds, in the
+    messages it holds too (the first item of a repeated one)."""
+    for field in message.DESCRIPTOR.fields:
+        named = f"{path}.{field.json_name}"
+        if field.type in DOUBLES:
+            yield named
+        elif field.message_type is not None and not field.message_type.GetOptions().map_entry:
+            held = getattr(message, field.name)
+            if field.is_repeated:
+                if held:
+                    yield from double_paths(held[0], f"{named}[0]")
+            else:
+                yield from double_paths(held, named)
+
+
+def set_double(message: ProtoMessage, path: str, value: float) -> None:
+    *holders, name = path.strip(".").split(".")
+    for step in holders:
+        field, _, index = step.partition("[")
+        message = getattr(message, field)
+        if index:
+            message = message[int(index.rstrip("]"))]  # type: ignore[index]
+    setattr(message, name, value)
+
+
+NUMBERS = [
+    (type_name, path) for type_name, (make, _) in READERS.items() for path in double_paths(make())
+]
+
+
+def test_every_double_of_an_episode_has_a_place_in_the_numbers_checked() -> None:
+    assert {path for type_name, path in NUMBERS if type_name == "EpisodeTrace"} >= {
+        ".importance",
+        ".duration_seconds",
+        ".tokens_used",
+        ".access_count",
+        ".action_log[0].t",
+    }
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=str)
+@pytest.mark.parametrize(("type_name", "path"), NUMBERS, ids=[f"{t}{p}" for t, p in NUMBERS])
+def test_a_number_that_is_not_finite_is_a_violation_naming_it(
+    type_name: str, path: str, value: float
+) -> None:
+    make, read = READERS[type_name]
+    record = make()
+    set_double(record, path, value)
+    with pytest.raises(InvalidRequest) as caught:
+        read(record, "items[2].record")
+    said = [(v.field, v.description) for v in caught.value.violations]
+    assert said == [(f"items[2].record{path}", "must be a finite number")]
+
+
+@pytest.mark.parametrize("type_name", READERS)
+def test_a_refusal_names_a_field_even_when_the_validators_disagree(
+    type_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled validator refuses what the reference finds no fault with (as it did NaN
+    where the schema compares): still a violation, never an InvalidRequest naming nothing."""
+    make, read = READERS[type_name]
+    monkeypatch.setattr(validation, "is_valid", lambda document, name: False)
+    monkeypatch.setattr(validation, "validate", lambda document, name: [])
+    with pytest.raises(InvalidRequest) as caught:
+        read(make(), "episodes[3]")
+    assert [v.field for v in caught.value.violations] == ["episodes[3]"]
+    assert convert.violations_of(InvalidRequest([]), "episode") != []

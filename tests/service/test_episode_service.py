@@ -1,8 +1,10 @@
 """EpisodeService on the wire, through the generated stub: what a malformed request gets (and
 that nothing of it is stored), NOT_FOUND with its reason, and the proto's defaults."""
 
+import math
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 import pytest
@@ -12,7 +14,9 @@ from himga_proto.memory.v1 import memory_pb2_grpc
 
 from himga.service import convert
 from himga.service.errors import field_violations, reason_of
+from tests.conftest import HTTP_PORTS
 from tests.episodes.helpers import episode
+from tests.http.connect_stub import ConnectStub
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +94,55 @@ def test_a_batch_with_one_bad_episode_stores_none(stub: memory_pb2_grpc.EpisodeS
     answer = stub.RecordEpisodes(pb.RecordEpisodesRequest(namespace=namespace, episodes=episodes))
     assert answer.recorded == 2
     assert listed(stub, namespace) == ["ep-0002", "ep-0000"]
+
+
+@pytest.fixture(params=["grpc", "http"])
+def door(
+    request: pytest.FixtureRequest, stub: memory_pb2_grpc.EpisodeServiceStub, memory_server: str
+) -> Any:
+    """EpisodeService through the generated stub, or over the server's HTTP port (Connect
+    JSON, where a double that is not finite is written "NaN", "Infinity" or "-Infinity")."""
+    if request.param == "grpc":
+        return stub
+    return ConnectStub(HTTP_PORTS[memory_server], "EpisodeService")
+
+
+def with_number(field: str, value: float) -> pb.EpisodeTrace:
+    """A valid episode but for `field` (a double, `action_log[0].t` in its first action)."""
+    made = proto_episode(1)
+    held = made.action_log[0] if field.startswith("action_log[0].") else made
+    setattr(held, field.removeprefix("action_log[0]."), value)
+    return made
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=str)
+@pytest.mark.parametrize(
+    "field", ["importance", "duration_seconds", "tokens_used", "access_count", "action_log[0].t"]
+)
+def test_a_number_that_is_not_finite_is_named_and_nothing_of_its_batch_is_stored(
+    door: Any, stub: memory_pb2_grpc.EpisodeServiceStub, field: str, value: float
+) -> None:
+    namespace = fresh()
+    bad = with_number(field, value)
+    for request, path in (
+        (pb.RecordEpisodeRequest(namespace=namespace, episode=bad), "episode"),
+        (
+            pb.RecordEpisodesRequest(namespace=namespace, episodes=[proto_episode(2), bad]),
+            "episodes[1]",
+        ),
+    ):
+        method = door.RecordEpisode if path == "episode" else door.RecordEpisodes
+        with pytest.raises(grpc.RpcError) as caught:
+            method(request)
+        error = caught.value
+        assert isinstance(error, grpc.Call)
+        assert (error.code(), reason_of(error)) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_REQUEST",
+        )
+        named = [(v.field, v.description) for v in field_violations(error)]
+        assert named == [(f"{path}.{field}", "must be a finite number")]
+    assert listed(stub, namespace) == []
 
 
 def test_get_of_an_absent_id_is_not_found_with_its_reason(
