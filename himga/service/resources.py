@@ -18,17 +18,23 @@ Reading never needs a write, so reads go on answering meanwhile (an episode's ac
 cannot be written is skipped). Running out of descriptors leaves health SERVING: the namespaces'
 opener closes idle stores to make room (himga.storage.namespaces).
 
-`cut_to_fit` keeps a Retrieve answer under the message limit: hits are dropped from the end
-(the weakest first), then the context's end, until it fits.
+`cut_to_fit` keeps a Retrieve or SearchEpisodes answer under the message limit: hits are
+dropped from the end (the weakest first), then the context's end, until it fits. `fit_page`
+keeps a page of a listing (ListMessages, ListEpisodes) under it: the page holds fewer items, and
+is asked of the store again with that page size, so its next_page_token goes on right after the
+last item it holds (nothing skipped, nothing repeated). An item that alone is over the limit
+cannot be sent at all: `too_big` is the error that says so, naming it and what to do.
 """
 
 import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
+from google.protobuf.message import Message as ProtoMessage
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.errors import (
@@ -49,6 +55,9 @@ PROBE_BYTES = 256 * 1024
 PROBE_SECONDS = 1.0
 ANSWER_MARGIN_BYTES = 1024
 """Room left in the message limit for gRPC's framing of an answer."""
+
+Cut = TypeVar("Cut", pb.RetrieveResponse, pb.SearchEpisodesResponse)
+Page = TypeVar("Page", bound=ProtoMessage)
 
 _OUT_OF_DESCRIPTORS = "the server has no file descriptors left; nothing changed, call again later"
 _OUT_OF_MEMORY = "the server ran out of memory for this call; nothing changed: send less at once"
@@ -162,7 +171,7 @@ class StoreHealth:
             self.listener(writable)
 
 
-def cut_to_fit(response: pb.RetrieveResponse, max_bytes: int | None) -> pb.RetrieveResponse:
+def cut_to_fit(response: Cut, max_bytes: int | None) -> Cut:
     """`response`, its weakest hits and then the end of its context dropped until it is at
     most `max_bytes` less ANSWER_MARGIN_BYTES (unchanged when it fits, or with no limit)."""
     if max_bytes is None:
@@ -179,8 +188,59 @@ def cut_to_fit(response: pb.RetrieveResponse, max_bytes: int | None) -> pb.Retri
         encoded = response.context.encode("utf-8")
         keep = max(0, len(encoded) - over - 8)  # 8: the length prefix may shrink by a few bytes
         response.context = encoded[:keep].decode("utf-8", errors="ignore")
-    _log.info("a Retrieve answer was cut to fit the %d-byte message limit", max_bytes)
+    _log.info("a %s was cut to fit the %d-byte message limit", type(response).__name__, max_bytes)
     return response
+
+
+def fit_page(
+    fetch: Callable[[int], Page],
+    page_size: int,
+    items: Callable[[Page], Sequence[ProtoMessage]],
+    max_bytes: int | None,
+    too_large: Callable[[ProtoMessage, int], Exception],
+) -> Page:
+    """The page `fetch(page_size)` answers, or when it is over `max_bytes` less
+    ANSWER_MARGIN_BYTES, the page `fetch` answers for as many of its first `items` as fit:
+    asked of the store again, so that its next page token goes on right after its last item
+    (a page cut here would need a token only the store can make). `too_large(item, room)` is
+    raised when not even the first item fits."""
+    page = fetch(page_size)
+    if max_bytes is None:
+        return page
+    room = max_bytes - ANSWER_MARGIN_BYTES
+    first = len(items(page))
+    while (size := page.ByteSize()) > room:
+        held = items(page)
+        sizes = [_field_size(item.ByteSize()) for item in held]
+        used = size - sum(sizes)  # the fields beside the items: the page token
+        keep = 0
+        while keep < len(held) and used + sizes[keep] <= room:
+            used += sizes[keep]
+            keep += 1
+        if keep == 0:
+            if not held:  # nothing but its token, which the store keeps short
+                raise AssertionError(f"a {type(page).__name__} of no items is {size} bytes")
+            raise too_large(held[0], room)
+        # Fewer than it held (all of them do not fit): the loop ends.
+        page = fetch(keep)
+    if len(items(page)) < first:
+        _log.info(
+            "a %s was cut from %d items to %d to fit the %d-byte message limit",
+            type(page).__name__,
+            first,
+            len(items(page)),
+            max_bytes,
+        )
+    return page
+
+
+def too_big(what: str, size: int, room: int, method: str, remedy: str) -> Unsupported:
+    """The error of an item (`what`: "message 'D1:3'") that alone is `size` bytes, more than an
+    answer of `method` may hold (`room`): it cannot be sent, and asking again will not help."""
+    return Unsupported(
+        f"{what} is {size} bytes, more than one {method} answer may hold ({room} bytes), so "
+        f"the server cannot send it: {remedy}"
+    )
 
 
 def _field_size(length: int) -> int:

@@ -110,6 +110,38 @@ def test_an_invalid_line_stores_nothing_and_names_the_line_and_field(
         server.stop(None)
 
 
+def test_export_writes_every_message_of_a_namespace_far_over_the_message_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pages of 1000 asked, each cut by the server to fit its limit: nothing skipped, nothing
+    written twice, and a message too large for any answer ends the export naming it."""
+    limit = 64 * 1024
+    server, port = create_server(
+        "127.0.0.1:0", memory="sqlite", data_dir=tmp_path / "data", max_message_bytes=limit
+    )
+    target = f"127.0.0.1:{port}"
+    try:
+        with RemoteMemory(target, "big") as memory:
+            session = Session(session_id="s1")
+            for start in range(0, 40, 5):  # 8 KB each: 5 to a batch stay under the limit
+                memory.store(
+                    [
+                        (Message(role="Ada", content=f"note {n} " + "x" * 8000), session)
+                        for n in range(start, start + 5)
+                    ]
+                )
+        dump = export(target, "big", "sqlite", tmp_path / "big.jsonl").decode("utf-8")
+        written = [m["content"] for line in dump.splitlines() for m in json.loads(line)["messages"]]
+        assert [content.split()[1] for content in written] == [str(n) for n in range(40)]
+        with RemoteMemory(target, "big") as memory:
+            memory.ingest(Message(role="Ada", content="x" * (limit - 600), turn_id="huge"), session)
+        code = main(["export", "--target", target, "--namespace", "big", "-o", str(tmp_path / "b")])
+        assert code == 1
+        assert "message 'huge' is" in capsys.readouterr().err
+    finally:
+        server.stop(None).wait()
+
+
 def test_export_of_a_server_that_is_not_there_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     import socket
 

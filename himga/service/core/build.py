@@ -24,13 +24,14 @@ def build_core(
     calls: Calls | None = None,
 ) -> Core:
     """A core answering over `namespaces` and `episode_stores`: with `auth`, every call needs a
-    token of it; `metrics` counts every call and refusal; a Retrieve answer is cut to fit
-    `max_response_bytes`; `store` hears of a store that cannot write."""
+    token of it; `metrics` counts every call and refusal; every answer is kept to
+    `max_response_bytes` (himga.service.resources); `store` hears of a store that cannot
+    write."""
     calls = calls or Calls()
     episode_receipts = InProcessReceipts()
     return Core(
         MemoryHandlers(namespaces, calls, max_response_bytes, store, episode_receipts),
-        EpisodeHandlers(episode_stores, calls, episode_receipts),
+        EpisodeHandlers(episode_stores, calls, episode_receipts, max_response_bytes),
         calls=calls,
         auth=Auth(auth) if auth is not None else None,
         refusals=Refusals(metrics.refused if metrics is not None else None),

@@ -11,9 +11,9 @@ from typing import Any, Literal, TypeVar
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.bounds import Violations
-from himga.episodes.base import EpisodeFilter, EpisodeStore, limit_problems
+from himga.episodes.base import DEFAULT_PAGE_SIZE, EpisodeFilter, EpisodeStore, limit_problems
 from himga.episodes.paging import after
-from himga.service import convert
+from himga.service import convert, resources
 from himga.service.core.context import CallContext
 from himga.service.episode_stores import EpisodeStores
 from himga.service.errors import FieldViolation, InvalidRequest
@@ -33,10 +33,12 @@ class EpisodeHandlers:
         stores: EpisodeStores,
         calls: Calls | None = None,
         receipts: InProcessReceipts | None = None,
+        max_response_bytes: int | None = None,
     ) -> None:
         self.stores = stores
         self.calls = calls or Calls()
         self._receipts = receipts or InProcessReceipts()
+        self.max_response_bytes = max_response_bytes
 
     def RecordEpisode(
         self, request: pb.RecordEpisodeRequest, context: CallContext
@@ -60,7 +62,7 @@ class EpisodeHandlers:
             try:
                 episodes.append(convert.episode_document(episode, f"episodes[{i}]"))
             except InvalidRequest as error:
-                found.extend(error.violations)
+                found.extend(convert.violations_of(error, f"episodes[{i}]"))
         with self._store(request.namespace, found) as store:
             recorded = self._write(
                 store, request, context, lambda: store.record_documents(episodes)
@@ -72,7 +74,11 @@ class EpisodeHandlers:
     ) -> pb.GetEpisodeResponse:
         with self._store(request.namespace, _id_violations(request.id), create=False) as store:
             episode = store.get_document(request.id)
-        return pb.GetEpisodeResponse(episode=convert.episode_document_to_proto(episode))
+        answer = pb.GetEpisodeResponse(episode=convert.episode_document_to_proto(episode))
+        room = self._room()
+        if room is not None and answer.ByteSize() > room:
+            raise _episode_too_large(answer.episode, room, "GetEpisode")
+        return answer
 
     def DeleteEpisode(
         self, request: pb.DeleteEpisodeRequest, context: CallContext
@@ -100,11 +106,21 @@ class EpisodeHandlers:
         except ValueError as error:
             found.append(FieldViolation("page_token", str(error).removeprefix("page_token: ")))
         with self._store(request.namespace, found, create=False) as store:
-            episodes, token = store.list_documents(filters, request.page_size, request.page_token)
-        return pb.ListEpisodesResponse(
-            episodes=[convert.episode_document_to_proto(e) for e in episodes],
-            next_page_token=token,
-        )
+
+            def page(size: int) -> pb.ListEpisodesResponse:
+                episodes, token = store.list_documents(filters, size, request.page_token)
+                return pb.ListEpisodesResponse(
+                    episodes=[convert.episode_document_to_proto(e) for e in episodes],
+                    next_page_token=token,
+                )
+
+            return resources.fit_page(
+                page,
+                request.page_size or DEFAULT_PAGE_SIZE,
+                lambda answer: answer.episodes,
+                self.max_response_bytes,
+                lambda episode, room: _episode_too_large(episode, room, "ListEpisodes"),
+            )
 
     def SearchEpisodes(
         self, request: pb.SearchEpisodesRequest, context: CallContext
@@ -121,13 +137,20 @@ class EpisodeHandlers:
             text, hits = store.search_documents(
                 task, request.query, request.limit, request.max_context_tokens
             )
-        return pb.SearchEpisodesResponse(
+        answer = pb.SearchEpisodesResponse(
             context=text,
             hits=[
                 pb.EpisodeHit(episode=convert.episode_document_to_proto(episode), score=score)
                 for episode, score in hits
             ],
         )
+        return resources.cut_to_fit(answer, self.max_response_bytes)
+
+    def _room(self) -> int | None:
+        """The most bytes an answer may take (None: no limit)."""
+        if self.max_response_bytes is None:
+            return None
+        return self.max_response_bytes - resources.ANSWER_MARGIN_BYTES
 
     def _write(
         self,
@@ -169,8 +192,20 @@ def _required(
     try:
         return parse(getattr(request, name), name)
     except InvalidRequest as error:
-        found.extend(error.violations)
+        found.extend(convert.violations_of(error, name))
         return None
+
+
+def _episode_too_large(episode: Any, room: int, method: str) -> Exception:
+    """The error of an episode too large for any answer of `method`."""
+    return resources.too_big(
+        f"episode {episode.id!r}",
+        episode.ByteSize(),
+        room,
+        method,
+        "read it from the namespace's store in Python (SQLiteEpisodes or PostgresEpisodes), "
+        "or delete it (DeleteEpisode)",
+    )
 
 
 def _id_violations(episode_id: str) -> list[FieldViolation]:

@@ -118,7 +118,7 @@ class MemoryHandlers:
             try:  # checked here too, so that every memory refuses a Delete naming nothing
                 deletion(request.ids, chosen)
             except InvalidArgument as error:
-                found.append(FieldViolation(error.field, error.rule))
+                found.extend(convert.violations_of(error, "ids"))
         with self._memory(request, found, create=False) as memory:
             deleted = self._write(
                 memory, request, context, lambda: memory.delete(list(request.ids), filter=chosen)
@@ -133,15 +133,21 @@ class MemoryHandlers:
             found.append(FieldViolation("page_size", f"must be at most {MAX_PAGE_SIZE}"))
         chosen = _filter(request, found)
         with self._memory(request, found, create=False, read=True) as memory:
-            page = memory.list(
-                filter=chosen,
-                page_size=request.page_size or DEFAULT_PAGE_SIZE,
-                page_token=request.page_token,
+
+            def page(size: int) -> pb.ListMessagesResponse:
+                listed = memory.list(filter=chosen, page_size=size, page_token=request.page_token)
+                return pb.ListMessagesResponse(
+                    messages=[convert.stored_to_proto(stored) for stored in listed.messages],
+                    next_page_token=listed.next_page_token,
+                )
+
+            return resources.fit_page(
+                page,
+                request.page_size or DEFAULT_PAGE_SIZE,
+                lambda answer: answer.messages,
+                self.max_response_bytes,
+                _message_too_large,
             )
-        return pb.ListMessagesResponse(
-            messages=[convert.stored_to_proto(stored) for stored in page.messages],
-            next_page_token=page.next_page_token,
-        )
 
     def ListNamespaces(
         self, request: pb.ListNamespacesRequest, context: CallContext
@@ -225,6 +231,18 @@ class MemoryHandlers:
 _RESET = pb.ResetResponse()
 
 
+def _message_too_large(stored: Any, room: int) -> Exception:
+    """The error of a stored message too large for any ListMessages answer."""
+    return resources.too_big(
+        f"message {stored.message.turn_id!r}",
+        stored.ByteSize(),
+        room,
+        "ListMessages",
+        "delete it (Delete with its id), or read the namespace from its store "
+        "(`himga export --data-dir DIR` or `--database URL`)",
+    )
+
+
 def _filter(
     request: pb.RetrieveRequest | pb.DeleteRequest | pb.ListMessagesRequest,
     found: list[FieldViolation],
@@ -236,7 +254,7 @@ def _filter(
     try:
         return convert.filter_from_proto(request.filter)
     except InvalidArgument as error:
-        found.append(FieldViolation(error.field, error.rule))
+        found.extend(convert.violations_of(error, "filter"))
         return None
 
 
@@ -284,5 +302,5 @@ def _required(
     try:
         return parse(getattr(request, name), path + name)
     except InvalidRequest as error:
-        found.extend(error.violations)
+        found.extend(convert.violations_of(error, path + name))
         return None
