@@ -9,11 +9,16 @@ from himga.service.doors import DoorConfig
 
 def build(core: Core, config: DoorConfig) -> HttpServer:
     """The HTTP port (Connect, gRPC-Web, the OpenAPI document, the memory browser) over `core`,
-    not started."""
+    not started; answering the Host headers of loopback and of the address it is bound to
+    (himga.http.hosts)."""
     assert config.http_address is not None
+    host, port = config.http_address
     app = HttpApp(
-        core, cors_origins=config.cors_origins, max_message_bytes=config.max_message_bytes
+        core,
+        cors_origins=config.cors_origins,
+        max_message_bytes=config.max_message_bytes,
+        bound_host=host,
     )
     tls = config.tls
     http_tls = HttpTls(tls.cert, tls.key, tls.client_ca) if tls is not None else None
-    return HttpServer(app, *config.http_address, workers=config.max_workers, tls=http_tls)
+    return HttpServer(app, host, port, workers=config.max_workers, tls=http_tls)

@@ -1,9 +1,9 @@
 """The HTTP door's handlers: for each Connect route (and gRPC-Web's), fill the call's CallContext
 from the HTTP request (its `authorization` header's token, its peer, the deadline its
-`Connect-Timeout-Ms` or `grpc-timeout` header gives, counted from when the request arrived, and
-whether the client is still connected), hand the request's bytes to the core (himga.core), and
-write what the core raises as the Connect error of the one error table: the same code, reason
-and field violations the gRPC port sends."""
+`Connect-Timeout-Ms` or `grpc-timeout` header gives (himga.http.timeouts), counted from when
+the request arrived, and whether the client is still connected), hand the request's bytes to
+the core (himga.core), and write what the core raises as the Connect error of the one error
+table: the same code, reason and field violations the gRPC port sends."""
 
 import re
 import threading
@@ -18,6 +18,7 @@ from connectrpc.request import RequestContext
 from google.protobuf.message import Message
 
 from himga.http import codec
+from himga.http.timeouts import timeout_seconds
 from himga.service.auth import bearer_token
 from himga.service.core.context import CallContext
 from himga.service.core.core import Core, Encoded
@@ -37,29 +38,12 @@ GONE = "himga.gone"
 """The environ key of a threading.Event set once the client has hung up."""
 
 _local = threading.local()
-_GRPC_TIMEOUT = re.compile(r"^([0-9]{1,8})([HMSmun])$")
-_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 
 
 def snake_case(name: str) -> str:
     """A method's Python name in connect-python's generated services: IngestBatch ->
     ingest_batch."""
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
-
-
-def timeout_seconds(headers: Mapping[str, str]) -> float | None:
-    """The timeout a request's headers give (`connect-timeout-ms`, else gRPC-Web's
-    `grpc-timeout`), in seconds; None without one (or with one that does not read)."""
-    connect = headers.get("connect-timeout-ms")
-    if connect is not None:
-        try:
-            return max(int(connect), 0) / 1000.0
-        except ValueError:
-            return None
-    found = _GRPC_TIMEOUT.match(headers.get("grpc-timeout", ""))
-    if found is None:
-        return None
-    return int(found.group(1)) * _UNITS[found.group(2)]
 
 
 def environ_for_this_thread(environ: Mapping[str, Any] | None) -> None:

@@ -5,7 +5,8 @@
 reasons for clients in other languages. `abort` turns any exception into a status carrying its
 ErrorInfo (and, for a bad request, `google.rpc.BadRequest` field violations); `from_rpc_error`
 turns such a status back into the same class, by its reason, not by its status code (two kinds
-share FAILED_PRECONDITION).
+share FAILED_PRECONDITION). `OWN_CODES` gives a subclass a status code of its own under its
+base's reason: a write whose deadline passed is CALLER_GONE sent as DEADLINE_EXCEEDED.
 """
 
 import logging
@@ -49,6 +50,12 @@ class ServerStopping(HimgaError, RuntimeError):
     """The server is stopping: the call was refused, or rolled back, and stored nothing."""
 
 
+class DeadlinePassed(CallerGone):
+    """The call's deadline passed before its write committed: nothing of it was stored. Sent
+    as CALLER_GONE with the code DEADLINE_EXCEEDED (`OWN_CODES`), what the caller's own library
+    reports for a deadline; a caller that hung up or cancelled gets CANCELLED."""
+
+
 class ResourceExhausted(HimgaError, RuntimeError):
     """The server ran out of something a call needs (file descriptors, memory); the call
     changed nothing and may succeed later."""
@@ -82,6 +89,11 @@ ERROR_KINDS: dict[type[Exception], ErrorKind] = {
     StoreUnavailable: ErrorKind(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
     Unsupported: ErrorKind(grpc.StatusCode.FAILED_PRECONDITION, "UNSUPPORTED"),
 }
+OWN_CODES: dict[type[Exception], grpc.StatusCode] = {
+    DeadlinePassed: grpc.StatusCode.DEADLINE_EXCEEDED,
+}
+"""Subclasses sent under their base's reason (a client reads them back as the base) with a
+status code of their own."""
 INTERNAL = ErrorKind(grpc.StatusCode.INTERNAL, "INTERNAL")
 """An error the server did not expect: a bug, or a failure of what lies under it."""
 
@@ -89,11 +101,14 @@ _BY_REASON = {kind.reason: cls for cls, kind in ERROR_KINDS.items()}
 
 
 def error_kind(exc: Exception) -> ErrorKind:
-    """The kind of `exc` by `ERROR_KINDS`; INTERNAL for an unexpected exception."""
+    """The kind of `exc` by `ERROR_KINDS` (its code by `OWN_CODES` first); INTERNAL for an
+    unexpected exception."""
+    code: grpc.StatusCode | None = None
     for cls in type(exc).__mro__:
+        code = code or OWN_CODES.get(cls)
         kind = ERROR_KINDS.get(cls)
         if kind is not None:
-            return kind
+            return kind if code is None else ErrorKind(code, kind.reason)
     return INTERNAL
 
 

@@ -14,13 +14,15 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from himga.memory.commit import CallerGone
-from himga.service.errors import ServerStopping
+from himga.service.errors import DeadlinePassed, ServerStopping
 
 
 class Waiting(Protocol):
     """A call's context, as far as a write asks of it (himga.service.core.context.CallContext)."""
 
     def is_active(self) -> bool: ...
+
+    def time_remaining(self) -> float | None: ...
 
 
 class Calls:
@@ -56,11 +58,15 @@ class Calls:
 
     def still_wanted(self, context: Waiting) -> None:
         """Raise unless a write of the call of `context` may commit: its caller still there,
-        its deadline (read now) not passed, the server not abandoning it."""
+        its deadline (read now) not passed, the server not abandoning it. A passed deadline is
+        DeadlinePassed (DEADLINE_EXCEEDED), told apart from a caller that went (CANCELLED)."""
         if self._abandoning:
             raise ServerStopping("the server stopped before this write committed; nothing stored")
+        remaining = context.time_remaining()
+        if remaining is not None and remaining <= 0:
+            raise DeadlinePassed("the call's deadline passed before its write committed")
         if not context.is_active():
-            raise CallerGone("the call ended (deadline or cancellation) before it committed")
+            raise CallerGone("the call ended (its caller cancelled or hung up) before it committed")
 
     def close(self) -> None:
         """Refuse every new call from now on."""

@@ -36,6 +36,7 @@ from himga.service import RemoteMemory, create_server
 from himga.service.errors import (
     ERROR_DOMAIN,
     ERROR_KINDS,
+    DeadlinePassed,
     FieldViolation,
     InvalidRequest,
     MemoryMismatch,
@@ -69,17 +70,20 @@ LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
 LOCAL_ONLY |= {NoAnswer}  # himga mcp --target's: a server's call that failed without a reason
 # A database that cannot be reached, and an embeddings endpoint that does not answer, travel as
-# a store that cannot write; a model that cannot be used at all as what the server cannot do.
+# a store that cannot write; a model that cannot be used at all as what the server cannot do;
+# a write past its deadline as a caller gone (with the code DEADLINE_EXCEEDED, not CANCELLED).
 # (A memory's error about one argument is the request error: InvalidRequest is InvalidArgument.)
 SENT_AS: dict[type[Exception], type[Exception]] = {
     DatabaseUnavailable: StoreUnavailable,
     ModelUnreachable: StoreUnavailable,
     ModelError: Unsupported,
+    DeadlinePassed: CallerGone,
 }
 SENT_EXAMPLES: dict[type[Exception], Exception] = {
     DatabaseUnavailable: DatabaseUnavailable("the database is unavailable (connection refused)"),
     ModelUnreachable: ModelUnreachable("embeddings endpoint http://10.0.0.7:8081/v1: HTTP 503"),
     ModelError: ModelError("model 'e5' is not in the model cache (/srv/models/e5): run `fetch`"),
+    DeadlinePassed: DeadlinePassed("the call's deadline passed before its write committed"),
 }
 
 
