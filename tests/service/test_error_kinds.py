@@ -14,6 +14,7 @@ import himga
 from himga.data.conversation import Message, Session
 from himga.data.errors import DatasetError
 from himga.errors import (
+    DamagedStoreError,
     DatabaseUnavailable,
     HimgaError,
     IncompatibleStoreError,
@@ -69,6 +70,9 @@ EXAMPLES: dict[type[Exception], Exception] = {
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
 LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
 LOCAL_ONLY |= {NoAnswer}  # himga mcp --target's: a server's call that failed without a reason
+# A store's damaged file is the operator's to restore, not the caller's to fix: INTERNAL, as an
+# unexpected error is, the file named in the server's log only.
+AS_INTERNAL = {DamagedStoreError}
 # A database that cannot be reached, and an embeddings endpoint that does not answer, travel as
 # a store that cannot write; a model that cannot be used at all as what the server cannot do;
 # a write past its deadline as a caller gone (with the code DEADLINE_EXCEEDED, not CANCELLED).
@@ -99,6 +103,8 @@ class RaisingMemory(BaseMemory):
     def ingest(self, message: Message, session: Session) -> None:
         if message.content == "unexpected":
             raise KeyError("a bug")
+        if message.content == "damaged":
+            raise DamagedStoreError("/srv/himga/data/sqlite/n.sqlite3: not a readable store")
         if message.content == "one bad argument":
             raise InvalidArgument("page_token", "not a token of this listing")
         examples = {**EXAMPLES, **SENT_EXAMPLES}
@@ -142,7 +148,7 @@ def test_every_himga_error_is_sent_as_a_kind_or_is_local_only() -> None:
             if sub.__module__.startswith("himga."):
                 found.add(sub)
                 todo.append(sub)
-    assert found == set(ERROR_KINDS) | LOCAL_ONLY | set(SENT_AS)
+    assert found == set(ERROR_KINDS) | LOCAL_ONLY | set(SENT_AS) | AS_INTERNAL
 
 
 def test_a_lost_database_reaches_the_client_as_a_store_that_cannot_write(
@@ -205,8 +211,11 @@ def test_a_kind_raised_in_the_server_is_the_same_class_in_the_client(
     assert reason_of(cause) == ERROR_KINDS[kind].reason
 
 
-def test_an_unexpected_error_is_internal_with_its_reason_and_no_detail(raising_server: str) -> None:
-    message = Message(role="agent", content="unexpected")
+@pytest.mark.parametrize(("said", "detail"), [("unexpected", "a bug"), ("damaged", "/srv/himga")])
+def test_an_unexpected_error_is_internal_with_its_reason_and_no_detail(
+    raising_server: str, said: str, detail: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    message = Message(role="agent", content=said)
     with (
         RemoteMemory(raising_server, "kinds-unexpected") as memory,
         pytest.raises(grpc.RpcError) as caught,
@@ -215,5 +224,6 @@ def test_an_unexpected_error_is_internal_with_its_reason_and_no_detail(raising_s
     assert isinstance(caught.value, grpc.Call)
     assert caught.value.code() == grpc.StatusCode.INTERNAL
     assert reason_of(caught.value) == "INTERNAL"
-    assert "a bug" not in (caught.value.details() or "")
+    assert detail not in (caught.value.details() or "")
+    assert detail in caplog.text  # the log says what happened
     assert ERROR_DOMAIN == "himga.dev"  # the domain the proto documents
