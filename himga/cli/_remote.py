@@ -54,3 +54,15 @@ def remote_arguments(args: argparse.Namespace) -> dict[str, Any]:
     tls = ClientTls(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None
     token = args.token or os.environ.get(TOKEN_VARIABLE) or None
     return {"token": token, "tls": tls}
+
+
+def rpc_failure(error: Exception, target: str) -> tuple[str, int]:
+    """What a command says of a gRPC call to `target` that failed with no himga error (the
+    server unreachable, or not a himga server), and its exit code: 2 when nothing answered."""
+    import grpc
+
+    if not isinstance(error, grpc.Call):
+        return f"{target}: {error}", 1
+    code = error.code()
+    said = f"{target}: {code.name}: {error.details() or 'no details'}"
+    return said, 2 if code == grpc.StatusCode.UNAVAILABLE else 1

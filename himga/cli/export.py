@@ -9,11 +9,14 @@ nothing of it is made. Exits 0 when all was written, 1 when the server (or the s
 """
 
 import argparse
+import io
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from himga.cli._places import add_place_arguments, namespace_memory
+from himga.cli._remote import rpc_failure
 
 if TYPE_CHECKING:
     from himga.memory.base import BaseMemory, StoredMessage
@@ -39,21 +42,24 @@ def run(args: argparse.Namespace) -> int:
     import grpc
 
     from himga.errors import HimgaError
+    from himga.storage.files import replacing_private
 
     try:
         with namespace_memory(args, create=False) as memory:
             if args.output == "-":
                 write(memory, sys.stdout)
-            else:
-                with open(args.output, "w", encoding="utf-8", newline="\n") as out:
+            else:  # a file holding the whole namespace, or (on any error) the one there before
+                with replacing_private(Path(args.output)) as raw:
+                    out = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
                     write(memory, out)
+                    out.detach()  # written through; the file itself is the block's to close
     except (HimgaError, ValueError, OSError) as error:  # OSError: a data dir it cannot open
         print(f"himga export: {error}", file=sys.stderr)
         return 1
     except grpc.RpcError as error:
-        code = error.code() if isinstance(error, grpc.Call) else None
-        print(f"himga export: {args.target}: {error}", file=sys.stderr)
-        return 2 if code == grpc.StatusCode.UNAVAILABLE else 1
+        said, code = rpc_failure(error, args.target)
+        print(f"himga export: {said}", file=sys.stderr)
+        return code
     return 0
 
 

@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from himga.cli._remote import add_remote_arguments, remote_arguments
+from himga.cli._remote import add_remote_arguments, remote_arguments, rpc_failure
 
 if TYPE_CHECKING:
     from himga.data import Sample
@@ -93,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"himga import: {error}", file=sys.stderr)
         return 1
     except grpc.RpcError as error:
-        code = error.code() if isinstance(error, grpc.Call) else None
-        print(f"himga import: {args.target}: {error}", file=sys.stderr)
-        return 2 if code == grpc.StatusCode.UNAVAILABLE else 1
+        said, code = rpc_failure(error, args.target)
+        print(f"himga import: {said}", file=sys.stderr)
+        return code
     print(f"stored {len(items)} messages in {args.namespace}", file=sys.stderr)
     return 0
 
@@ -165,9 +165,9 @@ def _store(batches: dict[str, list[Any]], args: argparse.Namespace) -> int:
         print(f"himga import: {error}", file=sys.stderr)
         return 1
     except grpc.RpcError as error:
-        code = error.code() if isinstance(error, grpc.Call) else None
-        print(f"himga import: {args.target}: {error}", file=sys.stderr)
-        return 2 if code == grpc.StatusCode.UNAVAILABLE else 1
+        said, code = rpc_failure(error, args.target)
+        print(f"himga import: {said}", file=sys.stderr)
+        return code
     names = ", ".join(batches) if len(batches) <= 3 else f"{len(batches)} namespaces"
     print(f"stored {total} messages in {names}", file=sys.stderr)
     return 0
@@ -215,7 +215,8 @@ def _exported(args: argparse.Namespace) -> "list[Any] | int":
         return 2
     items: list[Any] = []
     problems = 0
-    for number, line in enumerate(text.splitlines(), 1):
+    # Only "\n" ends a line: a JSON string may hold U+2028 and others str.splitlines splits on.
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         read, found = read_line(line)

@@ -187,7 +187,7 @@ class BaseMemory(ABC):
         budget = check_budget(max_context_tokens)
         context = self.retrieve(query)
         if budget:
-            context = "\n".join(fit_lines(context.splitlines(), budget))
+            context = "\n".join(fit_lines(context.split("\n"), budget))  # not at U+2028
         return context, self.search(query, limit)
 
     def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:

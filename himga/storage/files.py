@@ -8,7 +8,10 @@ gives its `-wal` and `-shm` files the mode of their database, so a database crea
 
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 DIRECTORY_MODE = 0o700
 FILE_MODE = 0o600
@@ -44,12 +47,21 @@ def create_private(path: Path) -> None:
 def write_private(path: Path, data: bytes) -> None:
     """Replace `path` by a 0600 file holding `data`, atomically and durably: a reader sees the
     old file or the new one, and after a crash the new one is there once this returned."""
+    with replacing_private(path) as file:
+        file.write(data)
+
+
+@contextmanager
+def replacing_private(path: Path) -> Iterator[BinaryIO]:
+    """A file to write what replaces `path` into: a 0600 one beside it that, once the block
+    ends, is made durable and put in `path`'s place atomically; on any error it is removed and
+    `path` is left as it was."""
     make_private_dir(path.parent)
     scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
         with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
+            yield file
             file.flush()
             os.fsync(file.fileno())
         os.replace(scratch, path)

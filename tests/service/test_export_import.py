@@ -40,7 +40,8 @@ def fill(memory: RemoteMemory) -> None:
             (
                 Message(
                     role="Bo",
-                    content='王小明 said "hi"\n twice',
+                    # JSON writes U+2028 and U+0085 as they are: a line holds them whole
+                    content='王小明 said "hi"\n twice\u2028a line separator\u0085a next line',
                     turn_id="X:1",
                     timestamp=datetime(2024, 3, 1, 8, 0, 0, 250_000, tzinfo=UTC),
                     metadata={"user": "u1", "ключ": "значение"},
@@ -73,7 +74,7 @@ def test_export_then_import_then_export_gives_the_same_bytes(
             fill(original)
             held = [m.id for m in original.list(page_size=1000).messages]
         first = export(target, "original", memory, tmp_path / "first.jsonl")
-        lines = first.decode("utf-8").splitlines()
+        lines = first.decode("utf-8").removesuffix("\n").split("\n")
         assert sum(len(json.loads(line)["messages"]) for line in lines) == len(held) >= 10
         for line in lines:
             assert validation.validate(json.loads(line), "Session") == []
@@ -142,15 +143,38 @@ def test_export_writes_every_message_of_a_namespace_far_over_the_message_limit(
         server.stop(None).wait()
 
 
-def test_export_of_a_server_that_is_not_there_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_of_a_server_that_is_not_there_exits_2_and_keeps_the_last_dump(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import socket
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    code = main(["export", "--target", f"127.0.0.1:{port}", "--namespace", "n"])
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("an earlier export\n", encoding="utf-8")
+    code = main(["export", "--target", f"127.0.0.1:{port}", "--namespace", "n", "-o", str(dump)])
     assert code == 2
-    assert "himga export" in capsys.readouterr().err
+    (said,) = capsys.readouterr().err.splitlines()
+    assert said.startswith(f"himga export: 127.0.0.1:{port}: UNAVAILABLE: ")
+    assert "debug_error_string" not in said
+    assert dump.read_text(encoding="utf-8") == "an earlier export\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["dump.jsonl"]  # no scratch file left
+
+
+def test_an_export_file_is_private_to_its_owner(tmp_path: Path) -> None:
+    server, port = create_server("127.0.0.1:0", memory="keyword")
+    try:
+        with RemoteMemory(f"127.0.0.1:{port}", "n") as memory:
+            memory.ingest(
+                Message(role="Ada", content="a secret", turn_id="T1"), Session(session_id="s")
+            )
+        written = export(f"127.0.0.1:{port}", "n", "keyword", tmp_path / "out" / "n.jsonl")
+    finally:
+        server.stop(None).wait()
+    assert b"a secret" in written
+    assert (tmp_path / "out" / "n.jsonl").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o700
 
 
 def test_export_opens_a_data_directory_as_the_server_does(
@@ -169,8 +193,8 @@ def test_export_opens_a_data_directory_as_the_server_does(
         assert code == 0
         local = capsys.readouterr().out
         # The same documents (a metadata object's keys may come in another order off the wire).
-        assert [json.loads(line) for line in local.splitlines()] == [
-            json.loads(line) for line in wire.decode("utf-8").splitlines()
+        assert [json.loads(line) for line in local.removesuffix("\n").split("\n")] == [
+            json.loads(line) for line in wire.decode("utf-8").removesuffix("\n").split("\n")
         ]
         before = sorted(data.rglob("*"))
         assert main(["export", "--data-dir", str(data), "--namespace", "never"]) == 0
