@@ -185,6 +185,16 @@ def options() -> tuple[Option, ...]:
             help="let pages from ORIGIN (e.g. https://app.example) call the HTTP port; repeatable "
             "(default: none, CORS off)",
         ),
+        option(
+            "--allowed-host",
+            config="allowed_hosts",
+            action="append",
+            default=[],
+            metavar="HOST",
+            help="let the HTTP port answer requests addressed to HOST (NAME, NAME:PORT, or * for "
+            "any), besides localhost, 127.0.0.1, [::1] and --host; repeatable (default: none; a "
+            "--host others can reach then answers any)",
+        ),
     )
 
 

@@ -18,6 +18,7 @@ def build(core: Core, config: DoorConfig) -> HttpServer:
         cors_origins=config.cors_origins,
         max_message_bytes=config.max_message_bytes,
         bound_host=host,
+        allowed_hosts=config.allowed_hosts,
     )
     tls = config.tls
     http_tls = HttpTls(tls.cert, tls.key, tls.client_ca) if tls is not None else None

@@ -47,6 +47,9 @@ class DoorConfig:
     max_workers: int = 8
     addresses: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     cors_origins: Sequence[str] = ()
+    allowed_hosts: Sequence[str] = ()
+    """Host headers the HTTP door answers besides loopback's and its bound host's
+    (himga.http.hosts: `name`, `name:port`, `*`)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.addresses) - set(DOORS))

@@ -162,6 +162,9 @@ class ServerConfig:
     """The options of memory kinds (by name: an instance of each one's options class) that
     are not to have their defaults, e.g. the hybrid memory's embedding model."""
     episode_options: Mapping[str, object] | None = None
+    allowed_hosts: Sequence[str] = ()
+    """Host headers the HTTP door answers besides the loopback names and its bound host's
+    (himga.http.hosts: `name`, `name:port`, `*`)."""
 
     def doors(self) -> DoorConfig:
         """What the doors beside the gRPC port are opened with."""
@@ -169,7 +172,12 @@ class ServerConfig:
         if self.http_address is not None:
             addresses["http"] = self.http_address
         return DoorConfig(
-            self.tls, self.max_message_bytes, self.max_workers, addresses, self.cors_origins
+            self.tls,
+            self.max_message_bytes,
+            self.max_workers,
+            addresses,
+            self.cors_origins,
+            self.allowed_hosts,
         )
 
 

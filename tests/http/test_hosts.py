@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import socket
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from himga.http.hosts import AllowedHosts, split_host
 from himga.service.episode_stores import EpisodeStores
 from himga.service.namespaces import Namespaces
 from tests.http.conftest import MEMORY, Served
+from tests.server_process import start_listening
 
 LIST = MEMORY + "ListNamespaces"
 
@@ -171,3 +173,29 @@ def test_an_app_bound_to_its_host_answers_that_host_and_the_hosts_listed(core: A
     assert status_of(listed, "evil.example:8080") == 421
     assert status_of(HttpApp(core, bound_host="10.1.2.3"), "evil.example:8080") == 200
     assert status_of(HttpApp(core), "evil.example:8080") == 421  # the default: loopback
+
+
+def test_serve_answers_the_hosts_its_flag_names() -> None:
+    # Behind a reverse proxy that passes its own Host on: `himga serve --allowed-host NAME`.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        http_port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "null"]
+    process, _ = start_listening(
+        [*command, "--http-port", str(http_port), "--allowed-host", "memory.example"]
+    )
+    try:
+        for host, status in (("memory.example", 200), ("memory.example:443", 200), ("evil", 421)):
+            connection = http.client.HTTPConnection("127.0.0.1", http_port, timeout=30)
+            try:
+                connection.putrequest("POST", LIST, skip_host=True)
+                connection.putheader("Host", host)
+                connection.putheader("Content-Type", "application/json")
+                connection.putheader("Content-Length", "2")
+                connection.endheaders(b"{}")
+                assert connection.getresponse().status == status, host
+            finally:
+                connection.close()
+    finally:
+        process.terminate()
+        process.wait(60)
