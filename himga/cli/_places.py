@@ -45,6 +45,12 @@ def namespace_memory(args: argparse.Namespace, *, create: bool) -> Iterator["Bas
     from himga.memory.null import NullMemory
     from himga.storage.namespaces import NamespaceStores
 
+    if args.data_dir is not None and not args.data_dir.is_dir():  # a typo would export nothing
+        said = "is not a directory" if args.data_dir.exists() else "does not exist"
+        raise FileNotFoundError(
+            f"--data-dir {args.data_dir} {said}: give the directory a server keeps its "
+            "namespaces in (its `himga serve --data-dir`)"
+        )
     database = None
     if args.database is not None:
         from himga.storage.postgres import Database

@@ -221,3 +221,19 @@ def test_export_opens_a_database_as_the_server_does(
     assert [m["content"] for m in json.loads(line)["messages"]] == ["kept"]
     assert main(["export", "--database", postgres.url, "--namespace", f"never-{namespace}"]) == 0
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("what", ["does not exist", "is not a directory"])
+def test_export_of_a_data_directory_that_is_none_says_so(
+    what: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "dta"  # a typo of "data"
+    if what == "is not a directory":
+        data.write_text("a file\n", encoding="utf-8")
+    assert main(["export", "--data-dir", str(data), "--namespace", "n"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"himga export: --data-dir {data} {what}: give the directory a server keeps its "
+        "namespaces in (its `himga serve --data-dir`)\n"
+    )
