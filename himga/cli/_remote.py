@@ -1,7 +1,7 @@
 """How a command reaches a running server (`--target HOST:PORT`): its token, from
 `$HIMGA_TOKEN` (or `--token`, which others may read in the process list), and TLS, as every
 client takes it (`--tls-ca`, and `--tls-cert` with `--tls-key` for mutual TLS, as the Go
-client's `-tls-ca/-tls-cert/-tls-key`). `himga export`, `import` and `mcp` take them."""
+client's `-tls-ca/-tls-cert/-tls-key`). `himga export`, `import`, `eval` and `mcp` take them."""
 
 import argparse
 import os

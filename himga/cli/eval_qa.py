@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from himga.cli._remote import add_remote_arguments, remote_arguments, rpc_failure
+
 DEFAULT_NAMESPACE = "himga-eval"
 
 
@@ -49,6 +51,7 @@ def add_parser(subparsers: Any) -> None:
         metavar="HOST:PORT",
         help="keep the memory in the himga server there (RemoteMemory; any language's server)",
     )
+    add_remote_arguments(parser)
     parser.add_argument(
         "--namespace",
         default=DEFAULT_NAMESPACE,
@@ -99,17 +102,23 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    import grpc
+
     from himga.data import DatasetError, load_dataset
+    from himga.errors import HimgaError
     from himga.llm import LLMConfigError, LLMError
-    from himga.memory.registry import memory_factory
+    from himga.memory.registry import here_problem, memory_factory
 
     names = [name.strip() for name in args.memory.split(",") if name.strip()]
     try:
         if not names:
             raise ValueError("--memory names no memory")
+        reach = remote_arguments(args)
         if args.target is None:
             for name in names:
                 memory_factory(name)  # an unknown name fails here, before any work
+                if (problem := here_problem(name)) is not None:
+                    raise ValueError(problem)
         llm = _client(args.llm, args.base_url, args)
         judge = _client(args.judge, args.judge_base_url, args) if args.judge else None
         if judge is not None and judge.provider == "extractive":
@@ -122,10 +131,14 @@ def run(args: argparse.Namespace) -> int:
     columns = {}
     try:
         for name in names:
-            columns[name] = _evaluate(name, samples, llm, judge, args, out)
-    except (LLMError, OSError) as error:
+            columns[name] = _evaluate(name, samples, llm, judge, args, out, reach)
+    except (LLMError, HimgaError, OSError) as error:  # a server's refusal is a HimgaError
         print(f"himga eval: error: {error}", file=sys.stderr)
         return 1
+    except grpc.RpcError as error:  # no server answered, or not a himga server
+        said, code = rpc_failure(error, args.target)
+        print(f"himga eval: error: {said}", file=sys.stderr)
+        return code
     finally:
         if out is not None:
             out.close()
@@ -165,6 +178,7 @@ def _evaluate(
     judge: Any,
     args: argparse.Namespace,
     out: IO[str] | None,
+    reach: dict[str, Any],
 ) -> Any:
     from himga.agent import BaseAgent
     from himga.eval import batch_judge, compute_metrics, run_eval
@@ -176,7 +190,7 @@ def _evaluate(
     if args.target is not None:
         from himga.service import RemoteMemory
 
-        memory = RemoteMemory(args.target, f"{args.namespace}-{name}", memory=name)
+        memory = RemoteMemory(args.target, f"{args.namespace}-{name}", memory=name, **reach)
     else:
         memory = open_memory(name, f"{args.namespace}-{name}", None)
     with memory:

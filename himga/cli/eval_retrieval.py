@@ -77,12 +77,14 @@ def run(args: argparse.Namespace) -> int:
     from himga.data import DatasetError, load_dataset
     from himga.errors import InvalidArgument, ModelError
     from himga.eval import evaluate_retrieval, format_report
-    from himga.memory.registry import DEFAULT_MEMORY, command_options, open_memory
+    from himga.memory.registry import DEFAULT_MEMORY, command_options, here_problem, open_memory
 
     name = args.memory or DEFAULT_MEMORY
     if args.leave_one_out and name == HYBRID:
         return _hybrid_leave_one_out(args)
     try:
+        if (problem := here_problem(name)) is not None:
+            raise ValueError(problem)
         options = command_options(name, args.memory_option, args.embedding_model)
         prepare = getattr(options, "prepare", None)  # the kinds whose options load a model
         if prepare is not None:

@@ -89,6 +89,18 @@ def place_problem(name: str, place: Place) -> str | None:
     return problem
 
 
+def here_problem(name: str) -> str | None:
+    """Why memory `name` cannot be opened in this process without a server (an evaluation's
+    fresh namespaces), or None when it can: a kind kept in a database is a server's."""
+    if memory_kind(name).keeps is not Keeps.DATABASE:
+        return None
+    return (
+        f"memory {name!r} keeps its namespaces in a database, which only a server started with "
+        "--database opens: evaluate it through one (`himga eval --target HOST:PORT`), or name a "
+        "memory kept here"
+    )
+
+
 def memory_names() -> list[str]:
     """The names `memory_factory` knows, sorted."""
     return sorted(_ENTRIES)

@@ -164,6 +164,8 @@ def test_longmemeval_files_run_too(llm_env: Path, capsys: pytest.CaptureFixture[
         (["--llm", "anthropic:claude-test"], "ANTHROPIC_API_KEY"),
         (["--llm", "extractive", "--judge", "extractive"], "the extractive reader cannot judge"),
         (["--llm", "extractive", "--dataset", "/nonexistent.json"], "no such LoCoMo file"),
+        (["--memory", "postgres", "--llm", "extractive"], "keeps its namespaces in a database"),
+        (["--llm", "extractive", "--token", "t"], "--token: only with --target"),
     ],
 )
 def test_errors_are_clear_and_come_first(
@@ -191,3 +193,42 @@ def test_an_unknown_model_is_refused_before_any_question(
     assert main(argv) == 2
     assert "no model 'claude-nope'" in capsys.readouterr().err
     assert llm_server.calls("/v1/messages") == []
+
+
+def test_a_server_that_asks_for_a_token_is_evaluated_with_it(
+    llm_env: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from himga.service import create_server, tokens
+    from himga.service.auth import AuthFile
+
+    held = tokens.Tokens()
+    token, _ = held.new(["himga-eval-*"], ["read", "write", "admin"])  # it resets its namespaces
+    tokens.save(tmp_path / "auth.json", held)
+    server, port = create_server("127.0.0.1:0", auth=AuthFile(tmp_path / "auth.json"))
+    argv = ["eval", "--dataset", str(FIXTURE), "--target", f"127.0.0.1:{port}"]
+    argv += ["--memory", "keyword", "--llm", "extractive", "--no-progress"]
+    try:
+        assert main(argv) == 1  # no token: the server's refusal, in one line
+        err = capsys.readouterr().err
+        assert err.startswith("himga eval: error: ") and "token" in err and "Traceback" not in err
+        monkeypatch.setenv("HIMGA_TOKEN", token)
+        assert main(argv) == 0
+    finally:
+        server.stop(None).wait()
+
+
+def test_a_target_where_no_server_listens_is_one_line_and_exit_2(
+    llm_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["eval", "--dataset", str(FIXTURE), "--target", f"127.0.0.1:{port}"]
+    assert main([*argv, "--llm", "extractive", "--no-progress"]) == 2
+    (said,) = capsys.readouterr().err.splitlines()
+    assert said.startswith(f"himga eval: error: 127.0.0.1:{port}: UNAVAILABLE: ")

@@ -99,6 +99,7 @@ def test_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["--memory", "nope"], "unknown memory 'nope'"),
         (["--dataset", "/nonexistent/locomo.json"], "no such LoCoMo file"),
+        (["--memory", "postgres"], "keeps its namespaces in a database, which only a server"),
     ],
 )
 def test_command_errors_are_clear(
