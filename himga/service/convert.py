@@ -10,7 +10,7 @@ that is not finite (NaN, an infinity: a double holds them, JSON has none) is nam
 """
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import fields
 from datetime import UTC, datetime
 from functools import cache
@@ -41,6 +41,13 @@ _log = logging.getLogger(__name__)
 
 NOT_FINITE = "must be a finite number"
 """The rule a NaN or an infinity breaks, wherever a request carries a number."""
+TIME_RANGE = "must be a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z"
+"""The rule a binary Timestamp out of its type's range breaks (seconds or nanos)."""
+
+_OUT_OF_RANGE = "\x00out of a Timestamp's range"
+"""What `_to_dict` makes of such a Timestamp: a string no date-time format takes, which
+`_violations` names with TIME_RANGE where the schema refuses it."""
+
 
 # A Timestamp's range (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z), as protobuf checks it.
 _FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
@@ -206,10 +213,16 @@ def _violations(data: dict[str, Any], type_name: str, path: str) -> list[FieldVi
         FieldViolation(path + validation.json_path(where).removeprefix("$"), NOT_FINITE)
         for where in non_json(data, [])
     ]
+    out_of_range = {validation.json_path(where) for where in _out_of_range(data, [])}
     named = {violation.field for violation in found}
     for error in validation.validate(data, type_name):
         field = path + error.path.removeprefix("$")
-        if field not in named:
+        if field in named:
+            continue
+        if error.path in out_of_range:  # one rule for it, whichever the schema's are
+            named.add(field)
+            found.append(FieldViolation(field, TIME_RANGE))
+        else:
             found.append(FieldViolation(field, error.reason))
     if not found:
         # The fast validator and the reference disagree: a bug of one of them, which must not
@@ -217,6 +230,18 @@ def _violations(data: dict[str, Any], type_name: str, path: str) -> list[FieldVi
         _log.error("the fast validator refused a %s the reference validator accepts", type_name)
         found.append(FieldViolation(path, f"is not a valid {type_name}"))
     return found
+
+
+def _out_of_range(value: Any, where: list[str | int]) -> Iterator[list[str | int]]:
+    """The paths of the Timestamps out of range in a dict `_to_dict` made."""
+    if value == _OUT_OF_RANGE:
+        yield where
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _out_of_range(item, [*where, key])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _out_of_range(item, [*where, index])
 
 
 def violations_of(error: InvalidArgument, path: str) -> list[FieldViolation]:
@@ -257,10 +282,12 @@ def _dataclass_from_proto(cls: Callable[..., D], message: ProtoMessage, path: st
     InvalidArgument naming `path` + the field whose value Python cannot hold."""
     values = {}
     for name in _field_names(cls):
+        field = _field(message, name)
         try:
-            values[name] = _python_value(message, _field(message, name))
+            values[name] = _python_value(message, field)
         except ValueError as error:
-            raise InvalidArgument(path + name, str(error)) from None
+            timestamp = field.message_type is timestamp_pb2.Timestamp.DESCRIPTOR
+            raise InvalidArgument(path + name, TIME_RANGE if timestamp else str(error)) from None
     return cls(**values)
 
 
@@ -340,10 +367,10 @@ def _to_dict(message: ProtoMessage, skip: tuple[str, ...] = ()) -> dict[str, Any
         elif kind == "well-known":
             try:
                 value = _WELL_KNOWN[value.DESCRIPTOR.full_name][1](value)
-            except ValueError as error:
+            except ValueError:
                 # Out of its type's range (a Timestamp before year 1): no JSON form, so a value
-                # the schema refuses, which names the field and says why.
-                value = f"invalid: {error}"
+                # no schema takes, which `_violations` names with the rule it breaks.
+                value = _OUT_OF_RANGE
         elif kind == "message":
             value = [_to_dict(v) for v in value] if repeated else _to_dict(value)
         elif kind == "count":

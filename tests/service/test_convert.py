@@ -18,6 +18,7 @@ from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga import validation
 from himga.data.conversation import Message, Session
+from himga.errors import InvalidArgument
 from himga.memory.base import Hit, StoredMessage
 from himga.memory.filters import MessageFilter
 from himga.records import EpisodeTrace, TaskContext
@@ -163,13 +164,34 @@ def test_a_stored_message_round_trips() -> None:
     assert convert.stored_from_proto(convert.stored_to_proto(bare), "messages[0]") == bare
 
 
-def test_a_time_no_datetime_holds_is_a_violation_naming_the_field() -> None:
-    out_of_range = pb.Session(session_id="s", timestamp=Timestamp(seconds=-(2**40)))
-    with pytest.raises(InvalidRequest) as caught:
-        convert.session_from_proto(out_of_range, "session")
-    assert {v.field for v in caught.value.violations} == {"session.timestamp"}
-    with pytest.raises(ValueError, match=r"filter\.after"):
-        convert.filter_from_proto(pb.MessageFilter(after=Timestamp(seconds=0, nanos=-1)))
+OUT_OF_RANGE = [
+    Timestamp(seconds=-(2**40)),  # before year 1
+    Timestamp(seconds=2**62),
+    Timestamp(seconds=253_402_300_800),  # the second after 9999-12-31T23:59:59Z
+    Timestamp(seconds=0, nanos=-1),
+    Timestamp(seconds=0, nanos=2 * 10**9),
+]
+
+
+@pytest.mark.parametrize("moment", OUT_OF_RANGE, ids=str)
+def test_a_time_no_timestamp_holds_is_one_violation_naming_the_field_and_its_range(
+    moment: Timestamp,
+) -> None:
+    session = pb.Session(session_id="s", timestamp=moment)
+    message = pb.Message(role="Ada", timestamp=moment)
+    said = [
+        (lambda: convert.session_from_proto(session, "session"), "session.timestamp"),
+        (
+            lambda: convert.message_from_proto(message, "items[2].message"),
+            "items[2].message.timestamp",
+        ),
+        (lambda: convert.filter_from_proto(pb.MessageFilter(after=moment)), "filter.after"),
+    ]
+    for parse, field in said:
+        with pytest.raises(InvalidArgument) as caught:
+            parse()
+        said = [(v.field, v.description) for v in caught.value.violations]
+        assert said == [(field, convert.TIME_RANGE)]
 
 
 # Each record a request carries, as the server reads it: a valid one whose repeated messages
