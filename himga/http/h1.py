@@ -37,6 +37,10 @@ on meanwhile otherwise, so that a client hanging up is seen at once)."""
 ANSWERS_FLUSH_SECONDS = 5.0
 """How long a stopping port lets the answers it is writing reach their callers (a write the
 store committed is answered, not cut off) before it drops the connections left."""
+LINGER_SECONDS = (2.0, 30.0)
+"""After refusing a request whose body is still arriving: how long a pause in it, and how long in
+all, before the connection is closed. Closed at once, the bytes still arriving would reset it,
+and the client, still sending, would never read the refusal."""
 _BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: 12\r\n"
     b"connection: close\r\n\r\nbad request\n"
@@ -116,6 +120,7 @@ class Http1(asyncio.Protocol):
         self._arrived = 0.0
         self._gone: threading.Event | None = None  # set once the client hangs up
         self._idle: asyncio.TimerHandle | None = None
+        self._discard_until: float | None = None  # refused: what arrives is read and dropped
         self.transport: asyncio.Transport
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -137,6 +142,9 @@ class Http1(asyncio.Protocol):
             self._gone.set()
 
     def data_received(self, data: bytes) -> None:
+        if self._discard_until is not None:
+            self._linger()
+            return
         if self._first:
             self._first = False
             if data.startswith(_PREFACE):
@@ -153,6 +161,9 @@ class Http1(asyncio.Protocol):
         self._next()
 
     def eof_received(self) -> bool | None:
+        if self._discard_until is not None:  # the client has sent all it will: close now
+            self.transport.close()
+            return None
         self._h11.receive_data(b"")
         self._next()
         return None
@@ -171,12 +182,15 @@ class Http1(asyncio.Protocol):
                 event = self._h11.next_event()
             except h11.RemoteProtocolError:
                 self.transport.write(_BAD_REQUEST)
-                self.transport.close()
+                self._refused()
                 return
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return
             if isinstance(event, h11.Request):
                 self._request, self._body, self._arrived = event, bytearray(), time.monotonic()
+                if _content_length(event) > self._app.max_body_bytes:  # refused unread
+                    self._too_large()
+                    return
                 if self._h11.they_are_waiting_for_100_continue:
                     self.transport.write(
                         self._h11.send(h11.InformationalResponse(status_code=100, headers=[]))
@@ -216,7 +230,24 @@ class Http1(asyncio.Protocol):
         self._app.too_large(scope)
         status, headers, body = self._app.too_large_answer
         self._write(status, [*headers, (b"connection", b"close")], body)
-        self.transport.close()
+        self._refused()
+
+    def _refused(self) -> None:
+        """The answer to a request refused before its end is written: close once the client
+        has stopped sending it."""
+        self._discard_until = self._loop.time() + LINGER_SECONDS[1]
+        self._linger()
+
+    def _linger(self) -> None:
+        """Drop what arrives of a refused request's body; close after a pause in it, or once
+        the time to linger is up."""
+        assert self._discard_until is not None
+        if self._idle is not None:
+            self._idle.cancel()
+        if self._loop.time() >= self._discard_until:
+            self.transport.close()
+            return
+        self._idle = self._loop.call_later(LINGER_SECONDS[0], self.transport.close)
 
     def _answer(self) -> None:
         """Hand the request to the pool; its answer comes back to `_respond`."""
@@ -267,3 +298,11 @@ class Http1(asyncio.Protocol):
             data += self._h11.send(h11.Data(data=body))
         data += self._h11.send(h11.EndOfMessage())
         self.transport.write(data)
+
+
+def _content_length(request: h11.Request) -> int:
+    """The body's length its headers announce (0: none announced, or chunked)."""
+    for name, value in request.headers:
+        if name == b"content-length":
+            return int(value)  # h11 has checked it is digits
+    return 0

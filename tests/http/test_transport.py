@@ -177,3 +177,49 @@ def test_a_stopping_port_sends_the_whole_answer_of_a_committed_write() -> None:
         assert stopped.wait(30)
     finally:
         server.stop(0).wait()
+
+
+def _chunked(body: bytes) -> bytes:
+    pieces = [b"%x\r\n%s\r\n" % (len(body[i : i + 65536]), body[i : i + 65536])
+              for i in range(0, len(body), 65536)]  # fmt: skip
+    return b"".join(pieces) + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("framing", "status"),
+    [("content-length", b"413"), ("chunked", b"413"), ("malformed", b"400")],
+)
+def test_a_client_still_sending_a_refused_request_reads_the_refusal(
+    framing: str, status: bytes
+) -> None:
+    # Refused before its end (too large, or not HTTP), the connection stays open while the rest
+    # arrives, so the client's sending ends and it reads why, rather than a reset connection.
+    server, _ = create_server("127.0.0.1:0", http_address=("127.0.0.1", 0), max_message_bytes=1000)
+    body = b'{"namespace": "n", "query": "' + b"x" * (8 << 20) + b'"}'
+    head = b"POST " + RETRIEVE.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    head += b"Content-Type: application/json\r\n"
+    if framing == "content-length":
+        sent = head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    elif framing == "chunked":
+        sent = head + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(body)
+    else:  # chunked announced, the body sent bare
+        sent = head + b"Transfer-Encoding: chunked\r\n\r\n" + body
+    try:
+        with socket.create_connection(("127.0.0.1", server.http_port)) as client:
+            client.settimeout(60)
+            client.sendall(sent)
+            answer = client.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 " + status), answer[:100]
+        assert _served_after(server.http_port) == 200
+    finally:
+        server.stop(0).wait()
+
+
+def _served_after(port: int | None) -> int:
+    """The status of a small call once a refused one is done: the port still serves."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{RETRIEVE}", data=b'{"namespace": "n", "query": "x"}',
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    status, _, _ = answer_of(request)
+    return status
