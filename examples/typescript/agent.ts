@@ -5,7 +5,11 @@
 //   make serve &                                  # a server on 127.0.0.1:50051
 //   npm ci && npx tsc -p examples/typescript
 //   node build/typescript/examples/typescript/agent.js 127.0.0.1:50051
+//
+// HIMGA_TOKEN for a server with an auth file; HIMGA_TLS_CA (and HIMGA_TLS_CERT, HIMGA_TLS_KEY for
+// mutual TLS) for a server that speaks TLS.
 import { connectEpisodes, contextBeforeTask, recordAfterTask } from "./episodes.js";
+import { optionsFromEnv } from "./memory.js";
 import { SchemaValidator } from "./schemas.js";
 import type { EpisodeTrace, TaskContext } from "../../generated/typescript/schema/v1.js";
 
@@ -42,7 +46,7 @@ const done: EpisodeTrace = {
 const problems = new SchemaValidator().violations("episode_trace", done);
 if (problems.length > 0) throw new Error(`invalid episode: ${JSON.stringify(problems)}`);
 
-const episodes = connectEpisodes(target);
+const episodes = connectEpisodes(target, optionsFromEnv());
 await recordAfterTask(episodes, namespace, done);
 console.log(`recorded episode ${done.id}`);
 

@@ -4,7 +4,14 @@
 //   make serve &                                  # a server on 127.0.0.1:50051
 //   npm ci && npx tsc -p examples/typescript
 //   node build/typescript/examples/typescript/main.js 127.0.0.1:50051
-import { connectMemory, errorReason, fieldViolations, ingestItem, Reason } from "./memory.js";
+import {
+  connectMemory,
+  errorReason,
+  fieldViolations,
+  ingestItem,
+  optionsFromEnv,
+  Reason,
+} from "./memory.js";
 import { SchemaValidator } from "./schemas.js";
 import type { Session } from "../../generated/typescript/schema/v1.js";
 
@@ -42,12 +49,7 @@ console.log("bad message:", schemas.violations("message", { role: "", text: "hi"
 
 // HIMGA_TOKEN for a server with an auth file; HIMGA_TLS_CA (and HIMGA_TLS_CERT, HIMGA_TLS_KEY for
 // mutual TLS) for a server that speaks TLS.
-const memory = connectMemory(target, {
-  token: process.env.HIMGA_TOKEN,
-  ca: process.env.HIMGA_TLS_CA,
-  cert: process.env.HIMGA_TLS_CERT,
-  key: process.env.HIMGA_TLS_KEY,
-});
+const memory = connectMemory(target, optionsFromEnv());
 const items = [session, later].flatMap((each) =>
   (each.messages ?? []).map((message) => ingestItem(message, each)),
 );

@@ -137,3 +137,14 @@ def test_a_client_typed_by_openapi_typescript_calls_the_server(
         {"HIMGA_HTTP": origin, "HIMGA_TOKEN": token},
     )
     assert counts["pass"] >= 2
+
+
+def test_typescript_reads_date_times_as_the_http_port_does(
+    build: Path, http_server: tuple[str, str]
+) -> None:
+    origin, token = http_server
+    counts = _node_test(
+        build / "tests" / "typescript" / "timestamps.test.js",
+        {"HIMGA_HTTP": origin, "HIMGA_TOKEN": token},
+    )
+    assert counts["pass"] == 11

@@ -1,13 +1,19 @@
 // The TypeScript client against a himga server with an auth file and mutual TLS: served with a
 // token and a certificate of the server's CA; refused without a token (UNAUTHENTICATED), beyond
 // its token's rights (PERMISSION_DENIED), and at the handshake with an expired client
-// certificate or one from another CA. tests/languages/test_secure.py starts the server and sets
-// the environment.
+// certificate or one from another CA. connectEpisodes takes the same options: its episodes are
+// served with them and refused without a token. tests/languages/test_secure.py starts the server
+// and sets the environment.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { Code, ConnectError } from "@connectrpc/connect";
 
+import {
+  connectEpisodes,
+  contextBeforeTask,
+  recordAfterTask,
+} from "../../examples/typescript/episodes.js";
 import {
   connectMemory,
   errorReason,
@@ -15,6 +21,7 @@ import {
   Reason,
   type ConnectOptions,
 } from "../../examples/typescript/memory.js";
+import type { EpisodeTrace } from "../../generated/typescript/schema/v1.js";
 
 function required(name: string): string {
   const value = process.env[name];
@@ -83,4 +90,41 @@ test("refuses a server whose certificate comes from another CA", async () => {
   // Node's TLS refuses it before any call: connect-node reports its error as INTERNAL.
   assert.match(error.message, /unable to verify the first certificate/);
   assert.equal(errorReason(error), undefined, "the server's code answered");
+});
+
+const episode: EpisodeTrace = {
+  id: "ep-secure",
+  task_id: "task-secure",
+  timestamp: "2025-03-01T09:00:00Z",
+  agent: "ts-agent",
+  context: { goal: "Rotate the TLS certificates", phase: "ACT", files_involved: ["deploy/tls.ts"] },
+  errors_encountered: [
+    { type: "handshake", message: "certificate expired", resolution: "renew before the deadline" },
+  ],
+};
+
+test("episodes: served with a token and a certificate of the CA", async () => {
+  const episodes = connectEpisodes(target, good);
+  await recordAfterTask(episodes, "ts-secure-episodes", episode);
+  const { hits, context } = await contextBeforeTask(episodes, "ts-secure-episodes", {
+    goal: "The TLS certificates expire next week",
+    files_involved: ["deploy/tls.ts"],
+  });
+  assert.equal(hits[0]?.episode?.id, "ep-secure");
+  assert.match(context, /renew before the deadline/);
+});
+
+test("episodes: refused without a token: UNAUTHENTICATED", async () => {
+  const episodes = connectEpisodes(target, { ...good, token: undefined });
+  const error = await recordAfterTask(episodes, "ts-secure-episodes", episode).then(
+    () => assert.fail("the server accepted the call"),
+    (e: unknown) => ConnectError.from(e),
+  );
+  assert.equal(error.code, Code.Unauthenticated, error.message);
+  assert.equal(errorReason(error), Reason.Unauthenticated);
+});
+
+test("a client certificate without the CA, or without its key, is an error, not plaintext", () => {
+  assert.throws(() => connectEpisodes(target, { ...good, ca: undefined }), /needs the server's CA/);
+  assert.throws(() => connectMemory(target, { ...good, key: undefined }), /go together/);
 });

@@ -4,6 +4,9 @@
 //
 //	make serve    # in another terminal: the server on 127.0.0.1:50051
 //	go run ./examples/go/agent
+//
+// A server with an auth file takes -token (or $HIMGA_TOKEN); one that speaks TLS takes -tls-ca,
+// and mutual TLS -tls-cert and -tls-key too: the client example's flags, from examples/go/dial.
 package main
 
 import (
@@ -14,9 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
+	"himga.dev/himga/examples/go/dial"
 	"himga.dev/himga/examples/go/episodes"
 	"himga.dev/himga/examples/go/memoryerr"
 	memoryv1 "himga.dev/himga/generated/go/himga/memory/v1"
@@ -25,14 +26,16 @@ import (
 func main() {
 	target := flag.String("target", "127.0.0.1:50051", "the memory server, HOST:PORT")
 	namespace := flag.String("namespace", "go-agent", "the namespace of the agent's episodes")
+	var reach dial.Options
+	reach.AddFlags(flag.CommandLine) // -token, -tls-ca, -tls-cert, -tls-key
 	flag.Parse()
-	if err := run(*target, *namespace); err != nil {
+	if err := run(*target, reach, *namespace); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(target, namespace string) error {
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func run(target string, reach dial.Options, namespace string) error {
+	conn, err := reach.Connect(target)
 	if err != nil {
 		return err
 	}
@@ -60,12 +63,16 @@ func run(target, namespace string) error {
 	}
 	episode, err := episodes.Record(ctx, client, namespace, "go-agent", done)
 	if err != nil {
-		if memoryerr.Reason(err) == memoryerr.InvalidRequest {
+		switch memoryerr.Reason(err) {
+		case memoryerr.InvalidRequest:
 			var fields []string
 			for _, v := range memoryerr.FieldViolations(err) {
 				fields = append(fields, v.GetField()+": "+v.GetDescription())
 			}
 			return fmt.Errorf("episode refused: %s", strings.Join(fields, "; "))
+		case memoryerr.Unauthenticated, memoryerr.PermissionDenied:
+			return fmt.Errorf("the server refused the token (pass -token, or ask for a token "+
+				"granting read and write on %q): %w", namespace, err)
 		}
 		return err
 	}

@@ -29,11 +29,7 @@ func main() {
 	memoryName := flag.String("memory", "", "the memory to open the namespace with (empty: the server's)")
 	questions := flag.Int("questions", 3, "how many of its questions to ask")
 	var reach dial.Options
-	flag.StringVar(&reach.Token, "token", os.Getenv("HIMGA_TOKEN"),
-		"a bearer token, for a server with an auth file (default: $HIMGA_TOKEN)")
-	flag.StringVar(&reach.CA, "tls-ca", "", "connect with TLS, trusting this CA (PEM)")
-	flag.StringVar(&reach.Cert, "tls-cert", "", "mutual TLS: the client's certificate (PEM)")
-	flag.StringVar(&reach.Key, "tls-key", "", "mutual TLS: the client's key (PEM)")
+	reach.AddFlags(flag.CommandLine) // -token, -tls-ca, -tls-cert, -tls-key
 	flag.Parse()
 	if *path == "" {
 		flag.Usage()

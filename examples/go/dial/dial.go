@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"flag"
 	"fmt"
 	"os"
 
@@ -25,6 +26,28 @@ type Options struct {
 	Cert, Key string
 }
 
+// AddFlags registers the flags that fill o on fs: -token (default $HIMGA_TOKEN), -tls-ca,
+// -tls-cert and -tls-key. Every example that reaches a server takes them from here. The usage
+// text never shows the token.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	o.Token = os.Getenv("HIMGA_TOKEN")
+	fs.Var(secret{&o.Token}, "token",
+		"a bearer `TOKEN`, for a server with an auth file (default: $HIMGA_TOKEN)")
+	fs.StringVar(&o.CA, "tls-ca", "", "connect with TLS, trusting this CA (PEM)")
+	fs.StringVar(&o.Cert, "tls-cert", "", "mutual TLS: the client's certificate (PEM)")
+	fs.StringVar(&o.Key, "tls-key", "", "mutual TLS: the client's key (PEM)")
+}
+
+// secret is a string flag whose value -h and flag errors do not print.
+type secret struct{ value *string }
+
+func (s secret) String() string { return "" }
+
+func (s secret) Set(value string) error {
+	*s.value = value
+	return nil
+}
+
 // bearer is a per-call credential carrying the token.
 type bearer string
 
@@ -40,6 +63,9 @@ func (o Options) DialOptions() ([]grpc.DialOption, error) {
 	var opts []grpc.DialOption
 	if o.Token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(o.Token)))
+	}
+	if (o.Cert == "") != (o.Key == "") {
+		return nil, fmt.Errorf("a client certificate and its key go together: give both or neither")
 	}
 	if o.CA == "" {
 		if o.Cert != "" {

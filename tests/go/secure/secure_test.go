@@ -2,13 +2,17 @@
 // served with a token and a certificate of the server's CA; refused without a token
 // (UNAUTHENTICATED), beyond its token's rights (PERMISSION_DENIED), and at the handshake with an
 // expired client certificate or one from another CA; and it refuses a server whose certificate
-// comes from another CA. tests/languages/test_secure.py starts the
-// server, makes the certificates and tokens, and passes them in the environment.
+// comes from another CA; a client certificate without its key or the CA is an error, and the
+// flags the examples share (dial.Options.AddFlags) fill the options without showing the token.
+// tests/languages/test_secure.py starts the server, makes the certificates and tokens, and
+// passes them in the environment.
 package secure
 
 import (
 	"context"
+	"flag"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +112,41 @@ func TestRefusesAServerCertificateFromAnotherCA(t *testing.T) {
 	o.CA = env(t, "HIMGA_TLS_OTHER_CA")
 	if err := ingest(t, client(t, o), "go-secure"); status.Code(err) != codes.Unavailable {
 		t.Fatalf("want UNAVAILABLE (the server's certificate is not trusted), got %v", err)
+	}
+}
+
+func TestACertificateWithoutItsKeyOrTheCAIsAnError(t *testing.T) {
+	noKey := options(t)
+	noKey.Key = ""
+	noCA := options(t)
+	noCA.CA = ""
+	for name, o := range map[string]dial.Options{"no key": noKey, "no CA": noCA} {
+		if conn, err := o.Connect(testenv.Target(t)); err == nil {
+			conn.Close()
+			t.Errorf("%s: connected (in plaintext or without a certificate)", name)
+		}
+	}
+}
+
+func TestTheFlagsFillTheOptions(t *testing.T) {
+	t.Setenv("HIMGA_TOKEN", "from-the-environment")
+	var o dial.Options
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"-tls-ca", "ca.pem", "-tls-cert", "c.pem", "-tls-key", "k.pem"}); err != nil {
+		t.Fatal(err)
+	}
+	want := dial.Options{Token: "from-the-environment", CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}
+	if o != want {
+		t.Fatalf("got %+v, want %+v", o, want)
+	}
+	if err := fs.Parse([]string{"-token", "given"}); err != nil || o.Token != "given" {
+		t.Fatalf("-token: %v, %q", err, o.Token)
+	}
+	var usage strings.Builder
+	fs.SetOutput(&usage)
+	fs.PrintDefaults()
+	if strings.Contains(usage.String(), "given") {
+		t.Fatalf("the usage shows the token:\n%s", usage.String())
 	}
 }
