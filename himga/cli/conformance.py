@@ -21,7 +21,8 @@ def add_parser(subparsers: Any) -> None:
         description="Run the MemoryService contract over the wire against the server at "
         "--target and print a pass/fail table. Required checks are the contract; capabilities "
         "are what only a storing memory shows. Exit 0 only when every required check passes "
-        "(1: some failed, 2: no server answered). Each check uses fresh namespaces of its own, "
+        "(1: some failed, 2: no server answered, or not in the port's protocol: an HTTP port given "
+        "as --target, a gRPC port as --http). Each check uses fresh namespaces of its own, "
         "so a shared server can be checked.",
     )
     parser.add_argument("--target", help="the server's gRPC port, as HOST:PORT")

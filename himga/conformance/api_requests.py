@@ -55,6 +55,14 @@ def list_all(
     raise CheckFailed("a listing that never ends (1000 pages)")
 
 
+def shown(wire: Wire, namespace: str, word: str) -> set[str]:
+    """The ids of the messages a namespace shows: its hits for `word` (up to 100) and what it
+    lists (nothing when listings are refused as UNSUPPORTED)."""
+    found = {hit.turn_id for hit in wire.retrieve(namespace, word, 100).hits}
+    listed = unless_unsupported(lambda: list_all(wire, namespace)) or []
+    return found | {stored.message.turn_id for stored in listed}
+
+
 def unless_unsupported(call: Callable[[], R]) -> R | None:
     """The answer of `call`, or None when the server refused it as UNSUPPORTED."""
     try:

@@ -2,7 +2,8 @@
 included: every stored message's id is answered, and kept exact (ids that differ only past
 a NUL stay two messages); a Delete that names nothing is refused and
 deletes nothing; a deleted message never comes back; a filter is never ignored (no hit or
-listed message outside it, nothing of an excluded message in the context); a context keeps its
+listed message outside it, nothing of an excluded message in the context, no message outside
+it deleted, and a filtered Delete answers how many it deleted); a context keeps its
 token budget (counted by himga.tokens); a page token the server never made is refused. A memory
 may refuse a delete, a filter or a listing it cannot do with FAILED_PRECONDITION and reason
 UNSUPPORTED: that keeps the contract, answering half of the request does not.
@@ -17,6 +18,7 @@ from himga.conformance.api_requests import (
     filtered_items,
     item,
     list_all,
+    shown,
     unless_unsupported,
 )
 from himga.conformance.checks import INVALID, NewNamespace, check, said, text_message
@@ -127,7 +129,8 @@ def _ids_exact(wire: Wire, new_namespace: NewNamespace) -> None:
     "filter-never-ignored",
     "required",
     "with a filter (sessions, roles, time, metadata) no hit, context line or listed message is "
-    "outside it (or the filter is refused as UNSUPPORTED)",
+    "outside it, and a Delete (of ids too: those inside it) deletes nothing outside it and "
+    "answers how many it deleted (or the filter is refused as UNSUPPORTED, deleting nothing)",
 )
 def _filter_never_ignored(wire: Wire, new_namespace: NewNamespace) -> None:
     namespace = new_namespace()
@@ -137,6 +140,10 @@ def _filter_never_ignored(wire: Wire, new_namespace: NewNamespace) -> None:
     contents = {item.message.turn_id: item.message.content for item in items}
     for chosen, allowed in FILTERED:
         _judge_filter(wire, namespace, word, chosen, allowed, contents)
+    for chosen, allowed in FILTERED:
+        _judge_filtered_delete(wire, new_namespace(), chosen, allowed)
+    chosen, allowed = FILTERED[0]
+    _judge_filtered_delete(wire, new_namespace(), chosen, allowed, ("F0", "F1", "F2"))
 
 
 def _judge_filter(
@@ -159,6 +166,36 @@ def _judge_filter(
     listed = unless_unsupported(lambda: list_all(wire, namespace, 2, chosen)) or []
     if outside := [m.message.turn_id for m in listed if m.message.turn_id not in allowed]:
         raise CheckFailed(f"{what}: ListMessages gave {outside}, outside it")
+
+
+def _judge_filtered_delete(
+    wire: Wire,
+    namespace: str,
+    chosen: pb.MessageFilter,
+    allowed: set[str],
+    ids: tuple[str, ...] = (),
+) -> None:
+    """Fail if a Delete with `chosen` (and `ids`, when given) in a namespace of the six
+    filtered messages deletes one outside what it names, or answers a count other than the
+    messages it deleted (when the server showed them all before: else at most what it names)."""
+    word = marker()
+    wire.store(namespace, *filtered_items(word))
+    named = allowed & set(ids) if ids else allowed
+    what = f"Delete {describe(chosen)}" + (f" of ids {list(ids)}" if ids else "")
+    before = shown(wire, namespace, word)
+    count = unless_unsupported(lambda: wire.delete(namespace, ids, chosen))
+    gone = before - shown(wire, namespace, word)
+    if outside := sorted(gone - named):
+        raise CheckFailed(f"{what}: {outside} are gone, outside it")
+    if count is None:
+        if gone:
+            raise CheckFailed(f"{what} was refused as UNSUPPORTED, yet {sorted(gone)} are gone")
+        return
+    every = {item.message.turn_id for item in filtered_items(word)}
+    if before == every and count != len(gone):
+        raise CheckFailed(f"{what} answered {count} deleted; {sorted(gone)} are gone")
+    if count > len(named):
+        raise CheckFailed(f"{what} answered {count} deleted; {len(named)} stored messages match")
 
 
 @check(

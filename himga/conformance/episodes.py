@@ -1,5 +1,6 @@
 """The EpisodeService checks: round trip, filters and paging, delete, search by files,
-isolation between namespaces, the context budget, refusing an invalid episode, and not
+isolation between namespaces, episodes forgotten by DeleteNamespace (MemoryService's, which
+forgets a namespace wholly), the context budget, refusing an invalid episode, and not
 listing a namespace whose only write, an episode, failed. They run only against a server that
 offers the service (`offers_episodes`)."""
 
@@ -11,6 +12,7 @@ from himga.conformance.checks import INVALID, NewNamespace, check
 from himga.conformance.namespaces import (
     FAILED_WRITE_DEADLINE,
     failed_write_settles,
+    listed,
     until_a_write_fails,
 )
 from himga.conformance.wire import CheckFailed, Wire, code_of, expect_error, marker
@@ -224,6 +226,36 @@ def _isolation(wire: Wire, new_namespace: NewNamespace) -> None:
     if _search(wire, other, pb.TaskContext(goal=word, files_involved=["src/app.py"])).hits:
         raise CheckFailed("another namespace finds the episode")
     expect_error(lambda: _get(wire, other, episode.id), grpc.StatusCode.NOT_FOUND)
+
+
+@check(
+    "episode-namespace-deleted",
+    "episodes",
+    "after DeleteNamespace a namespace's episodes are gone (not listed, found or got) and it is "
+    "not listed; another namespace's episodes stay",
+)
+def _namespace_deleted(wire: Wire, new_namespace: NewNamespace) -> None:
+    namespace, other = new_namespace(), new_namespace()
+    word = marker()
+    episode = _episode(1, word)
+    for holder in (namespace, other):
+        _record(wire, holder, episode)
+    held = [info.name for info in listed(wire, namespace)] == [namespace]
+    answer = wire.memory.DeleteNamespace(
+        pb.DeleteNamespaceRequest(namespace=namespace), timeout=wire.timeout
+    )
+    if answer.deleted != held:
+        raise CheckFailed(f"DeleteNamespace of a namespace listed {held} answered {answer}")
+    if _list(wire, namespace).episodes:
+        raise CheckFailed("ListEpisodes lists an episode of the deleted namespace")
+    if _search(wire, namespace, pb.TaskContext(goal=word, files_involved=["src/app.py"])).hits:
+        raise CheckFailed("SearchEpisodes finds an episode of the deleted namespace")
+    if _got(wire, namespace, episode.id):
+        raise CheckFailed("GetEpisode gets an episode of the deleted namespace")
+    if [info.name for info in listed(wire, namespace)]:
+        raise CheckFailed("the deleted namespace, which held an episode, is still listed")
+    if (kept := [e.id for e in _list(wire, other).episodes]) != [episode.id]:
+        raise CheckFailed(f"another namespace lists {kept}, want [{episode.id!r}]")
 
 
 @check(

@@ -1,5 +1,6 @@
 """The required checks: what every MemoryService must do, a memory that stores nothing
-included (the seed's contracts on the wire, batch atomicity, error codes, health)."""
+included (the seed's contracts on the wire, namespaces isolated in what they give and in what
+forgetting one takes, batch atomicity, error codes, health)."""
 
 from collections.abc import Callable
 
@@ -7,6 +8,7 @@ import grpc
 from grpc_health.v1 import health_pb2
 from himga_proto.memory.v1 import memory_pb2 as pb
 
+from himga.conformance.api_requests import filtered_items, shown, unless_unsupported
 from himga.conformance.checks import (
     INVALID,
     MAX_LIMIT,
@@ -100,7 +102,8 @@ def _reset_keeps_usable(wire: Wire, new_namespace: NewNamespace) -> None:
 @check(
     "namespaces-isolated",
     "required",
-    "what one namespace holds is never retrieved from another",
+    "what one namespace holds is never retrieved from another, and a Reset, a Delete (by ids, "
+    "by a filter) or a DeleteNamespace of one leaves every message another shows",
 )
 def _namespaces_isolated(wire: Wire, new_namespace: NewNamespace) -> None:
     holder, other = new_namespace(), new_namespace()
@@ -108,6 +111,35 @@ def _namespaces_isolated(wire: Wire, new_namespace: NewNamespace) -> None:
     wire.ingest(other, said(marker()))  # both exist: a server may answer one that does not at once
     wire.ingest(holder, said(word))
     expect_absent(wire.retrieve(other, word), word, "another namespace")
+    wire.store(holder, *filtered_items(word))  # the same ids as the other namespace's
+    kept = _held(wire, holder, word)
+    for what, forget in _forgetting(wire, other).items():
+        wire.store(other, *filtered_items(marker()))
+        forget()
+        if lost := sorted(kept - _held(wire, holder, word)):
+            raise CheckFailed(f"{what} of another namespace: {lost} of this one are gone")
+
+
+def _held(wire: Wire, namespace: str, word: str) -> set[str]:
+    """What a namespace shows of the messages holding `word`: their ids (`shown`), and
+    "the context" when its answer's context holds the word."""
+    found = shown(wire, namespace, word)
+    return found | ({"the context"} if word in wire.retrieve(namespace, word).context else set())
+
+
+def _forgetting(wire: Wire, namespace: str) -> dict[str, Callable[[], object]]:
+    """Each call that forgets something of `namespace`, by what it is (a Delete refused as
+    UNSUPPORTED forgets nothing, and keeps the contract)."""
+    return {
+        "a Reset": lambda: wire.reset(namespace),
+        "a Delete by ids": lambda: unless_unsupported(lambda: wire.delete(namespace, ("F0", "F1"))),
+        "a Delete by a filter": lambda: unless_unsupported(
+            lambda: wire.delete(namespace, filter=pb.MessageFilter(session_ids=["s1", "s2"]))
+        ),
+        "a DeleteNamespace": lambda: wire.memory.DeleteNamespace(
+            pb.DeleteNamespaceRequest(namespace=namespace), timeout=wire.timeout
+        ),
+    }
 
 
 # --- required: malformed requests -----------------------------------------------------------

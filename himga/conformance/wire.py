@@ -1,16 +1,19 @@
 """The kit's side of the wire: stubs for a target, fresh namespaces, marker words, and what a
 failed call's status says (its code; its field violations, read by himga.service.errors)."""
 
+import http.client
+import re
 import secrets
 import string
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
@@ -144,9 +147,30 @@ def connect(target: str, timeout: float, token: str | None = None) -> Iterator[W
             grpc.channel_ready_future(channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
             raise ConnectionError(f"no gRPC server answers at {target}") from None
-        yield Wire.of_channel(channel, timeout)
+        wire = Wire.of_channel(channel, timeout)
+        _answers_grpc(wire, target)
+        yield wire
     finally:
         channel.close()
+
+
+_NOT_GRPC = re.compile(r"Received http2 header with status: (\d+)")
+"""What gRPC's client says of an HTTP/2 answer without a gRPC status: no gRPC server sent it."""
+
+
+def _answers_grpc(wire: Wire, target: str) -> None:
+    """ConnectionError when what answers HTTP/2 at `target` does not answer a gRPC call (its
+    health check) in gRPC: an HTTP port, most likely. Any gRPC status will do, even an error."""
+    try:
+        wire.health.Check(health_pb2.HealthCheckRequest(service=""), timeout=wire.timeout)
+    except grpc.RpcError as error:
+        details = error.details() if isinstance(error, grpc.Call) else ""
+        if found := _NOT_GRPC.search(details or ""):
+            raise ConnectionError(
+                f"no gRPC server answers at {target}: an HTTP/2 server does, answering a gRPC "
+                f"call with HTTP status {found.group(1)} and no gRPC status (an HTTP port?); "
+                f"give an HTTP port as --http http://{target}, and the gRPC port as --target"
+            ) from None
 
 
 @contextmanager
@@ -162,8 +186,25 @@ def connect_http(url: str, timeout: float, token: str | None = None) -> Iterator
         pass  # an HTTP answer, whatever it says: something serves HTTP there
     except (urllib.error.URLError, OSError, ValueError) as error:
         raise ConnectionError(f"no HTTP server answers at {url}: {error}") from None
+    except http.client.HTTPException as error:
+        raise ConnectionError(_not_http(url, error)) from None
     memory = ConnectStub(url, "MemoryService", token)
     yield Wire(memory, ConnectStub(url, "EpisodeService", token), None, timeout, HTTP)
+
+
+def _not_http(url: str, error: http.client.HTTPException) -> str:
+    """What the answer to an HTTP/1.1 request at `url` that is not HTTP/1.1 says of who sent
+    it: HTTP/2 alone (a frame: 3 bytes of length, then the type, 4 for SETTINGS) is how a gRPC
+    port answers."""
+    line = error.args[0] if isinstance(error, http.client.BadStatusLine) and error.args else ""
+    if isinstance(line, str) and len(line) > 3 and line[3] == "\x04":
+        where = urllib.parse.urlsplit(url).netloc
+        return (
+            f"no HTTP server answers HTTP/1.1 at {url}: an HTTP/2-only server does (an HTTP/2 "
+            f"SETTINGS frame came back), as a gRPC port does; give a gRPC port as --target "
+            f"{where}, and the HTTP port as --http"
+        )
+    return f"no HTTP server answers at {url}: the answer is not HTTP ({error!r:.80})"
 
 
 def fresh_namespace(check: str) -> str:

@@ -1,7 +1,8 @@
 """The conformance kit judges servers rightly: the reference server passes it with every memory
 it knows (a storing one shows every capability, `null` none but the size limit), memories that
-break a contract fail exactly the checks of that contract, and the Go NullMemory server, which
-checks no request, gets the table its behaviour calls for."""
+break a contract (and a server whose DeleteNamespace keeps episodes) fail exactly the checks of
+that contract, a port of the other protocol is named rather than checked, and the Go NullMemory
+server, which checks no request, gets the table its behaviour calls for."""
 
 import re
 import socket
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -25,6 +27,7 @@ from himga.memory.base import BaseMemory, Hit
 from himga.memory.filters import MessageFilter
 from himga.memory.method import Method
 from himga.memory.registry import memory_kind, memory_names, register, unregister
+from himga.service import catalog
 from himga.service.server import create_server
 from himga.storage.postgres import Database
 from tests.conftest import HTTP_PORTS
@@ -86,7 +89,7 @@ def checks_over(transport: str, target: str) -> list[CheckResult]:
 
 
 @contextmanager
-def python_server(memory: str, data_dir: Path, **options: int) -> Iterator[str]:
+def python_server(memory: str, data_dir: Path, **options: object) -> Iterator[str]:
     """The target of a server of `memory`, its HTTP port open too (HTTP_PORTS)."""
     server, port = create_server(
         "127.0.0.1:0",
@@ -289,6 +292,67 @@ class _DeletesNothing(KeywordMemory):
         return len(list(ids)) or 1
 
 
+class _FilteredDeleteForgetsAll(KeywordMemory):
+    """A Delete with a filter forgets the whole namespace, answering the count it matched."""
+
+    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+        deleted = super().delete(ids, filter=filter)
+        if filter is not None:
+            super().reset()
+        return deleted
+
+
+class _IdsOutrankTheFilter(KeywordMemory):
+    """A Delete naming ids deletes them, whether they match its filter or not."""
+
+    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+        ids = list(ids)
+        return super().delete(ids) if ids else super().delete(filter=filter)
+
+
+class _ReachesEveryNamespace(KeywordMemory):
+    """Keeps every memory it made (one a namespace), for its subclasses to forget in all."""
+
+    made: ClassVar[list[KeywordMemory]]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.made = []  # each broken kind its own
+
+    @classmethod
+    def for_namespace(cls, namespace: str, place: Path | None, options: Method) -> KeywordMemory:
+        memory = super().for_namespace(namespace, place, options)
+        cls.made.append(memory)
+        return memory
+
+
+class _ResetForgetsEveryNamespace(_ReachesEveryNamespace):
+    """A Reset of one namespace resets every namespace."""
+
+    def reset(self) -> None:
+        for memory in self.made:
+            KeywordMemory.reset(memory)
+
+
+class _DeleteForgetsInEveryNamespace(_ReachesEveryNamespace):
+    """A Delete in one namespace deletes what it names in every namespace."""
+
+    def delete(self, ids: Iterable[str] = (), *, filter: MessageFilter | None = None) -> int:
+        ids = list(ids)
+        others = [memory for memory in self.made if memory is not self]
+        for memory in others:
+            KeywordMemory.delete(memory, ids, filter=filter)
+        return super().delete(ids, filter=filter)
+
+
+class _DeleteNamespaceForgetsEvery(_ReachesEveryNamespace):
+    """Closing one namespace's memory (DeleteNamespace does) resets every namespace."""
+
+    def close(self) -> None:
+        for memory in self.made:
+            KeywordMemory.reset(memory)
+
+
 class _CutsIdsAtNul(KeywordMemory):
     """Reads an id only up to a NUL when it deletes (as SQLite's json_each did)."""
 
@@ -305,9 +369,15 @@ class _CutsIdsAtNul(KeywordMemory):
         (_OneStoreForAll, {"namespaces-isolated", "isolation-keeps-data"} | API_CAPABILITIES),
         (_EmptyQueryAnswers, {"empty-query"} | API_CAPABILITIES),
         (_IgnoresFilters, {"filter-never-ignored", "filter-fills-the-limit"}),
+        (_FilteredDeleteForgetsAll, {"filter-never-ignored", "deletes-by-session-and-time"}),
+        (_IdsOutrankTheFilter, {"filter-never-ignored"}),
+        (_ResetForgetsEveryNamespace, {"namespaces-isolated", "isolation-keeps-data"}),
+        (_DeleteForgetsInEveryNamespace, {"namespaces-isolated", "deletes-stay-in-namespace"}),
+        (_DeleteNamespaceForgetsEvery, {"namespaces-isolated"}),
         (
             _DeletesNothing,
             {
+                "filter-never-ignored",
                 "deleted-never-returns",
                 "deletes-by-session-and-time",
                 "lists-every-message-once",
@@ -331,6 +401,27 @@ def test_a_broken_memory_fails_exactly_its_checks(
     finally:
         unregister(name)
     assert outcome(results)[1] == failing, render(target, results)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_episodes_kept_after_delete_namespace_fail_their_check(
+    transport: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server whose DeleteNamespace forgets a namespace's messages but keeps its episodes
+    (here the reference server, its episode files put back once it has removed them)."""
+    forget = catalog._directory_forget
+
+    def keeps_episodes(data_dir: Path, namespace: str) -> None:
+        kept = {path: path.read_bytes() for path in (data_dir / "episodes").glob("*")}
+        forget(data_dir, namespace)
+        for path, held in kept.items():
+            if not path.exists():
+                path.write_bytes(held)
+
+    monkeypatch.setattr(catalog, "_directory_forget", keeps_episodes)
+    with python_server("sqlite", tmp_path) as target:
+        results = checks_over(transport, target)
+    assert outcome(results)[1] == {"episode-namespace-deleted"}, render(target, results)
 
 
 @contextmanager
@@ -431,7 +522,7 @@ def test_go_null_server_gets_the_table_its_behaviour_calls_for(go_null_server: s
     ), table
     assert {n for n, result in rows.items() if result == "NOT OFFERED"} == EPISODES, table
     assert f"{go_null_server} does NOT conform to the MemoryService contract" in table
-    assert "episodes: 0 passed, 0 failed, 8 not offered" in table
+    assert f"episodes: 0 passed, 0 failed, {len(EPISODES)} not offered" in table
 
 
 def test_a_server_without_episodes_can_conform() -> None:
@@ -452,6 +543,25 @@ def test_no_server_at_the_target_exits_2(capsys: pytest.CaptureFixture[str]) -> 
         port = probe.getsockname()[1]
     assert main(["conformance", "--target", f"127.0.0.1:{port}", "--timeout", "0.5"]) == 2
     assert "no gRPC server answers" in capsys.readouterr().err
+
+
+def test_a_port_of_the_other_kind_is_named_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gRPC port given as --http, or an HTTP port as --target: one line saying what answers
+    there and which option takes it, and exit 2, as when no server answers."""
+    with python_server("null", tmp_path) as target:
+        url = HTTP_PORTS[target]
+        assert main(["conformance", "--http", f"http://{target}"]) == 2
+        said = capsys.readouterr()
+        assert said.out == "" and said.err.count("\n") == 1, said
+        assert f"no HTTP server answers HTTP/1.1 at http://{target}: an HTTP/2-only" in said.err
+        assert f"give a gRPC port as --target {target}" in said.err
+        assert main(["conformance", "--target", url.removeprefix("http://")]) == 2
+        said = capsys.readouterr()
+        assert said.out == "" and said.err.count("\n") == 1, said
+        assert "answering a gRPC call with HTTP status 404 and no gRPC status" in said.err
+        assert f"give an HTTP port as --http {url}" in said.err
 
 
 def test_the_kit_talks_only_through_the_wire() -> None:
