@@ -286,13 +286,40 @@ def _reason(error: "_JsonschemaError", keyword: str, schema: Mapping[str, Any]) 
     if keyword == "format":
         return f"must be a valid {value} (got {got})"
     if keyword == "pattern" and schema.get("format") == "date-time":
-        return f"must be an RFC 3339 date-time in UTC with a Z, such as {_DATE_TIME} (got {got})"
+        reason = f"must be an RFC 3339 date-time in UTC with a Z, such as {_DATE_TIME} (got {got})"
+        beyond = _beyond_timestamp(error.instance)
+        return f"{reason}: {beyond}" if beyond else reason
     if keyword == "not" and schema.get("format") == "date-time":
         return f"must hold no white space (got {got})"
     return error.message
 
 
 _DATE_TIME = "2024-05-08T13:56:00Z"
+
+# RFC 3339 in UTC with a Z, as far as RFC 3339 itself goes: any year, a leap second, any number
+# of digits after the point. What the schemas' pattern refuses of it is what a
+# google.protobuf.Timestamp (the proto's date-time, a document's ProtoJSON form) cannot hold.
+_RFC_3339_UTC = re.compile(
+    r"([0-9]{4})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt](?:[01][0-9]|2[0-3]):[0-5][0-9]:"
+    r"([0-5][0-9]|60)(?:\.([0-9]+))?[Zz]"
+)
+
+
+def _beyond_timestamp(instance: object) -> str:
+    """Why an RFC 3339 date-time in UTC that the pattern refuses is no Timestamp's: year 0000,
+    a leap second, more than 9 digits after the point; empty for anything else."""
+    found = _RFC_3339_UTC.fullmatch(instance) if isinstance(instance, str) else None
+    if found is None:
+        return ""
+    year, second, fraction = found.groups()
+    beyond = []
+    if year == "0000":
+        beyond.append("year 0000 (the years are 0001 to 9999)")
+    if second == "60":
+        beyond.append("a leap second (the seconds are 00 to 59)")
+    if fraction is not None and len(fraction) > 9:
+        beyond.append(f"{len(fraction)} digits after the point (at most 9: nanoseconds)")
+    return f"a google.protobuf.Timestamp cannot hold {' or '.join(beyond)}" if beyond else ""
 
 
 def _rule_location(schema: Mapping[str, Any], keyword: str) -> str:

@@ -217,6 +217,61 @@ def test_every_property_appears_in_a_valid_vector() -> None:
         assert properties <= present[type_name], type_name
 
 
+# Date-times at the edges of RFC 3339 and of a google.protobuf.Timestamp, each with its verdict:
+# the ones whose verdict once hung on the validator (year 0000 passed jsonschema-rs, ajv and Go
+# but not jsonschema) and their neighbours. Every type with a date-time has a vector of each.
+EDGE_DATE_TIMES = {
+    "0001-01-01T00:00:00Z": True,  # a Timestamp's first year
+    "9999-12-31T23:59:59.999999999Z": True,  # its last nanosecond
+    "2024-05-08T13:56:00.123456789Z": True,  # nanoseconds: 9 digits after the point
+    "2024-05-08t13:56:00z": True,  # RFC 3339 section 5.6 allows lower case
+    "0000-01-01T00:00:00Z": False,  # RFC 3339's grammar allows year 0000; a Timestamp does not
+    "2024-05-08T13:56:00.1234567891Z": False,  # 10 digits: more than a Timestamp holds
+    "2016-12-31T23:59:60Z": False,  # a leap second: RFC 3339's, not a Timestamp's
+    "2024-02-30T00:00:00Z": False,  # a day no calendar has (format assertion)
+}
+
+
+def _date_time_properties(type_name: str) -> set[str]:
+    properties = validation.schema_for(type_name).get("properties", {})
+    return {name for name, p in properties.items() if p.get("format") == "date-time"}
+
+
+@pytest.mark.parametrize(
+    "type_name", [t for t in validation.type_names() if _date_time_properties(t)]
+)
+def test_every_type_with_a_date_time_has_a_vector_at_each_edge(type_name: str) -> None:
+    found: dict[str, set[bool]] = {text: set() for text in EDGE_DATE_TIMES}
+    for vector_type, _, vector in VECTORS:
+        if vector_type == type_name and isinstance(vector["data"], dict):
+            for name in _date_time_properties(type_name):
+                if vector["data"].get(name) in found:
+                    found[vector["data"][name]].add(vector["valid"])
+    assert found == {text: {valid} for text, valid in EDGE_DATE_TIMES.items()}
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("0000-01-01T00:00:00Z", "year 0000"),
+        ("2024-05-08T13:56:00.1234567891Z", "10 digits after the point"),
+        ("2016-12-31T23:59:60Z", "a leap second"),
+    ],
+)
+def test_a_date_time_no_timestamp_holds_is_refused_naming_the_field_and_why(
+    text: str, what: str
+) -> None:
+    document = {
+        "session_id": "s1",
+        "messages": [{"role": "Ada", "content": "x", "timestamp": text}],
+    }
+    assert not validation.is_valid(document, "Session")
+    refusals = [e for e in validation.validate(document, "Session") if e.keyword == "pattern"]
+    assert [e.path for e in refusals] == ["$.messages[0].timestamp"]
+    assert f"a google.protobuf.Timestamp cannot hold {what}" in refusals[0].reason
+    assert refusals[0].schema_path.endswith("message.json#/properties/timestamp/pattern")
+
+
 def test_the_schema_a_valid_vector_claims_names_its_own_type() -> None:
     claims = [
         (type_name, vector["data"]["$schema"])
@@ -244,6 +299,10 @@ NEAR_RULES = st.sampled_from(
         "2024-05-08T13:56:00Z ",
         "2024-05-08T13:56:00+00:00",
         "2024-02-30T00:00:00Z",
+        "0000-01-01T00:00:00Z",
+        "2024-05-08T13:56:00.1234567891Z",
+        "2024-05-08T13:56:00.123456789Z",
+        "2016-12-31T23:59:60Z",
         "20240508T135600Z",
         "REASON",
         "reason",
