@@ -1101,6 +1101,8 @@ type ListMessagesRequest struct {
 	// Only messages that match this filter are listed. Optional.
 	Filter *MessageFilter `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
 	// At most this many messages in the page; 0 means the server's default (100). At most 1000.
+	// A page may hold fewer, to stay under the message limit: read on until next_page_token is
+	// empty.
 	PageSize uint32 `protobuf:"varint,3,opt,name=page_size,proto3" json:"page_size,omitempty"`
 	// Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
 	// A token the server did not make is INVALID_ARGUMENT.
@@ -2477,7 +2479,8 @@ type ListEpisodesRequest struct {
 	// Only episodes that read, modified or name this file path (files_read, files_modified,
 	// context.files_involved), compared exactly.
 	File string `protobuf:"bytes,8,opt,name=file,proto3" json:"file,omitempty"`
-	// At most this many episodes; 0 means the server's default (50). At most 1000.
+	// At most this many episodes; 0 means the server's default (50). At most 1000. A page may
+	// hold fewer, to stay under the message limit: read on until next_page_token is empty.
 	PageSize uint32 `protobuf:"varint,9,opt,name=page_size,proto3" json:"page_size,omitempty"`
 	// Empty for the first page; else the next_page_token of the previous page, with the same
 	// filters (another filter is INVALID_ARGUMENT naming page_token).

@@ -90,8 +90,9 @@ const (
 //	                                         admin: Reset, DeleteNamespace) on the request's
 //	                                         namespace. Neither auth reason tells whether the
 //	                                         namespace exists.
-//	CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
-//	                                         write committed: nothing was stored.
+//	CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+//	                    DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+//	                                         nothing was stored.
 //	SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
 //	                                         stored; send it again (to another server).
 //	STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -104,7 +105,9 @@ const (
 //	                                         asks (a filter, a delete, a listing); it refuses
 //	                                         rather than ignore part of the request. Also: the
 //	                                         server cannot use the embedding model the memory
-//	                                         needs (its log names the fix).
+//	                                         needs (its log names the fix); a stored message or
+//	                                         episode is too large for any answer (ListMessages,
+//	                                         ListEpisodes, GetEpisode: the message names it).
 //	INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
 //
 // Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
@@ -288,8 +291,9 @@ func (c *memoryServiceClient) DeleteNamespace(ctx context.Context, in *DeleteNam
 //	                                         admin: Reset, DeleteNamespace) on the request's
 //	                                         namespace. Neither auth reason tells whether the
 //	                                         namespace exists.
-//	CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
-//	                                         write committed: nothing was stored.
+//	CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+//	                    DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+//	                                         nothing was stored.
 //	SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
 //	                                         stored; send it again (to another server).
 //	STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -302,7 +306,9 @@ func (c *memoryServiceClient) DeleteNamespace(ctx context.Context, in *DeleteNam
 //	                                         asks (a filter, a delete, a listing); it refuses
 //	                                         rather than ignore part of the request. Also: the
 //	                                         server cannot use the embedding model the memory
-//	                                         needs (its log names the fix).
+//	                                         needs (its log names the fix); a stored message or
+//	                                         episode is too large for any answer (ListMessages,
+//	                                         ListEpisodes, GetEpisode: the message names it).
 //	INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
 //
 // Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized

@@ -656,7 +656,10 @@ class ListMessagesRequest(_message.Message):
     namespace: _builtins.str
     """The namespace to list. Required."""
     page_size: _builtins.int
-    """At most this many messages in the page; 0 means the server's default (100). At most 1000."""
+    """At most this many messages in the page; 0 means the server's default (100). At most 1000.
+    A page may hold fewer, to stay under the message limit: read on until next_page_token is
+    empty.
+    """
     page_token: _builtins.str
     """Where to go on: the next_page_token of the previous page, unchanged. Empty: the first page.
     A token the server did not make is INVALID_ARGUMENT.
@@ -1378,7 +1381,9 @@ class ListEpisodesRequest(_message.Message):
     context.files_involved), compared exactly.
     """
     page_size: _builtins.int
-    """At most this many episodes; 0 means the server's default (50). At most 1000."""
+    """At most this many episodes; 0 means the server's default (50). At most 1000. A page may
+    hold fewer, to stay under the message limit: read on until next_page_token is empty.
+    """
     page_token: _builtins.str
     """Empty for the first page; else the next_page_token of the previous page, with the same
     filters (another filter is INVALID_ARGUMENT naming page_token).

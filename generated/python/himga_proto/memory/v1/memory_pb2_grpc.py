@@ -57,8 +57,9 @@ class MemoryServiceStub:
     admin: Reset, DeleteNamespace) on the request's
     namespace. Neither auth reason tells whether the
     namespace exists.
-    CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
-    write committed: nothing was stored.
+    CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+    DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+    nothing was stored.
     SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
     stored; send it again (to another server).
     STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -71,7 +72,9 @@ class MemoryServiceStub:
     asks (a filter, a delete, a listing); it refuses
     rather than ignore part of the request. Also: the
     server cannot use the embedding model the memory
-    needs (its log names the fix).
+    needs (its log names the fix); a stored message or
+    episode is too large for any answer (ListMessages,
+    ListEpisodes, GetEpisode: the message names it).
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
@@ -167,8 +170,9 @@ class MemoryServiceServicer:
     admin: Reset, DeleteNamespace) on the request's
     namespace. Neither auth reason tells whether the
     namespace exists.
-    CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
-    write committed: nothing was stored.
+    CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+    DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+    nothing was stored.
     SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
     stored; send it again (to another server).
     STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -181,7 +185,9 @@ class MemoryServiceServicer:
     asks (a filter, a delete, a listing); it refuses
     rather than ignore part of the request. Also: the
     server cannot use the embedding model the memory
-    needs (its log names the fix).
+    needs (its log names the fix); a stored message or
+    episode is too large for any answer (ListMessages,
+    ListEpisodes, GetEpisode: the message names it).
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
@@ -362,8 +368,9 @@ class MemoryService:
     admin: Reset, DeleteNamespace) on the request's
     namespace. Neither auth reason tells whether the
     namespace exists.
-    CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
-    write committed: nothing was stored.
+    CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+    DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+    nothing was stored.
     SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
     stored; send it again (to another server).
     STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -376,7 +383,9 @@ class MemoryService:
     asks (a filter, a delete, a listing); it refuses
     rather than ignore part of the request. Also: the
     server cannot use the embedding model the memory
-    needs (its log names the fix).
+    needs (its log names the fix); a stored message or
+    episode is too large for any answer (ListMessages,
+    ListEpisodes, GetEpisode: the message names it).
     INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.

@@ -61,8 +61,9 @@ class MemoryServiceStub:
                                                admin: Reset, DeleteNamespace) on the request's
                                                namespace. Neither auth reason tells whether the
                                                namespace exists.
-      CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
-                                               write committed: nothing was stored.
+      CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+                          DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+                                               nothing was stored.
       SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
                                                stored; send it again (to another server).
       STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -75,7 +76,9 @@ class MemoryServiceStub:
                                                asks (a filter, a delete, a listing); it refuses
                                                rather than ignore part of the request. Also: the
                                                server cannot use the embedding model the memory
-                                               needs (its log names the fix).
+                                               needs (its log names the fix); a stored message or
+                                               episode is too large for any answer (ListMessages,
+                                               ListEpisodes, GetEpisode: the message names it).
       INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
@@ -179,8 +182,9 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
                                                admin: Reset, DeleteNamespace) on the request's
                                                namespace. Neither auth reason tells whether the
                                                namespace exists.
-      CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
-                                               write committed: nothing was stored.
+      CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+                          DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+                                               nothing was stored.
       SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
                                                stored; send it again (to another server).
       STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -193,7 +197,9 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
                                                asks (a filter, a delete, a listing); it refuses
                                                rather than ignore part of the request. Also: the
                                                server cannot use the embedding model the memory
-                                               needs (its log names the fix).
+                                               needs (its log names the fix); a stored message or
+                                               episode is too large for any answer (ListMessages,
+                                               ListEpisodes, GetEpisode: the message names it).
       INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
@@ -293,8 +299,9 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
                                                admin: Reset, DeleteNamespace) on the request's
                                                namespace. Neither auth reason tells whether the
                                                namespace exists.
-      CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
-                                               write committed: nothing was stored.
+      CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+                          DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+                                               nothing was stored.
       SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
                                                stored; send it again (to another server).
       STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -307,7 +314,9 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
                                                asks (a filter, a delete, a listing); it refuses
                                                rather than ignore part of the request. Also: the
                                                server cannot use the embedding model the memory
-                                               needs (its log names the fix).
+                                               needs (its log names the fix); a stored message or
+                                               episode is too large for any answer (ListMessages,
+                                               ListEpisodes, GetEpisode: the message names it).
       INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
     Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
     request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.

@@ -595,7 +595,8 @@ export interface components {
             file?: string;
             /**
              * Format: int32
-             * @description At most this many episodes; 0 means the server's default (50). At most 1000.
+             * @description At most this many episodes; 0 means the server's default (50). At most 1000. A page may
+             *      hold fewer, to stay under the message limit: read on until next_page_token is empty.
              */
             page_size?: number;
             /**
@@ -620,6 +621,8 @@ export interface components {
             /**
              * Format: int32
              * @description At most this many messages in the page; 0 means the server's default (100). At most 1000.
+             *      A page may hold fewer, to stay under the message limit: read on until next_page_token is
+             *      empty.
              */
             page_size?: number;
             /**

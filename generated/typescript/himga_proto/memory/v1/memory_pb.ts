@@ -1153,6 +1153,8 @@ export type ListMessagesRequest = Message$1<"himga.memory.v1.ListMessagesRequest
 
   /**
    * At most this many messages in the page; 0 means the server's default (100). At most 1000.
+   * A page may hold fewer, to stay under the message limit: read on until next_page_token is
+   * empty.
    *
    * @generated from field: uint32 page_size = 3 [json_name = "page_size"];
    */
@@ -1196,6 +1198,8 @@ export type ListMessagesRequestJson = {
 
   /**
    * At most this many messages in the page; 0 means the server's default (100). At most 1000.
+   * A page may hold fewer, to stay under the message limit: read on until next_page_token is
+   * empty.
    *
    * @generated from field: uint32 page_size = 3 [json_name = "page_size"];
    */
@@ -2556,7 +2560,8 @@ export type ListEpisodesRequest = Message$1<"himga.memory.v1.ListEpisodesRequest
   file: string;
 
   /**
-   * At most this many episodes; 0 means the server's default (50). At most 1000.
+   * At most this many episodes; 0 means the server's default (50). At most 1000. A page may
+   * hold fewer, to stay under the message limit: read on until next_page_token is empty.
    *
    * @generated from field: uint32 page_size = 9 [json_name = "page_size"];
    */
@@ -2635,7 +2640,8 @@ export type ListEpisodesRequestJson = {
   file?: string;
 
   /**
-   * At most this many episodes; 0 means the server's default (50). At most 1000.
+   * At most this many episodes; 0 means the server's default (50). At most 1000. A page may
+   * hold fewer, to stay under the message limit: read on until next_page_token is empty.
    *
    * @generated from field: uint32 page_size = 9 [json_name = "page_size"];
    */
@@ -2933,8 +2939,9 @@ export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {j
  *                                            admin: Reset, DeleteNamespace) on the request's
  *                                            namespace. Neither auth reason tells whether the
  *                                            namespace exists.
- *   CALLER_GONE         CANCELLED            the call ended (deadline, cancellation) before its
- *                                            write committed: nothing was stored.
+ *   CALLER_GONE         CANCELLED or         the call ended (cancelled, or its deadline passed:
+ *                       DEADLINE_EXCEEDED    DEADLINE_EXCEEDED) before its write committed:
+ *                                            nothing was stored.
  *   SERVER_STOPPING     UNAVAILABLE          the server is stopping: nothing of the call was
  *                                            stored; send it again (to another server).
  *   STORE_UNAVAILABLE   UNAVAILABLE          the store cannot write (a full disk): nothing was
@@ -2947,7 +2954,9 @@ export const SearchEpisodesResponseSchema: GenMessage<SearchEpisodesResponse, {j
  *                                            asks (a filter, a delete, a listing); it refuses
  *                                            rather than ignore part of the request. Also: the
  *                                            server cannot use the embedding model the memory
- *                                            needs (its log names the fix).
+ *                                            needs (its log names the fix); a stored message or
+ *                                            episode is too large for any answer (ListMessages,
+ *                                            ListEpisodes, GetEpisode: the message names it).
  *   INTERNAL            INTERNAL             the server failed unexpectedly (it logs why).
  * Statuses a server sends before its own code runs (RESOURCE_EXHAUSTED for an oversized
  * request, UNAVAILABLE, DEADLINE_EXCEEDED) carry no ErrorInfo.
