@@ -20,7 +20,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,6 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tests.ports import free_port
 
 USER = "himga"
 """The superuser and the database of every server here."""
@@ -60,13 +61,6 @@ def _owner() -> dict[str, Any]:
     return {"user": "postgres", "group": pwd.getpwnam("postgres").pw_gid}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 class Postgres:
     """One PostgreSQL server: its directory (data and socket), its port and its process."""
 
@@ -75,7 +69,7 @@ class Postgres:
         self.name = name
         """The application name it uses as a standby (`synchronous_standby_names`)."""
         self.data = directory / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log = directory / "server.log"
 
@@ -109,7 +103,7 @@ class Postgres:
 
     def start(self) -> None:
         """Start the server and wait until it takes connections (a standby: read-only ones)."""
-        self.port = self.port or _free_port()
+        self.port = self.port or free_port()
         log = self.log.open("ab")
         self.process = subprocess.Popen(
             [

@@ -7,6 +7,7 @@ import pytest
 
 from himga.cli import main
 from tests.llm.fake_server import API_KEY, FakeLLMServer
+from tests.ports import free_port
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "locomo" / "locomo-mini.json"
 LME = Path(__file__).parents[1] / "fixtures" / "longmemeval" / "longmemeval-mini.json"
@@ -223,11 +224,7 @@ def test_a_server_that_asks_for_a_token_is_evaluated_with_it(
 def test_a_target_where_no_server_listens_is_one_line_and_exit_2(
     llm_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     argv = ["eval", "--dataset", str(FIXTURE), "--target", f"127.0.0.1:{port}"]
     assert main([*argv, "--llm", "extractive", "--no-progress"]) == 2
     (said,) = capsys.readouterr().err.splitlines()

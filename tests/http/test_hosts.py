@@ -20,6 +20,7 @@ from himga.http.hosts import AllowedHosts, split_host
 from himga.service.episode_stores import EpisodeStores
 from himga.service.namespaces import Namespaces
 from tests.http.conftest import MEMORY, Served
+from tests.ports import free_port
 from tests.server_process import start_listening
 
 LIST = MEMORY + "ListNamespaces"
@@ -177,9 +178,7 @@ def test_an_app_bound_to_its_host_answers_that_host_and_the_hosts_listed(core: A
 
 def test_serve_answers_the_hosts_its_flag_names() -> None:
     # Behind a reverse proxy that passes its own Host on: `himga serve --allowed-host NAME`.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        http_port = probe.getsockname()[1]
+    http_port = free_port()
     command = [sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "null"]
     process, _ = start_listening(
         [*command, "--http-port", str(http_port), "--allowed-host", "memory.example"]

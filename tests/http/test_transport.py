@@ -14,6 +14,7 @@ import pytest
 
 from himga.service.server import create_server
 from tests.http.conftest import MEMORY, Served, answer_of
+from tests.ports import free_port
 from tests.server_process import start_listening
 
 ALLOWED = "https://app.example"
@@ -100,9 +101,7 @@ def test_another_origin_gets_no_allowance(cors_base: str) -> None:
 
 
 def test_serve_takes_cors_origins_from_its_flag() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        http_port = probe.getsockname()[1]
+    http_port = free_port()
     command = [sys.executable, "-m", "himga", "serve", "--port", "0", "--memory", "null"]
     process, _ = start_listening(
         [*command, "--http-port", str(http_port), "--cors-origin", ALLOWED]

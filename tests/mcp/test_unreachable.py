@@ -2,20 +2,18 @@
 saying the server did not answer (the log says where it was), and the MCP server goes on."""
 
 import asyncio
-import socket
 
 import pytest
 from mcp import Client
 
 from himga.mcp import server, stores
+from tests.ports import free_port
 
 
 def test_a_server_not_reached_is_a_tool_error_and_the_log_names_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with socket.socket() as sock:  # a port nobody listens on once closed
-        sock.bind(("127.0.0.1", 0))
-        target = f"127.0.0.1:{sock.getsockname()[1]}"
+    target = f"127.0.0.1:{free_port()}"
     held = stores.Opening(lambda: stores.remote(target, None), kept=True)
 
     async def main() -> None:

@@ -1,7 +1,6 @@
 """RemoteMemory: the memory of a namespace in a server, used like an in-process BaseMemory."""
 
 import re
-import socket
 import uuid
 
 import grpc
@@ -10,6 +9,7 @@ import pytest
 from himga.data.conversation import Message, Session
 from himga.memory.base import BaseMemory, Hit
 from himga.service import InvalidRequest, MemoryMismatch, RemoteMemory
+from tests.ports import free_port
 from tests.service.conftest import LISTING
 
 SESSION = Session(session_id="s7", date_str="2023/05/20 (Sat) 02:21")
@@ -91,9 +91,7 @@ def test_server_errors_become_himga_exceptions(listing_server: str) -> None:
 
 
 def test_unreachable_server_raises_unavailable() -> None:
-    with socket.socket() as sock:  # a port nobody listens on once closed
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     with (
         RemoteMemory(f"127.0.0.1:{port}", "nobody") as memory,
         pytest.raises(grpc.RpcError) as caught,

@@ -17,6 +17,7 @@ from himga.service import RemoteMemory, create_server
 from himga.storage.namespaces import NamespaceStores
 from himga.storage.postgres import Database
 from tests.memory.test_contract import NON_STORING
+from tests.ports import free_port
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "locomo" / "locomo-mini.json"
 STORING = ["sqlite", "keyword", "naive"]
@@ -146,11 +147,7 @@ def test_export_writes_every_message_of_a_namespace_far_over_the_message_limit(
 def test_export_of_a_server_that_is_not_there_exits_2_and_keeps_the_last_dump(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     dump = tmp_path / "dump.jsonl"
     dump.write_text("an earlier export\n", encoding="utf-8")
     code = main(["export", "--target", f"127.0.0.1:{port}", "--namespace", "n", "-o", str(dump)])
