@@ -13,6 +13,7 @@ import binascii
 import contextlib
 import http.client
 import json
+import ssl
 import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -66,14 +67,22 @@ class ConnectCallError(grpc.RpcError, grpc.Call):
 
 
 class ConnectStub:
-    """The methods of `service` ("MemoryService") at the HTTP port `base` ("http://h:p"), each
-    called as a generated gRPC stub's is: `stub.Retrieve(request, timeout=..., metadata=...)`.
-    `token`, when given, goes with every call as a bearer token."""
+    """The methods of `service` ("MemoryService") at the HTTP port `base` ("http://h:p", or
+    "https://h:p" over TLS as `context` says: what it trusts, what it presents), each called as
+    a generated gRPC stub's is: `stub.Retrieve(request, timeout=..., metadata=...)`. `token`,
+    when given, goes with every call as a bearer token."""
 
-    def __init__(self, base: str, service: str, token: str | None = None) -> None:
+    def __init__(
+        self,
+        base: str,
+        service: str,
+        token: str | None = None,
+        context: ssl.SSLContext | None = None,
+    ) -> None:
         self._base = base.rstrip("/")
         self._service = memory_pb2.DESCRIPTOR.services_by_name[service]
         self._token = token
+        self._context = context
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = self._service.methods_by_name.get(name)
@@ -93,7 +102,7 @@ class ConnectStub:
             body = json_format.MessageToJson(request, preserving_proto_field_name=True).encode()
             wait = None if timeout is None else timeout + 5  # the server answers at its deadline
             try:
-                status, said = _post(url, body, headers, wait)
+                status, said = _post(url, body, headers, wait, self._context)
             except (OSError, http.client.HTTPException) as error:
                 raise ConnectCallError(grpc.StatusCode.UNAVAILABLE, str(error), ()) from None
             if status != 200:
@@ -104,20 +113,30 @@ class ConnectStub:
 
 
 def _post(
-    url: str, body: bytes, headers: dict[str, str], timeout: float | None
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout: float | None,
+    context: ssl.SSLContext | None = None,
 ) -> tuple[int, bytes]:
-    """POST `body` to `url`; the answer's status and body. A server may answer (a body over its
-    limit) and close before the whole body is sent: its answer is read all the same."""
+    """POST `body` to `url` (over TLS as `context` says, for https); the answer's status and
+    body. A server may answer (a body over its limit) and close before the whole body is sent:
+    its answer is read all the same."""
     parts = urllib.parse.urlsplit(url)
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    connection = kind(parts.netloc, timeout=timeout)
+    connection: http.client.HTTPConnection
+    if parts.scheme == "https":
+        connection = http.client.HTTPSConnection(parts.netloc, timeout=timeout, context=context)
+    else:
+        connection = http.client.HTTPConnection(parts.netloc, timeout=timeout)
     try:
         connection.putrequest("POST", parts.path)
         for key, value in {**headers, "Content-Length": str(len(body))}.items():
             connection.putheader(key, value)
         connection.endheaders()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            connection.send(body)  # a server that answers first: its answer says why
+        # A server that answers first (and closes: over TLS, the send then meets its
+        # close_notify, an SSLEOFError): its answer, read next, says why.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
+            connection.send(body)
         reply = connection.getresponse()
         return reply.status, reply.read()
     finally:

@@ -1,6 +1,7 @@
 """Running the checks: each on its own namespaces, a failure reported with what was seen."""
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -26,6 +27,9 @@ from himga.conformance.wire import (
     connect_http,
     fresh_namespace,
 )
+
+if TYPE_CHECKING:
+    from himga.client.channels import ClientTls
 
 
 def run_check(wire: Wire, check: Check) -> CheckResult:
@@ -57,19 +61,26 @@ def _judged(wire: Wire, check: Check, new_namespace: NewNamespace) -> CheckResul
     return CheckResult(check, True, "")
 
 
-def run_checks(target: str, timeout: float = 10.0, token: str | None = None) -> list[CheckResult]:
+def run_checks(
+    target: str, timeout: float = 10.0, token: str | None = None, tls: "ClientTls | None" = None
+) -> list[CheckResult]:
     """Every check against the MemoryService at `target` (HOST:PORT, its gRPC port), in
-    order, sending `token` as a bearer token when given. ConnectionError when nothing answers
-    there within `timeout` seconds."""
-    with connect(target, timeout, token) as wire:
+    order, sending `token` as a bearer token when given, over TLS when `tls` is given.
+    ConnectionError when nothing answers there within `timeout` seconds, or the server's TLS
+    and the kit's do not match; ValueError when a file of `tls` cannot be read."""
+    with connect(target, timeout, token, tls) as wire:
         return run_over(wire)
 
 
-def run_checks_http(url: str, timeout: float = 10.0, token: str | None = None) -> list[CheckResult]:
+def run_checks_http(
+    url: str, timeout: float = 10.0, token: str | None = None, tls: "ClientTls | None" = None
+) -> list[CheckResult]:
     """Every check that is a promise of the wire against the HTTP port at `url`
-    ("http://HOST:PORT", Connect JSON), in order; the checks of the gRPC port only (health)
-    are shown as not offered there. ConnectionError when nothing answers HTTP there."""
-    with connect_http(url, timeout, token) as wire:
+    ("http://HOST:PORT", or "https://HOST:PORT" trusting what `tls` trusts; Connect JSON), in
+    order; the checks of the gRPC port only (health) are shown as not offered there.
+    ConnectionError when nothing answers HTTP there, or the server's TLS and the kit's do not
+    match; ValueError for `tls` with an http:// URL, or a file of `tls` that cannot be read."""
+    with connect_http(url, timeout, token, tls) as wire:
         return run_over(wire)
 
 

@@ -5,19 +5,25 @@ import http.client
 import re
 import secrets
 import string
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
+from himga.conformance.tls import http2_only, mismatch, ssl_context
 from himga.status import ERROR_DOMAIN, field_violations, reason_of
+
+if TYPE_CHECKING:
+    from himga.client.channels import ClientTls
 
 
 class CheckFailed(AssertionError):
@@ -134,31 +140,68 @@ class _Bearer(grpc.UnaryUnaryClientInterceptor):
         return continuation(details, request)
 
 
+SEND_ANY_SIZE = ("grpc.max_send_message_length", -1)
+"""The kit sends requests of any size: the server's limit is what it checks."""
+
+
 @contextmanager
-def connect(target: str, timeout: float, token: str | None = None) -> Iterator[Wire]:
-    """A Wire on an insecure channel to `target`, once the channel is ready (ConnectionError
-    when it is not within `timeout` seconds), sending `token` as a bearer token with every call
-    when given. Sends requests of any size: the server's limit is what the kit checks."""
-    channel = grpc.insecure_channel(target, options=[("grpc.max_send_message_length", -1)])
-    if token is not None:
-        channel = grpc.intercept_channel(channel, _Bearer(token))
+def connect(
+    target: str, timeout: float, token: str | None = None, tls: "ClientTls | None" = None
+) -> Iterator[Wire]:
+    """A Wire on a channel to `target` (TLS when `tls` is given: what it trusts and, for
+    mutual TLS, presents; plaintext otherwise), once the channel is ready (ConnectionError when
+    it is not within `timeout` seconds, or at once when the server's TLS and the kit's do not
+    match), sending `token` as a bearer token with every call when given. ValueError when a
+    file of `tls` cannot be read."""
+    from himga.client.channels import channel as channel_to
+
+    channel = channel_to(target, tls, [SEND_ANY_SIZE])
     try:
-        try:
-            grpc.channel_ready_future(channel).result(timeout=timeout)
-        except grpc.FutureTimeoutError:
-            raise ConnectionError(f"no gRPC server answers at {target}") from None
-        wire = Wire.of_channel(channel, timeout)
-        _answers_grpc(wire, target)
+        _ready(channel, target, tls, timeout)
+        called = grpc.intercept_channel(channel, _Bearer(token)) if token is not None else channel
+        wire = Wire.of_channel(called, timeout)
+        _answers_grpc(wire, target, tls)
         yield wire
     finally:
         channel.close()
+
+
+def _ready(channel: grpc.Channel, target: str, tls: "ClientTls | None", timeout: float) -> None:
+    """Return once `channel` is ready. Each time it fails to connect, the kit's own TLS
+    handshake looks for what does not match (ConnectionError saying it, rather than waiting
+    `timeout` seconds for a connection that cannot be made); ConnectionError too when it is not
+    ready within `timeout` seconds."""
+    woken = threading.Event()
+
+    def seen(state: grpc.ChannelConnectivity) -> None:
+        if state is grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+            woken.set()
+
+    ready = grpc.channel_ready_future(channel)
+    ready.add_done_callback(lambda _: woken.set())
+    channel.subscribe(seen, try_to_connect=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready.done():
+            left = deadline - time.monotonic()
+            waited = left > 0 and woken.wait(left)
+            woken.clear()
+            if ready.done():
+                return
+            if said := mismatch(target, tls, tls is not None, min(timeout, 5.0)):
+                raise ConnectionError(said)
+            if not waited:
+                raise ConnectionError(f"no gRPC server answers at {target}")
+    finally:
+        channel.unsubscribe(seen)
+        ready.cancel()
 
 
 _NOT_GRPC = re.compile(r"Received http2 header with status: (\d+)")
 """What gRPC's client says of an HTTP/2 answer without a gRPC status: no gRPC server sent it."""
 
 
-def _answers_grpc(wire: Wire, target: str) -> None:
+def _answers_grpc(wire: Wire, target: str, tls: "ClientTls | None" = None) -> None:
     """ConnectionError when what answers HTTP/2 at `target` does not answer a gRPC call (its
     health check) in gRPC: an HTTP port, most likely. Any gRPC status will do, even an error."""
     try:
@@ -166,45 +209,76 @@ def _answers_grpc(wire: Wire, target: str) -> None:
     except grpc.RpcError as error:
         details = error.details() if isinstance(error, grpc.Call) else ""
         if found := _NOT_GRPC.search(details or ""):
+            scheme = "https" if tls is not None else "http"
             raise ConnectionError(
                 f"no gRPC server answers at {target}: an HTTP/2 server does, answering a gRPC "
                 f"call with HTTP status {found.group(1)} and no gRPC status (an HTTP port?); "
-                f"give an HTTP port as --http http://{target}, and the gRPC port as --target"
+                f"give an HTTP port as --http {scheme}://{target}, and the gRPC port as --target"
             ) from None
 
 
 @contextmanager
-def connect_http(url: str, timeout: float, token: str | None = None) -> Iterator[Wire]:
-    """A Wire calling the HTTP port at `url` ("http://HOST:PORT") in Connect JSON, once
-    something answers HTTP there (ConnectionError when nothing does within `timeout` seconds),
-    sending `token` as a bearer token with every call when given."""
+def connect_http(
+    url: str, timeout: float, token: str | None = None, tls: "ClientTls | None" = None
+) -> Iterator[Wire]:
+    """A Wire calling the HTTP port at `url` ("http://HOST:PORT", or "https://HOST:PORT" over
+    TLS, trusting what `tls` trusts, the system's CAs without it, and presenting its client
+    certificate for mutual TLS) in Connect JSON, once something answers HTTP there
+    (ConnectionError when nothing does within `timeout` seconds, or the server's TLS and the
+    kit's do not match), sending `token` as a bearer token with every call when given.
+    ValueError for `tls` with a plaintext URL, or a file of `tls` that cannot be read."""
     from himga.conformance.connect import ConnectStub
 
+    secure = check_http_url(url, tls)
+    context = ssl_context(tls) if secure else None
     try:
-        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout)
+        urllib.request.urlopen(
+            urllib.request.Request(url, method="HEAD"), timeout=timeout, context=context
+        )
     except urllib.error.HTTPError:
         pass  # an HTTP answer, whatever it says: something serves HTTP there
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        raise ConnectionError(f"no HTTP server answers at {url}: {error}") from None
-    except http.client.HTTPException as error:
-        raise ConnectionError(_not_http(url, error)) from None
-    memory = ConnectStub(url, "MemoryService", token)
-    yield Wire(memory, ConnectStub(url, "EpisodeService", token), None, timeout, HTTP)
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:
+        said = mismatch(url, tls, secure, min(timeout, 5.0), http=True)
+        if said is None and isinstance(error, http.client.HTTPException):
+            said = _not_http(url, error)
+        if said is None and secure and http2_only(url, tls, min(timeout, 5.0)):
+            said = _http2_only(url, "it closes a TLS connection offering HTTP/1.1 alone")
+        raise ConnectionError(said or f"no HTTP server answers at {url}: {error}") from None
+    memory = ConnectStub(url, "MemoryService", token, context)
+    episodes = ConnectStub(url, "EpisodeService", token, context)
+    yield Wire(memory, episodes, None, timeout, HTTP)
 
 
-def _not_http(url: str, error: http.client.HTTPException) -> str:
+def check_http_url(url: str, tls: "ClientTls | None") -> bool:
+    """Whether the HTTP port at `url` is reached over TLS (https); ValueError for a plaintext
+    URL given with `tls`, whose files are for TLS ports only."""
+    secure = urllib.parse.urlsplit(url).scheme == "https"
+    if tls is not None and not secure:
+        raise ValueError(
+            f"--http {url}: a plaintext URL, with --tls-ca given (the --tls-* files are for TLS "
+            f"ports): give the HTTP port of a TLS server as https://HOST:PORT"
+        )
+    return secure
+
+
+def _not_http(url: str, error: http.client.HTTPException) -> str | None:
     """What the answer to an HTTP/1.1 request at `url` that is not HTTP/1.1 says of who sent
     it: HTTP/2 alone (a frame: 3 bytes of length, then the type, 4 for SETTINGS) is how a gRPC
     port answers."""
     line = error.args[0] if isinstance(error, http.client.BadStatusLine) and error.args else ""
     if isinstance(line, str) and len(line) > 3 and line[3] == "\x04":
-        where = urllib.parse.urlsplit(url).netloc
-        return (
-            f"no HTTP server answers HTTP/1.1 at {url}: an HTTP/2-only server does (an HTTP/2 "
-            f"SETTINGS frame came back), as a gRPC port does; give a gRPC port as --target "
-            f"{where}, and the HTTP port as --http"
-        )
+        return _http2_only(url, "an HTTP/2 SETTINGS frame came back")
+    if isinstance(error, http.client.RemoteDisconnected):
+        return None  # a TLS port with no TLS, or an HTTP/2-only one over TLS: the caller looks
     return f"no HTTP server answers at {url}: the answer is not HTTP ({error!r:.80})"
+
+
+def _http2_only(url: str, seen: str) -> str:
+    where = urllib.parse.urlsplit(url).netloc
+    return (
+        f"no HTTP server answers HTTP/1.1 at {url}: an HTTP/2-only server does ({seen}), as "
+        f"a gRPC port does; give a gRPC port as --target {where}, and the HTTP port as --http"
+    )
 
 
 def fresh_namespace(check: str) -> str:
