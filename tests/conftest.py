@@ -22,6 +22,7 @@ from himga.service import create_server
 from himga.storage.place import Place
 from himga.storage.postgres import Database
 from tests import postgres_cluster
+from tests.certificates import Certificates, make_certificates
 from tests.llm.fake_server import FakeLLMServer, running
 
 # On CI, hypothesis draws the same examples every run, so a red build can be replayed and a
@@ -29,6 +30,12 @@ from tests.llm.fake_server import FakeLLMServer, running
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.fixture(scope="session")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    """The TLS tests' certificates (tests/certificates.py), made once."""
+    return make_certificates(tmp_path_factory.mktemp("certificates"))
 
 
 @pytest.fixture(scope="session")

@@ -15,11 +15,10 @@ from _pytest.capture import CaptureResult
 
 from himga.cli import main
 from himga.conformance import CHECKS
-from himga.service import create_server, tokens
-from himga.service.auth import AuthFile
-from himga.service.credentials import ServerTls
-from tests.certificates import Certificates, make_certificates
+from himga.service import create_server
+from tests.certificates import Certificates
 from tests.conformance.test_kit import _ROW, GRPC_ONLY
+from tests.secured import secured_server
 
 SLOW = 60.0
 """The kit's timeout in the mismatch tests: each must be told long before it."""
@@ -33,31 +32,21 @@ class Ports:
     url: str
 
 
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    return make_certificates(tmp_path_factory.mktemp("certificates"))
-
-
 @pytest.fixture
 def secured(certificates: Certificates, tmp_path: Path) -> Iterator[tuple[Ports, str]]:
     """A server as `himga serve --auth-file --tls-cert --tls-key --tls-client-ca --http-port`
     starts one: both ports TLS only, mutual, and a token needed. Its ports and a token of
     what the kit needs (read, write and admin on `conformance.*`)."""
-    held = tokens.Tokens()
-    token, _ = held.new(["conformance.*"], ["read", "write", "admin"])
-    tokens.save(tmp_path / "auth.json", held)
-    server, port = create_server(
-        "127.0.0.1:0",
+    with secured_server(
+        certificates,
+        tmp_path,
+        ["conformance.*"],
+        ["read", "write", "admin"],
         memory="sqlite",
         data_dir=tmp_path / "data",
-        auth=AuthFile(tmp_path / "auth.json"),
-        tls=ServerTls(certificates.server.cert, certificates.server.key, certificates.ca),
         http_address=("127.0.0.1", 0),
-    )
-    try:
+    ) as (server, port, token):
         yield Ports(f"127.0.0.1:{port}", f"https://127.0.0.1:{server.http_port}"), token
-    finally:
-        server.stop(None).wait()
 
 
 @pytest.fixture

@@ -11,15 +11,10 @@ import pytest
 
 from himga.service import create_server
 from himga.service.credentials import ServerTls
-from tests.certificates import Certificates, make_certificates
+from tests.certificates import Certificates
 
 RETRIEVE = "/himga.memory.v1.MemoryService/Retrieve"
 HANG_SECONDS = 30  # protection against a hang only
-
-
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    return make_certificates(tmp_path_factory.mktemp("certificates"))
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["tls", "mutual-tls"])

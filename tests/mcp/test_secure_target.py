@@ -13,33 +13,21 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from himga.service import RemoteMemory, create_server, tokens
-from himga.service.auth import AuthFile
-from himga.service.credentials import ClientTls, ServerTls
+from himga.service import RemoteMemory
+from himga.service.credentials import ClientTls
 from tests.certificates import Certificates, make_certificates
-
-
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    return make_certificates(tmp_path_factory.mktemp("certificates"))
+from tests.secured import secured_server
 
 
 @pytest.fixture
 def secured(certificates: Certificates, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A server with an auth file and mutual TLS: its target and a token of read and write."""
-    held = tokens.Tokens()
-    token, _ = held.new(["*"], ["read", "write"])
-    tokens.save(tmp_path / "auth.json", held)
-    server, port = create_server(
-        "127.0.0.1:0",
-        memory="keyword",
-        auth=AuthFile(tmp_path / "auth.json"),
-        tls=ServerTls(certificates.server.cert, certificates.server.key, certificates.ca),
-    )
-    try:
+    with secured_server(certificates, tmp_path, ["*"], ["read", "write"], memory="keyword") as (
+        _,
+        port,
+        token,
+    ):
         yield f"127.0.0.1:{port}", token
-    finally:
-        server.stop(None).wait()
 
 
 def _remember_then_recall(target: str, token: str, ca: Path, certificates: Certificates) -> list:

@@ -18,16 +18,11 @@ from himga.service import RemoteMemory, create_server, tokens
 from himga.service.auth import AuthFile
 from himga.service.credentials import ClientTls, ServerTls
 from himga.service.errors import Unauthenticated
-from tests.certificates import Certificates, Pair, make_certificates
+from tests.certificates import Certificates, Pair
 from tests.server_process import start_listening
 
 # Protection against a hang only: no test asserts how long a handshake takes.
 HANG_SECONDS = 30
-
-
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    return make_certificates(tmp_path_factory.mktemp("certificates"))
 
 
 def serve(server: Pair, client_ca: Path | None = None, **options: object) -> tuple[object, str]:
