@@ -6,10 +6,12 @@ that matter for a task (himga.episodes.ranking). Contracts every store keeps
 
 - `record` stores a valid episode, replacing one of the same id; an invalid one is refused
   with a ValueError naming each field, and nothing of it is stored. `record_many` stores all or
-  none. Once either returns, the episodes are stored (a durable store: on disk).
+  none, and refuses a batch holding one id twice (naming the repeat). Once either returns, the
+  episodes are stored (a durable store: on disk). A timestamp is kept to the microsecond.
 - `get` returns the episode as recorded (NotFoundError when absent); `delete` is idempotent.
 - `list` returns the episodes passing every filter, newest first (timestamp, then id,
-  descending), a page at a time, with an opaque token for the next page.
+  descending), a page at a time, with an opaque token for the next page; a token it did not
+  make is refused (ValueError naming page_token).
 - `search` returns the best episodes for a task, best first, and a context string that never
   exceeds its token budget (a token counted as TOKEN_CHARS characters).
 - `get` and `search` count as retrievals: each episode they return has its access_count raised
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Self
 
+from himga.errors import InvalidArgument
 from himga.records import EpisodeTrace, TaskContext
 
 DEFAULT_PAGE_SIZE = 50
@@ -39,7 +42,12 @@ English text, and one any client can check without a tokenizer."""
 
 @dataclass(frozen=True, slots=True)
 class EpisodeFilter:
-    """What ListEpisodes keeps: every field given ("" or None: any) must hold."""
+    """What ListEpisodes keeps: every field given ("" or None: any) must hold.
+
+    `since` and `until` are aware datetimes, `until` later than `since` when both are given,
+    as MessageFilter's `after` and `before` are: else InvalidArgument (a ValueError) naming the
+    field, whichever store the filter is for. Times compare to the microsecond (a datetime's
+    precision; the stores keep episodes' times to the microsecond too)."""
 
     task_id: str = ""
     agent: str = ""
@@ -51,6 +59,14 @@ class EpisodeFilter:
     """Before this time (aware)."""
     file: str = ""
     """A path the episode read, modified or names in its context, compared exactly."""
+
+    def __post_init__(self) -> None:
+        for name in ("since", "until"):
+            moment = getattr(self, name)
+            if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+                raise InvalidArgument(name, "must be a datetime with a time zone")
+        if self.since is not None and self.until is not None and self.until <= self.since:
+            raise InvalidArgument("until", "must be later than since")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +109,18 @@ def limit_problems(
     return problems
 
 
+def repeated_ids(documents: Iterable[dict[str, Any]]) -> builtins.list[tuple[int, int]]:
+    """(index, index of the first holder) of each episode whose id one before it in the same
+    batch has: a batch is stored together, so it cannot hold one episode twice."""
+    first: dict[str, int] = {}
+    found = []
+    for i, row in enumerate(documents):
+        held = first.setdefault(row["id"], i)
+        if held != i:
+            found.append((i, held))
+    return found
+
+
 def check_limits(**values: int) -> None:
     """ValueError naming each argument out of its range (see `limit_problems`)."""
     problems = limit_problems(**values)
@@ -109,7 +137,8 @@ class EpisodeStore(ABC):
 
     @abstractmethod
     def record_many(self, episodes: Iterable[EpisodeTrace]) -> int:
-        """Store every episode, all or (when any is invalid) none; return how many."""
+        """Store every episode, all or (when any is invalid, or repeats an id) none; return
+        how many."""
 
     @abstractmethod
     def get(self, episode_id: str) -> EpisodeTrace:

@@ -32,6 +32,7 @@ from himga.episodes.base import (
     EpisodeSearch,
     EpisodeStore,
     check_limits,
+    repeated_ids,
 )
 from himga.episodes.context import build_context
 from himga.episodes.features import Features, features, task_query
@@ -39,7 +40,7 @@ from himga.episodes.index import EpisodeIndex
 from himga.episodes.meaning import DENSE_DEPTH, KEYWORD_DEPTH, EpisodeVectors, Vector, fuse
 from himga.episodes.meaning import passage as passage_of
 from himga.episodes.meaning import query as query_of
-from himga.episodes.paging import Position, after, position
+from himga.episodes.paging import Position, after, position, to_microseconds
 from himga.episodes.paging import page_token as page_token_after
 from himga.errors import NotFoundError
 from himga.records import EpisodeTrace, InvalidRecordError, TaskContext
@@ -83,6 +84,12 @@ def skipped_access_counts() -> int:
     """How many episode accesses (GetEpisode, SearchEpisodes hits) this process answered
     without counting them, because the store could not write (a full disk)."""
     return _skipped.count
+
+
+def _to_microseconds(row: Row) -> Row:
+    """The row with its timestamp to the microsecond (a copy when that changes it)."""
+    kept = to_microseconds(row["timestamp"])
+    return row if kept == row["timestamp"] else {**row, "timestamp": kept}
 
 
 class IndexedStore(EpisodeStore):
@@ -135,17 +142,23 @@ class IndexedStore(EpisodeStore):
     # --- the interface, on wire forms ---------------------------------------------------
 
     def record_documents(self, documents: builtins.list[Row]) -> int:
-        """Store wire forms (all, or none when any is invalid against the schema: an
-        InvalidRecordError, a ValueError, names each broken rule by its JSON path)."""
+        """Store wire forms (all, or none when any is invalid against the schema, or repeats
+        the id of one before it: an InvalidRecordError, a ValueError, names each broken rule by
+        its JSON path). A timestamp is kept to the microsecond (paging.to_microseconds)."""
         problems = [
             f"episode {i}: {error}"
             for i, row in enumerate(documents)
             if not validation.is_valid(row, "EpisodeTrace")
             for error in validation.validate(row, "EpisodeTrace")
         ]
+        if not problems:
+            problems = [
+                f"episode {i}: $.id: repeats the id of episode {held}"
+                for i, held in repeated_ids(documents)
+            ]
         if problems:
             raise InvalidRecordError(problems)
-        rows = {row["id"]: (row, features(row)) for row in documents}
+        rows = {row["id"]: (row, features(row)) for row in map(_to_microseconds, documents)}
         if not rows:
             return 0
         vectors = self._embedded([row for row, _ in rows.values()])  # before the lock: slow

@@ -41,17 +41,24 @@ class InProcessEpisodes(IndexedStore):
     def _write(
         self, rows: list[tuple[Row, Features]], recorded: int, vectors: dict[str, Vector]
     ) -> None:  # the vectors are kept in `_vectors` alone
+        # Everything that can fail comes first: the texts, then whether the write is still
+        # wanted, asked once, as a durable store asks just before COMMIT. What follows only
+        # changes the dict and the list, so the call stores every row or none.
+        texts = [(row["id"], json.dumps(row), _position(row)) for row, _ in rows]
         commit.still_wanted()
-        for row, _ in rows:
-            self._erase(row["id"])
-            self._rows[row["id"]] = json.dumps(row)
-            bisect.insort(self._order, _position(row))
+        for episode_id, text, at in texts:
+            self._forget(episode_id)
+            self._rows[episode_id] = text
+            bisect.insort(self._order, at)
 
     def _read(self, ids: list[str]) -> dict[str, Row]:
         return {i: json.loads(self._rows[i]) for i in ids if i in self._rows}
 
     def _erase(self, episode_id: str) -> bool:
         commit.still_wanted()
+        return self._forget(episode_id)
+
+    def _forget(self, episode_id: str) -> bool:
         text = self._rows.pop(episode_id, None)
         if text is None:
             return False

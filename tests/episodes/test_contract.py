@@ -1,14 +1,18 @@
 """The EpisodeStore contract, run against every store: in-process, SQLite, and remote (a real
 server on 127.0.0.1 over its default store). A store added to the registry joins by itself."""
 
+import base64
+import json
 import threading
 from datetime import timedelta
 
 import pytest
 
 from himga.episodes.base import TOKEN_CHARS, EpisodeFilter, EpisodeStore
+from himga.episodes.indexed import IndexedStore
 from himga.errors import NotFoundError
 from himga.records import EpisodeTrace, TaskContext
+from himga.storage.commit import CallerGone, Terms, committing
 from tests.episodes.conftest import NewStore
 from tests.episodes.helpers import START, episode
 
@@ -244,3 +248,123 @@ def test_concurrent_records_lose_nothing(store: EpisodeStore) -> None:
     for thread in threads:
         thread.join()
     assert len(store.list(page_size=100).episodes) == 40
+
+
+def test_a_batch_repeating_an_id_is_refused_naming_the_repeat_and_stores_nothing(
+    store: EpisodeStore,
+) -> None:
+    with pytest.raises(ValueError, match=r"episode(s\[| )2.*repeats.*episode(s\[| )0"):
+        store.record_many([episode(1), episode(2), episode(1, "Rename the billing module")])
+    with pytest.raises(ValueError, match="repeats"):
+        store.record_documents([episode(3).to_dict(), episode(3).to_dict()])
+    assert store.list().episodes == []
+
+
+def test_times_are_kept_and_compared_to_the_microsecond(store: EpisodeStore) -> None:
+    # Two episodes within one microsecond: kept at that microsecond, so they are listed with
+    # the same time, in the order of equal times (by id), and every filter agrees with it.
+    documents = []
+    for name, nanos in (("z-first", "100"), ("a-later", "900")):
+        document = episode(1).to_dict()
+        document["id"] = name
+        document["timestamp"] = document["timestamp"].replace("Z", f".000000{nanos}Z")
+        documents.append(document)
+    store.record_documents(documents)
+    listed, _ = store.list_documents()
+    assert [(e["id"], e["timestamp"]) for e in listed] == [
+        ("z-first", episode(1).to_dict()["timestamp"]),
+        ("a-later", episode(1).to_dict()["timestamp"]),
+    ]
+    at = START + timedelta(hours=1)
+    micro = timedelta(microseconds=1)
+    for filters, wanted in (
+        (EpisodeFilter(since=at), 2),
+        (EpisodeFilter(since=at + micro), 0),
+        (EpisodeFilter(until=at + micro), 2),
+        (EpisodeFilter(until=at), 0),
+        (EpisodeFilter(since=at, until=at + micro), 2),
+    ):
+        assert len(store.list(filters).episodes) == wanted, filters
+
+
+def test_a_naive_time_in_a_filter_is_refused_naming_the_field(store: EpisodeStore) -> None:
+    store.record(episode(1))
+    naive = START.replace(tzinfo=None)
+    for name in ("since", "until"):
+        with pytest.raises(ValueError, match=f"{name}: must be a datetime with a time zone"):
+            store.list(EpisodeFilter(**{name: naive}))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("hours", [-1, 0], ids=["ends-before-it-starts", "empty"])
+def test_a_time_range_that_does_not_end_after_it_starts_is_refused(
+    store: EpisodeStore, hours: int
+) -> None:
+    store.record(episode(1))
+    since = START + timedelta(hours=1)
+    with pytest.raises(ValueError, match="until: must be later than since"):
+        store.list(EpisodeFilter(since=since, until=since + timedelta(hours=hours)))
+
+
+def forged(token: str, **changes: object) -> str:
+    """A store's page token with some of its fields changed (its filters' fingerprint kept)."""
+    data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    data.update(changes)
+    text = json.dumps(data)  # ASCII: a lone surrogate is written \ud800, as a client may
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"t": 2**70},
+        {"t": -(2**70)},
+        {"t": True},
+        {"t": 1.5},
+        {"id": "\ud800"},
+        {"id": ["ep-0001"]},
+        {"f": None},
+        {"extra": 1},
+    ],
+    ids=repr,
+)
+def test_a_forged_page_token_is_refused(store: EpisodeStore, changes: dict[str, object]) -> None:
+    store.record_many([episode(n) for n in range(3)])
+    token = store.list(page_size=1).next_page_token
+    with pytest.raises(ValueError, match="page_token: not a token ListEpisodes gave"):
+        store.list(page_size=1, page_token=forged(token, **changes))
+
+
+def test_deeply_nested_page_token_is_refused(store: EpisodeStore) -> None:
+    token = base64.urlsafe_b64encode(b"[" * 100_000).decode().rstrip("=")
+    with pytest.raises(ValueError, match="page_token"):
+        store.list(page_token=token)
+
+
+class Gone:
+    """A caller that goes away after `wanted` checks of whether its write is still wanted."""
+
+    def __init__(self, wanted: int) -> None:
+        self.wanted = wanted
+
+    def __call__(self) -> None:
+        if self.wanted == 0:
+            raise CallerGone("the caller went away")
+        self.wanted -= 1
+
+
+@pytest.mark.parametrize("wanted", range(5))
+def test_a_write_whose_caller_goes_is_stored_whole_or_not_at_all(
+    store: EpisodeStore, wanted: int
+) -> None:
+    if not isinstance(store, IndexedStore):
+        pytest.skip("the caller's terms travel in this process; the server checks them there")
+    batch = [episode(n, f"Tune the cache layer part {n}") for n in range(4)]
+    try:
+        with committing(Terms(Gone(wanted))):
+            store.record_many(batch)
+    except CallerGone:
+        pass
+    listed = {e.id for e in store.list().episodes}
+    assert listed in (set(), {e.id for e in batch})
+    found = {hit.episode.id for hit in store.search(TaskContext(goal="cache layer"), limit=10).hits}
+    assert found == listed  # the index holds what is stored, no more, no less

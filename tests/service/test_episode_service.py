@@ -1,6 +1,8 @@
 """EpisodeService on the wire, through the generated stub: what a malformed request gets (and
 that nothing of it is stored), NOT_FOUND with its reason, and the proto's defaults."""
 
+import base64
+import json
 import math
 import uuid
 from collections.abc import Callable, Iterator
@@ -12,6 +14,8 @@ from google.protobuf import timestamp_pb2
 from himga_proto.memory.v1 import memory_pb2 as pb
 from himga_proto.memory.v1 import memory_pb2_grpc
 
+from himga.episodes import paging
+from himga.episodes.base import EpisodeFilter
 from himga.service import convert
 from himga.service.errors import field_violations, reason_of
 from tests.conftest import HTTP_PORTS
@@ -207,3 +211,110 @@ def test_search_defaults_to_five_hits_and_keeps_its_budget(
         pb.SearchEpisodesRequest(namespace=namespace, task=task, max_context_tokens=10)
     )
     assert 0 < len(small.context) <= 40
+
+
+def test_a_batch_repeating_an_id_is_refused_naming_the_repeat(
+    stub: memory_pb2_grpc.EpisodeServiceStub,
+) -> None:
+    namespace = fresh()
+    episodes = [proto_episode(1), proto_episode(2), proto_episode(3), proto_episode(2)]
+    request = pb.RecordEpisodesRequest(namespace=namespace, episodes=episodes)
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.RecordEpisodes(request)
+    error = caught.value
+    assert isinstance(error, grpc.Call)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    named = [(v.field, v.description) for v in field_violations(error)]
+    assert named == [("episodes[3].id", "repeats episodes[1].id")]
+    assert listed(stub, namespace) == []
+
+
+def stamp(seconds: int, nanos: int) -> timestamp_pb2.Timestamp:
+    return timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos)
+
+
+@pytest.mark.parametrize(("since", "until"), [(600, 500), (500, 500), (10**9 - 1, 0)])
+def test_a_time_range_that_does_not_end_after_it_starts_is_refused_naming_until(
+    door: Any, since: int, until: int
+) -> None:
+    # to the nanosecond, as sent: one microsecond may hold a range's both ends
+    request = pb.ListEpisodesRequest(
+        namespace=fresh(), since=stamp(1_700_000_000, since), until=stamp(1_700_000_000, until)
+    )
+    with pytest.raises(grpc.RpcError) as caught:
+        door.ListEpisodes(request)
+    error = caught.value
+    assert isinstance(error, grpc.Call)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    named = [(v.field, v.description) for v in field_violations(error)]
+    assert named == [("until", "must be later than since")]
+
+
+def test_times_are_kept_to_the_microsecond_and_filters_agree_with_them(door: Any) -> None:
+    namespace = fresh()
+    second = 1_700_000_000
+    for name, nanos in (("z-first", 100), ("a-later", 900)):
+        sent = proto_episode(1)
+        sent.id = name
+        sent.timestamp.CopyFrom(stamp(second, nanos))
+        door.RecordEpisode(pb.RecordEpisodeRequest(namespace=namespace, episode=sent))
+
+    def times(**bounds: int) -> list[tuple[str, int, int]]:
+        request = pb.ListEpisodesRequest(
+            namespace=namespace, **{k: stamp(second, v) for k, v in bounds.items()}
+        )
+        answer = door.ListEpisodes(request)
+        return [(e.id, e.timestamp.seconds, e.timestamp.nanos) for e in answer.episodes]
+
+    both = [("z-first", second, 0), ("a-later", second, 0)]  # one time: by id, descending
+    assert times() == both
+    assert times(since=0) == both
+    assert times(since=500) == []  # each is listed at .000000, before .000000500
+    assert times(until=500) == both
+    assert times(until=0) == []
+    assert times(since=0, until=1) == both
+    assert times(since=100, until=900) == []  # no microsecond between them
+    assert times(since=1000, until=2000) == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"t": 2**70, "id": "x"},  # beyond SQLite's integers
+        {"t": 1, "id": "\ud800"},  # a lone surrogate, which no store can encode
+        {"t": True, "id": "x"},
+    ],
+    ids=["huge-time", "lone-surrogate", "bool-time"],
+)
+def test_a_forged_page_token_is_invalid_argument(door: Any, data: dict[str, Any]) -> None:
+    namespace = fresh()
+    door.RecordEpisode(pb.RecordEpisodeRequest(namespace=namespace, episode=proto_episode(1)))
+    fingerprint = paging._fingerprint(EpisodeFilter())
+    text = json.dumps({**data, "f": fingerprint})
+    token = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    with pytest.raises(grpc.RpcError) as caught:
+        door.ListEpisodes(pb.ListEpisodesRequest(namespace=namespace, page_token=token))
+    error = caught.value
+    assert isinstance(error, grpc.Call)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [v.field for v in field_violations(error)] == ["page_token"]
+
+
+def test_bounds_within_the_last_microsecond_a_timestamp_holds(door: Any) -> None:
+    namespace = fresh()
+    last = 253_402_300_799  # 9999-12-31T23:59:59Z
+    sent = proto_episode(1)
+    sent.timestamp.CopyFrom(stamp(last, 999_999_999))  # kept as 23:59:59.999999
+    door.RecordEpisode(pb.RecordEpisodeRequest(namespace=namespace, episode=sent))
+
+    def ids(**bounds: int) -> list[str]:
+        request = pb.ListEpisodesRequest(
+            namespace=namespace, **{k: stamp(last, v) for k, v in bounds.items()}
+        )
+        return [e.id for e in door.ListEpisodes(request).episodes]
+
+    assert ids(since=999_999_000) == ["ep-0001"]
+    assert ids(since=999_999_500) == []
+    assert ids(until=999_999_500) == ["ep-0001"]
+    assert ids(since=999_999_000, until=999_999_500) == ["ep-0001"]
+    assert ids(until=999_999_000) == []

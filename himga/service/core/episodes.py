@@ -5,13 +5,20 @@ every door exactly as MemoryService's do."""
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
+from google.protobuf.timestamp_pb2 import Timestamp
 from himga_proto.memory.v1 import memory_pb2 as pb
 
 from himga.bounds import Violations
-from himga.episodes.base import DEFAULT_PAGE_SIZE, EpisodeFilter, EpisodeStore, limit_problems
+from himga.episodes.base import (
+    DEFAULT_PAGE_SIZE,
+    EpisodeFilter,
+    EpisodeStore,
+    limit_problems,
+    repeated_ids,
+)
 from himga.episodes.paging import after
 from himga.service import convert, resources
 from himga.service.core.context import CallContext
@@ -63,6 +70,14 @@ class EpisodeHandlers:
                 episodes.append(convert.episode_document(episode, f"episodes[{i}]"))
             except InvalidRequest as error:
                 found.extend(convert.violations_of(error, f"episodes[{i}]"))
+        if not found:  # a batch is stored together: it cannot hold one episode twice
+            for i, held in repeated_ids(episodes):
+                if found.full:
+                    found.more += 1
+                else:
+                    found.append(
+                        FieldViolation(f"episodes[{i}].id", f"repeats episodes[{held}].id")
+                    )
         with self._store(request.namespace, found) as store:
             recorded = self._write(
                 store, request, context, lambda: store.record_documents(episodes)
@@ -92,22 +107,39 @@ class EpisodeHandlers:
         self, request: pb.ListEpisodesRequest, context: CallContext
     ) -> pb.ListEpisodesResponse:
         found = [FieldViolation(*p) for p in limit_problems(page_size=request.page_size)]
+        since, until = _time(request, "since", found), _time(request, "until", found)
+        inverted = (
+            since is not None
+            and until is not None
+            and _instant(request.until) <= _instant(request.since)
+        )
+        if inverted:
+            found.append(FieldViolation("until", "must be later than since"))
+        if until is _AFTER_ALL:
+            until = None  # every time kept is before it
+        # Rounded up to the microsecond, the bounds may meet, or `since` pass the last time a
+        # store keeps: no time kept is in the range, and the listing is empty.
+        empty = since is _AFTER_ALL or (since is not None and since == until)
+        timed = not (inverted or empty)
         filters = EpisodeFilter(
             task_id=request.task_id,
             agent=request.agent,
             phase=request.phase,
             outcome=request.outcome,
-            since=_time(request, "since", found),
-            until=_time(request, "until", found),
+            since=since if timed else None,
+            until=until if timed else None,
             file=request.file,
         )
-        try:
-            after(request.page_token, filters)
-        except ValueError as error:
-            found.append(FieldViolation("page_token", str(error).removeprefix("page_token: ")))
+        if not inverted:  # a token is checked against the filters it was made for
+            try:
+                after(request.page_token, filters)
+            except ValueError as error:
+                found.append(FieldViolation("page_token", str(error).removeprefix("page_token: ")))
         with self._store(request.namespace, found, create=False) as store:
 
             def page(size: int) -> pb.ListEpisodesResponse:
+                if empty:
+                    return pb.ListEpisodesResponse()
                 episodes, token = store.list_documents(filters, size, request.page_token)
                 return pb.ListEpisodesResponse(
                     episodes=[convert.episode_document_to_proto(e) for e in episodes],
@@ -212,14 +244,33 @@ def _id_violations(episode_id: str) -> list[FieldViolation]:
     return [] if episode_id else [FieldViolation("id", "required")]
 
 
+_AFTER_ALL = datetime.max.replace(tzinfo=UTC)
+"""A bound past the last microsecond a store keeps (9999-12-31T23:59:59.999999Z)."""
+
+
+def _instant(moment: Timestamp) -> int:
+    """A Timestamp in nanoseconds since 1970."""
+    return moment.seconds * 1_000_000_000 + moment.nanos
+
+
 def _time(
     request: pb.ListEpisodesRequest, name: Literal["since", "until"], found: list[FieldViolation]
-) -> Any:
-    """An optional Timestamp of the request as an aware datetime (None when unset)."""
+) -> datetime | None:
+    """An optional Timestamp of the request as an aware datetime (None when unset), rounded up
+    to the microsecond (_AFTER_ALL past the last one): the stores keep episodes' times to the
+    microsecond (digits past the sixth dropped), and a time so kept is at or after a bound
+    exactly when it is at or after the bound rounded up, so `since` and `until` select what
+    the listed times show."""
     if not request.HasField(name):
         return None
+    moment = getattr(request, name)
     try:
-        return getattr(request, name).ToDatetime(tzinfo=UTC)
+        when: datetime = moment.ToDatetime(tzinfo=UTC)  # rounded down
     except (ValueError, OverflowError):
         found.append(FieldViolation(name, "must be a time between years 1 and 9999"))
         return None
+    if moment.nanos % 1000 == 0:
+        return when
+    if when == _AFTER_ALL:
+        return _AFTER_ALL  # identity marks it: past every time kept
+    return when + timedelta(microseconds=1)
