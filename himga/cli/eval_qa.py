@@ -84,7 +84,8 @@ def add_parser(subparsers: Any) -> None:
         "--cache",
         type=Path,
         metavar="FILE",
-        help="the answer cache (default: $HIMGA_CACHE_DIR or ~/.cache/himga/llm-answers.sqlite3)",
+        help="the answer cache, a SQLite file made 0600 (default: llm-answers.sqlite3 in "
+        "$HIMGA_CACHE_DIR or ~/.cache/himga)",
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor keep answers")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
@@ -159,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _client(spec: str, base_url: str | None, args: argparse.Namespace) -> Any:
-    from himga.llm import get_client, parse_spec
+    from himga.llm import AnswerCacheError, LLMConfigError, get_client, parse_spec
 
     provider, model = parse_spec(spec)
     options: dict[str, Any] = {}
@@ -168,7 +169,17 @@ def _client(spec: str, base_url: str | None, args: argparse.Namespace) -> Any:
     if provider == "extractive":
         return get_client(provider, model, **options)
     cache: bool | Path = False if args.no_cache else (args.cache or True)
-    return get_client(provider, model, cache=cache, **options)
+    try:
+        return get_client(provider, model, cache=cache, **options)
+    except AnswerCacheError as error:  # one line, exit 2, as the other arguments' errors
+        if args.cache:
+            raise LLMConfigError(
+                f"--cache {error.path}: cannot open it as the answer cache: {error.reason}"
+            ) from None
+        raise LLMConfigError(
+            f"the answer cache {error.path} cannot be opened: {error.reason}; --cache FILE puts "
+            "it elsewhere, --no-cache does without"
+        ) from None
 
 
 def _evaluate(

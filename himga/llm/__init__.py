@@ -8,7 +8,13 @@ by `base_url`), or "extractive", a reader that needs no model. Every client has
 
 from himga.llm.base import ChatMessage, Completion, LLMClient, ProviderClient, Reply
 from himga.llm.cache import CachedClient, default_cache_path
-from himga.llm.errors import LLMCallError, LLMConfigError, LLMError, TransientLLMError
+from himga.llm.errors import (
+    AnswerCacheError,
+    LLMCallError,
+    LLMConfigError,
+    LLMError,
+    TransientLLMError,
+)
 from himga.llm.extractive import ExtractiveReader
 from himga.llm.providers import get_client, parse_spec, provider_names
 from himga.llm.qa_prompt import NOT_MENTIONED, qa_messages, read_qa_prompt
@@ -16,6 +22,7 @@ from himga.llm.retry import RetryPolicy
 
 __all__ = [
     "NOT_MENTIONED",
+    "AnswerCacheError",
     "CachedClient",
     "ChatMessage",
     "Completion",

@@ -5,6 +5,11 @@ The key is a SHA-256 over the client's identity (provider, model, and the server
 the messages and the generation settings: another model, prompt or limit is another answer. One
 SQLite file (WAL) holds them; each answer is committed as it arrives. A cached Completion keeps
 the tokens and latency of the call that paid for it, with `cached=True`.
+
+The file holds whole prompts, memories included: it is created 0600 (SQLite's `-wal` and `-shm`
+take its mode), and the directories made for it 0700, whatever the umask (himga.storage.files,
+as the stores do). A file that exists already is opened as it is. A path that cannot be opened
+as the cache (a directory, a file that is not SQLite, no permission) is an AnswerCacheError.
 """
 
 import hashlib
@@ -16,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from himga.llm.base import ChatMessage, Completion, LLMClient
+from himga.llm.errors import AnswerCacheError
+from himga.storage.files import create_private
 
 CACHE_FILE = "llm-answers.sqlite3"
 
@@ -55,14 +62,8 @@ class CachedClient(LLMClient):
         self.model = inner.model
         self.inner = inner
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, completion TEXT NOT NULL)"
-        )
+        self._db = _open(self.path)
 
     def __repr__(self) -> str:
         return f"CachedClient({self.inner!r}, path={str(self.path)!r})"
@@ -104,3 +105,27 @@ class CachedClient(LLMClient):
         with self._lock:
             self._db.close()
         self.inner.close()
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """The cache database at `path`, created private if it is not there."""
+    db = None
+    try:
+        create_private(path)
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA busy_timeout=10000")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, completion TEXT NOT NULL)"
+        )
+    except (OSError, sqlite3.Error) as error:
+        if db is not None:
+            db.close()
+        if path.is_dir():
+            reason = "it is a directory (name a file in it)"
+        elif isinstance(error, OSError) and error.strerror:
+            reason = error.strerror
+        else:
+            reason = str(error)
+        raise AnswerCacheError(path, reason) from None
+    return db

@@ -1,5 +1,7 @@
-"""The errors himga.llm raises: a client that cannot be made, a call that failed for good, and
-the transient failures a provider reports so that they are retried."""
+"""The errors himga.llm raises: a client that cannot be made (or its answer cache opened), a call
+that failed for good, and the transient failures a provider reports so that they are retried."""
+
+from pathlib import Path
 
 from himga.errors import HimgaError
 
@@ -12,6 +14,15 @@ class LLMConfigError(LLMError, ValueError):
     """A client that cannot be made or used as asked: an unknown provider or option, its SDK not
     installed, no API key, a key the provider rejects, a model it does not serve. Raised by
     `get_client` before any work starts; the message says what to do."""
+
+
+class AnswerCacheError(LLMConfigError):
+    """The answer cache's file cannot be opened or made (`path`; `reason`: why)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: cannot open it as the answer cache: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class LLMCallError(LLMError, RuntimeError):

@@ -19,7 +19,7 @@ from typing import Any
 import himga
 from himga.llm.base import LLMClient, ProviderClient
 from himga.llm.cache import CachedClient, default_cache_path
-from himga.llm.errors import LLMConfigError
+from himga.llm.errors import AnswerCacheError, LLMConfigError
 from himga.llm.extractive import ExtractiveReader
 
 # name -> (module, class): the class is called as cls(model, **options).
@@ -50,7 +50,8 @@ def get_client(
     provider for the model first, so a missing or rejected key and an unknown model fail here,
     as an LLMConfigError, rather than on the first question (`check=False` skips it, for a proxy
     that serves no models endpoint). Answers are cached on disk (`cache`:
-    True for himga.llm.cache.default_cache_path(), a path, or False); the extractive reader,
+    True for himga.llm.cache.default_cache_path(), a path, or False; a file that cannot be
+    opened as the cache is an AnswerCacheError, an LLMConfigError); the extractive reader,
     which costs nothing, is never cached.
     """
     if provider == EXTRACTIVE:
@@ -86,7 +87,11 @@ def get_client(
     if cache is False:
         return client
     path = default_cache_path() if cache is True else Path(cache)
-    return CachedClient(client, path)
+    try:
+        return CachedClient(client, path)
+    except AnswerCacheError:
+        client.close()
+        raise
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:

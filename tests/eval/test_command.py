@@ -229,3 +229,28 @@ def test_a_target_where_no_server_listens_is_one_line_and_exit_2(
     assert main([*argv, "--llm", "extractive", "--no-progress"]) == 2
     (said,) = capsys.readouterr().err.splitlines()
     assert said.startswith(f"himga eval: error: 127.0.0.1:{port}: UNAVAILABLE: ")
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_a_cache_that_cannot_be_opened_is_one_line_and_exit_2(
+    llm_server: FakeLLMServer,
+    llm_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    given: bool,
+) -> None:
+    """A directory where the cache file should be: before, a sqlite3 traceback."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+    folder = tmp_path / "folder"
+    (folder if given else llm_env / "llm-answers.sqlite3").mkdir(parents=True)
+    argv = ["eval", "--dataset", str(FIXTURE), "--no-progress", "--memory", "keyword"]
+    argv += ["--llm", "anthropic:claude-test", "--base-url", llm_server.url]
+    assert main([*argv, *(["--cache", str(folder)] if given else [])]) == 2
+    out, err = capsys.readouterr()
+    if given:
+        said = f"--cache {folder}: cannot open it as the answer cache: it is a directory"
+    else:
+        said = f"the answer cache {llm_env / 'llm-answers.sqlite3'} cannot be opened: it is a "
+    assert err.startswith(f"himga eval: error: {said}") and len(err.splitlines()) == 1
+    assert out == "" and llm_server.calls("/v1/messages") == []

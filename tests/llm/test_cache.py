@@ -1,10 +1,20 @@
 """The answer cache: a prompt asked again, in this run or the next, is not paid for twice."""
 
+import os
+import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from himga.llm import CachedClient, ChatMessage, LLMCallError, default_cache_path, get_client
+from himga.llm import (
+    AnswerCacheError,
+    CachedClient,
+    ChatMessage,
+    LLMCallError,
+    default_cache_path,
+    get_client,
+)
 from tests.llm.fake_server import API_KEY, FakeLLMServer
 
 PROMPT = [ChatMessage("user", "What did Ada adopt?")]
@@ -63,3 +73,74 @@ def test_no_cache_asks_every_time(llm_server: FakeLLMServer) -> None:
     llm.complete(PROMPT)
     llm.complete(PROMPT)
     assert len(llm_server.calls("/v1/messages")) == 2
+
+
+@pytest.fixture
+def widest_umask() -> Iterator[None]:
+    """Umask 000: the modes must come from himga, not from a umask that narrows them."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.parametrize("where", ["default", "given"])
+def test_the_cache_is_private_whatever_the_umask(
+    llm_server: FakeLLMServer, llm_env: Path, tmp_path: Path, widest_umask: None, where: str
+) -> None:
+    """It holds whole prompts, memories included: 0600 (its -wal and -shm too), in directories
+    made 0700, as every file himga writes."""
+    path = default_cache_path() if where == "default" else tmp_path / "a" / "b" / "answers.db"
+    options = {} if where == "default" else {"cache": path}
+    llm = get_client(
+        "anthropic", "claude-test", api_key=API_KEY, base_url=llm_server.url, **options
+    )
+    try:
+        llm.complete(PROMPT)
+        assert path.exists()
+        files = [path, *path.parent.glob(path.name + "-*")]
+        assert len(files) == 3  # the database, its -wal and -shm
+        assert {file.name: mode(file) for file in files} == {file.name: 0o600 for file in files}
+        top = llm_env if where == "default" else tmp_path / "a"
+        for folder in (path.parent, top):
+            assert mode(folder) == 0o700
+    finally:
+        llm.close()
+
+
+def _a_directory(tmp_path: Path) -> Path:
+    (tmp_path / "answers").mkdir()
+    return tmp_path / "answers"
+
+
+def _not_sqlite(tmp_path: Path) -> Path:
+    (tmp_path / "answers").write_text("not a database " * 100)
+    return tmp_path / "answers"
+
+
+def _under_a_file(tmp_path: Path) -> Path:
+    (tmp_path / "file").write_text("")
+    return tmp_path / "file" / "answers"
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (_a_directory, "it is a directory"),
+        (_not_sqlite, "file is not a database"),
+        (_under_a_file, "Not a directory"),
+    ],
+)
+def test_a_cache_that_cannot_be_opened_is_one_clear_error(
+    llm_server: FakeLLMServer, tmp_path: Path, make: Callable[[Path], Path], reason: str
+) -> None:
+    path = make(tmp_path)
+    with pytest.raises(
+        AnswerCacheError, match=f"{path}: cannot open it as the answer cache: {reason}"
+    ):
+        get_client("anthropic", "claude-test", api_key=API_KEY, base_url=llm_server.url, cache=path)

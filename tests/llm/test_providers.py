@@ -84,11 +84,41 @@ def test_a_retry_waits_as_long_as_retry_after_says(
     llm_server: FakeLLMServer, provider: str
 ) -> None:
     waits: list[float] = []
-    llm = client(llm_server, provider, sleep=waits.append)
+    patient = RetryPolicy(attempts=4, base_delay=0.001, max_delay=10.0)
+    llm = client(llm_server, provider, sleep=waits.append, retry=patient)
     llm_server.fail_next(429, retry_after="7")
     llm_server.fail_next(429, retry_after_ms="2500")
     llm.complete(PROMPT)
     assert waits == [7.0, 2.5]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize(
+    "header",
+    [{"retry_after": "inf"}, {"retry_after": "nan"}, {"retry_after_ms": "-3"}],
+)
+def test_a_retry_after_that_is_no_wait_is_ignored(
+    llm_server: FakeLLMServer, provider: str, header: dict[str, str]
+) -> None:
+    """Before, `Retry-After: inf` made the client sleep forever (an OverflowError)."""
+    waits: list[float] = []
+    llm = client(llm_server, provider, sleep=waits.append)
+    llm_server.fail_next(503, **header)
+    assert llm.complete(PROMPT).attempts == 2
+    assert len(waits) == 1 and 0 <= waits[0] <= FAST.max_delay
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_retry_after_longer_than_the_client_waits_fails_at_once(
+    llm_server: FakeLLMServer, provider: str
+) -> None:
+    waits: list[float] = []
+    llm = client(llm_server, provider, sleep=waits.append)  # FAST: waits 0.002 s at most
+    llm_server.fail_next(429, retry_after="86400")
+    with pytest.raises(LLMCallError, match=r"not tried again: .*HTTP 429.*it asks to wait 86400 s"):
+        llm.complete(PROMPT)
+    assert waits == []
+    assert len([r for r in llm_server.requests if r.method == "POST"]) == 1
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
