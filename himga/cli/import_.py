@@ -4,14 +4,17 @@ Reads what `himga export` writes (one Session document a line, with its messages
 stdin), checks every line first, and stores nothing when any line is not a valid Session: it
 prints `FILE:LINE: $.path: reason` for each problem and exits 1. Then it stores the messages in
 order, in IngestBatch calls of at most BATCH messages; a message whose id is stored already
-replaces it. Exits 0 when all was stored, 1 on a refused call or bad input, 2 when no server
-answered.
+replaces it, one given twice included, so the count reported is of the messages the namespace
+holds afterwards (the ids given twice are named). Exits 0 when all was stored, 1 on a refused
+call or bad input, 2 when no server answered or an argument is wrong.
 
 `himga import --locomo FILE` and `--longmemeval FILE` load a benchmark instead: each
 conversation (a LoCoMo sample, a LongMemEval question's haystack) into its own namespace, named
 by its sample id (after `--namespace PREFIX-` when given), with a progress bar. The whole file is
-read first: a file of the wrong layout is refused naming its first bad place and its line
-(`FILE:LINE: [2].conversation.session_1[3].text: reason`), and nothing is stored.
+read first, and nothing is stored when any of it is refused: a file of the wrong layout, naming
+its first bad place and its line (`FILE:LINE: [2].conversation.session_1[3].text: reason`); a
+sample id used twice (the loaders refuse it); a sample id that cannot be a namespace's name, by
+the rule the server holds every call to (himga.service.names), naming the sample and its line.
 
 `--data-dir DIR` stores into an embedded store instead of a server: the files `himga serve
 --data-dir DIR` serves (while no server has them open).
@@ -74,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     if args.namespace is None:
         print("himga import: --namespace is needed for a JSON Lines file", file=sys.stderr)
         return 2
+    if (problem := _bad_namespace(args.namespace)) is not None:
+        print(f"himga import: --namespace {args.namespace!r}: {problem}", file=sys.stderr)
+        return 2
     if args.data_dir is not None:
         return _run_embedded(args)
     import grpc
@@ -96,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         said, code = rpc_failure(error, args.target)
         print(f"himga import: {said}", file=sys.stderr)
         return code
-    print(f"stored {len(items)} messages in {args.namespace}", file=sys.stderr)
+    print(f"stored {_stored({args.namespace: items})} in {args.namespace}", file=sys.stderr)
     return 0
 
 
@@ -120,8 +126,12 @@ def _run_benchmark(args: argparse.Namespace) -> int:
     loader: Callable[[Path], list[Sample]] = (
         load_locomo if args.locomo is not None else load_longmemeval
     )
+    if args.namespace is not None and (problem := _bad_namespace(args.namespace)) is not None:
+        print(f"himga import: --namespace {args.namespace!r}: {problem}", file=sys.stderr)
+        return 2
     try:
         samples = loader(path)
+        batches = _namespaces(samples, path, args)
     except DatasetError as error:
         try:
             text = path.read_text("utf-8")
@@ -129,14 +139,67 @@ def _run_benchmark(args: argparse.Namespace) -> int:
             text = ""
         print(f"himga import: {located(error, path, text)}; nothing stored", file=sys.stderr)
         return 1
+    return _store(batches, args)
+
+
+def _namespaces(
+    samples: "list[Sample]", path: Path, args: argparse.Namespace
+) -> dict[str, list[Any]]:
+    """Each sample's messages (with their sessions) by the namespace they go into; DatasetError
+    naming the first sample whose namespace breaks the naming rule."""
+    from himga.data import DatasetError
+
+    key = "sample_id" if args.locomo is not None else "question_id"
     prefix = f"{args.namespace}-" if args.namespace else ""
     batches: dict[str, list[Any]] = {}
-    for sample in samples:
-        items = batches.setdefault(f"{prefix}{sample.sample_id}", [])
+    for index, sample in enumerate(samples):
+        namespace = f"{prefix}{sample.sample_id}"
+        if (problem := _bad_namespace(sample.sample_id)) is not None:
+            raise DatasetError(
+                f"{path}: [{index}].{key}: {sample.sample_id!r} cannot name a namespace, which "
+                f"{problem}; change it in the file (--namespace only puts a prefix before it)"
+            )
+        if (problem := _bad_namespace(namespace)) is not None:
+            raise DatasetError(
+                f"{path}: [{index}].{key}: {sample.sample_id!r} after --namespace "
+                f"{args.namespace!r} makes the namespace {namespace!r}, which {problem}; a "
+                "shorter --namespace, or none, fixes it"
+            )
+        items = batches.setdefault(namespace, [])  # the loaders refuse a sample id used twice
         for session in sample.sessions:
             bare = session.model_copy(update={"messages": []})
             items += [(message, bare) for message in session.messages]
-    return _store(batches, args)
+    return batches
+
+
+def _bad_namespace(name: str) -> str | None:
+    """What is wrong with `name` as a namespace's name, by the server's rule; None if nothing."""
+    from himga.service.names import namespace_violations
+
+    problems = namespace_violations(name)
+    return "; ".join(problem.description for problem in problems) or None
+
+
+def _stored(batches: dict[str, list[Any]]) -> str:
+    """`N messages`: how many the namespaces hold once `batches` is stored (a message whose id
+    was given before in its namespace replaces that one), and which ids were given again."""
+    from himga.memory.base import message_id
+
+    held = 0
+    again: list[str] = []
+    for items in batches.values():
+        seen: set[str] = set()
+        for message, _ in items:
+            id_ = message_id(message)
+            if id_ in seen:
+                again.append(id_)
+            seen.add(id_)
+        held += len(seen)
+    said = f"{held} message{'' if held == 1 else 's'}"
+    if again:
+        shown = ", ".join(repr(id_) for id_ in again[:5]) + (", ..." if len(again) > 5 else "")
+        said += f" ({held + len(again)} given; the later of two with one id is kept: {shown})"
+    return said
 
 
 def _store(batches: dict[str, list[Any]], args: argparse.Namespace) -> int:
@@ -169,7 +232,7 @@ def _store(batches: dict[str, list[Any]], args: argparse.Namespace) -> int:
         print(f"himga import: {said}", file=sys.stderr)
         return code
     names = ", ".join(batches) if len(batches) <= 3 else f"{len(batches)} namespaces"
-    print(f"stored {total} messages in {names}", file=sys.stderr)
+    print(f"stored {_stored(batches)} in {names}", file=sys.stderr)
     return 0
 
 

@@ -9,7 +9,9 @@ from himga.data.errors import DatasetError
 
 
 def read_json(path: Path, what: str) -> object:
-    """The JSON document in `path` (a `what` file); DatasetError when it cannot be read."""
+    """The JSON document in `path` (a `what` file); DatasetError when it cannot be read, is not
+    JSON, or nests arrays and objects deeper than Python's JSON reader goes (about 1,000 levels;
+    a benchmark file nests a few)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -18,6 +20,10 @@ def read_json(path: Path, what: str) -> object:
         raise DatasetError(f"{path}: cannot read the {what} file: {error}") from None
     except json.JSONDecodeError as error:
         raise DatasetError(f"{path}: not JSON: {error}") from None
+    except RecursionError:  # the JSON reader recurses once per level of arrays and objects
+        raise DatasetError(
+            f"{path}: its arrays and objects are nested too deeply to read as a {what} file"
+        ) from None
 
 
 def require_object(value: object, where: str) -> dict[str, Any]:

@@ -4,6 +4,9 @@ The file is a JSON array of samples `{sample_id, conversation, qa, ...}`. `conve
 `session_N` (a list of turns `{speaker, dia_id, text, [img_url, blip_caption]}`) beside
 `session_N_date_time`; each `qa` item has `question`, `answer` (or `adversarial_answer` for
 category 5), `evidence` (dia_ids) and `category` (an integer, kept raw).
+
+A sample_id names one sample of the file and a dia_id one turn of its sample: a file that uses
+either twice is refused, naming both places (`locomo10.json` repeats neither).
 """
 
 import re
@@ -38,7 +41,19 @@ def load_locomo(path: str | Path) -> list[Sample]:
     raw = read_json(path, "LoCoMo")
     if not isinstance(raw, list):
         raise DatasetError(f"{path}: a LoCoMo file is a JSON array of samples, got {kind(raw)}")
-    return [_sample(item, f"{path}: [{index}]") for index, item in enumerate(raw)]
+    samples: list[Sample] = []
+    first: dict[str, int] = {}  # sample_id -> the index of its sample
+    for index, item in enumerate(raw):
+        sample = _sample(item, f"{path}: [{index}]")
+        seen = first.setdefault(sample.sample_id, index)
+        if seen != index:
+            raise DatasetError(
+                f"{path}: [{index}].sample_id: {sample.sample_id!r} is the sample_id of "
+                f"[{seen}] too; each sample needs its own (it names the sample's namespace and "
+                "results)"
+            )
+        samples.append(sample)
+    return samples
 
 
 def parse_evidence(entries: object) -> list[str]:
@@ -89,11 +104,21 @@ def _sessions(conversation: dict[str, Any], where: str) -> list[Session]:
         if (match := _SESSION_KEY.fullmatch(key)) is not None
     )
     sessions = []
+    turn_of: dict[str, str] = {}  # dia_id -> where the first turn with it is
     for number, key in numbered:
         turns = conversation[key]
         if not isinstance(turns, list):
             raise DatasetError(f"{where}.{key}: must be an array of turns, got {kind(turns)}")
         messages = [_message(turn, f"{where}.{key}[{i}]") for i, turn in enumerate(turns)]
+        for index, message in enumerate(messages):
+            dia_id = str(message.turn_id)
+            first = turn_of.setdefault(dia_id, f"{key}[{index}]")
+            if first != f"{key}[{index}]":
+                raise DatasetError(
+                    f"{where}.{key}[{index}].dia_id: {dia_id!r} is the dia_id of {first} too; "
+                    "a dia_id names one turn (the evidence cites it, and a memory keeps one "
+                    "message under it)"
+                )
         date = conversation.get(f"session_{number}_date_time")
         try:
             if isinstance(date, str):

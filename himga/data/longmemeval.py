@@ -18,6 +18,10 @@ holding one QAPair. A turn's `turn_id` is `<session id>_<n>`, n counting from 1,
 own retrieval code names turns; the evidence is the turns marked `has_answer`. The QAPair's
 `category` is 0 (LongMemEval does not number its types) and `category_name` the question_type.
 Sessions are ingested in time order: the `_s` and `_m` files list them so, the oracle file not.
+
+A file that uses a question_id twice is refused, naming both places. A haystack may hold one
+session twice (a few `longmemeval_s` histories do: the same turns under two dates). Both are
+kept; a memory, which keeps one message under an id, keeps the copy ingested last.
 """
 
 from datetime import datetime
@@ -41,7 +45,19 @@ def load_longmemeval(path: str | Path) -> list[Sample]:
         raise DatasetError(
             f"{path}: a LongMemEval file is a JSON array of questions, got {kind(raw)}"
         )
-    return [_sample(item, f"{path}: [{index}]") for index, item in enumerate(raw)]
+    samples: list[Sample] = []
+    first: dict[str, int] = {}  # question_id -> the index of its sample
+    for index, item in enumerate(raw):
+        sample = _sample(item, f"{path}: [{index}]")
+        seen = first.setdefault(sample.sample_id, index)
+        if seen != index:
+            raise DatasetError(
+                f"{path}: [{index}].question_id: {sample.sample_id!r} is the question_id of "
+                f"[{seen}] too; each question needs its own (it names the question's namespace and "
+                "results)"
+            )
+        samples.append(sample)
+    return samples
 
 
 def _sample(item: object, where: str) -> Sample:

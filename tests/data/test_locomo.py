@@ -94,6 +94,9 @@ def test_missing_file(tmp_path: Path) -> None:
         load_dataset("locomo", tmp_path / "absent.json")
 
 
+TURN = {"speaker": "A", "dia_id": "D1:1", "text": "hi"}
+
+
 def _sample(**changes: object) -> dict[str, object]:
     sample: dict[str, object] = {
         "sample_id": "x",
@@ -124,6 +127,20 @@ def _sample(**changes: object) -> dict[str, object]:
             r"\[0\]\.qa\[0\]\.category: must be an integer, got a string",
         ),
         (json.dumps([_sample(qa=[{"answer": "a", "category": 1}])]), r"qa\[0\]\.question"),
+        (
+            json.dumps([_sample(), _sample(sample_id="y"), _sample()]),
+            r": \[2\]\.sample_id: 'x' is the sample_id of \[0\] too; each sample needs its own",
+        ),
+        (
+            json.dumps([_sample(conversation={"session_1": [TURN, {**TURN, "text": "again"}]})]),
+            r": \[0\]\.conversation\.session_1\[1\]\.dia_id: 'D1:1' is the dia_id of "
+            r"session_1\[0\] too; a dia_id names one turn",
+        ),
+        (
+            json.dumps([_sample(conversation={"session_1": [TURN], "session_2": [TURN, TURN]})]),
+            r"session_2\[0\]\.dia_id: 'D1:1' is the dia_id of session_1\[0\] too",
+        ),
+        ("[" * 100_000 + "]" * 100_000, r": its arrays and objects are nested too deeply to read"),
     ],
 )
 def test_malformed_files_get_a_clear_error(tmp_path: Path, content: str, message: str) -> None:

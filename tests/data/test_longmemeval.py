@@ -71,6 +71,8 @@ def _broken(tmp_path: Path, change: str) -> Path:
         first["haystack_sessions"][0][0]["has_answer"] = "yes"
     elif change == "session not a list":
         first["haystack_sessions"][0] = "turns"
+    elif change == "question id twice":
+        data[1]["question_id"] = first["question_id"]
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
     return path
@@ -85,6 +87,11 @@ def _broken(tmp_path: Path, change: str) -> Path:
         ("answer null", r"\[0\]\.answer: must be a string or a number, got null"),
         ("has_answer text", r"haystack_sessions\[0\]\[0\]\.has_answer: must be a boolean"),
         ("session not a list", r"haystack_sessions\[0\]: must be an array of turns"),
+        (
+            "question id twice",
+            r"\[1\]\.question_id: 'mini-q1' is the question_id of \[0\] too; each question "
+            "needs its own",
+        ),
     ],
 )
 def test_bad_files_name_the_field(tmp_path: Path, change: str, message: str) -> None:
@@ -96,4 +103,26 @@ def test_a_file_that_is_not_an_array(tmp_path: Path) -> None:
     path = tmp_path / "object.json"
     path.write_text("{}")
     with pytest.raises(DatasetError, match="a JSON array of questions, got an object"):
+        load_longmemeval(path)
+
+
+def test_a_session_repeated_in_a_haystack_is_kept(tmp_path: Path) -> None:
+    """A few longmemeval_s histories hold one session twice, under two dates: both are read."""
+    data = json.loads(FIXTURE.read_text())
+    first = data[0]
+    for key in ("haystack_session_ids", "haystack_dates", "haystack_sessions"):
+        first[key].append(first[key][0])
+    first["haystack_dates"][-1] = "2023/05/30 (Tue) 09:00"
+    path = tmp_path / "repeated.json"
+    path.write_text(json.dumps(data))
+    sessions = load_longmemeval(path)[0].sessions
+    assert [s.session_id for s in sessions] == first["haystack_session_ids"]
+
+
+def test_a_file_nested_too_deeply_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(
+        DatasetError, match=f"^{path}: its arrays and objects are nested too deeply"
+    ):
         load_longmemeval(path)

@@ -3,9 +3,10 @@ embedded store, each conversation into its own namespace, behind a progress bar;
 wrong layout is refused naming its first bad line, and nothing is stored."""
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +105,158 @@ def test_a_json_lines_file_into_an_embedded_store(tmp_path: Path) -> None:
     assert main(["import", "--data-dir", str(data), "--namespace", "n", str(dump)]) == 0
     with served(data) as target, RemoteMemory(target, "n") as memory:
         assert held(memory) == [("s1", "hi")]
+
+
+def _locomo_with(tmp_path: Path, change: Callable[[list[Any]], object]) -> Path:
+    """The LoCoMo fixture after `change(samples)`, one value a line."""
+    samples = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    change(samples)
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(samples, indent=1), encoding="utf-8")
+    return path
+
+
+def _line_of(path: Path, text: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(n for n, line in enumerate(lines, 1) if line.strip().rstrip(",") == text)
+
+
+def _rename_second(samples: list[Any]) -> None:
+    samples[1]["sample_id"] = "conv 30"
+
+
+def test_a_sample_id_no_namespace_can_have_stores_nothing_in_a_server(
+    memory_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _locomo_with(tmp_path, _rename_second)
+    first = json.loads(path.read_text(encoding="utf-8"))[0]["sample_id"]
+    argv = ["import", "--target", memory_server, "--namespace", "badid", "--locomo", str(path)]
+    assert main([*argv, "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    line = _line_of(path, '"sample_id": "conv 30"')
+    assert f"{path}:{line}: [1].sample_id: 'conv 30' cannot name a namespace, which must be " in err
+    assert "change it in the file (--namespace only puts a prefix" in err
+    assert "nothing stored" in err
+    with RemoteMemory(memory_server, f"badid-{first}") as memory:
+        assert held(memory) == []  # the first sample, valid, was not stored either
+
+
+def test_a_sample_id_no_namespace_can_have_makes_no_embedded_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _locomo_with(tmp_path, _rename_second)
+    data = tmp_path / "data"
+    assert main(["import", "--data-dir", str(data), "--no-progress", "--locomo", str(path)]) == 1
+    assert "[1].sample_id: 'conv 30' cannot name a namespace" in capsys.readouterr().err
+    assert not data.exists()
+
+
+def test_a_prefix_that_makes_a_namespace_too_long_is_refused_saying_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    prefix = "p" * 125  # a namespace itself, but not with "-mini-1" after it
+    argv = ["import", "--data-dir", str(data), "--namespace", prefix, "--locomo", str(LOCOMO)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"[0].sample_id: 'mini-1' after --namespace '{prefix}' makes the namespace" in err
+    assert "a shorter --namespace, or none, fixes it; nothing stored" in err
+    assert not data.exists()
+
+
+@pytest.mark.parametrize("benchmark", ["--locomo", "--longmemeval", None])
+def test_a_namespace_option_no_namespace_can_have_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], benchmark: str | None
+) -> None:
+    data = tmp_path / "data"
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(json.dumps({"session_id": "s", "messages": []}) + "\n", encoding="utf-8")
+    what = [benchmark, str(LOCOMO if benchmark == "--locomo" else LONGMEMEVAL)]
+    argv = ["import", "--data-dir", str(data), "--namespace", "agent 2"]
+    assert main([*argv, *(what if benchmark else [str(dump)])]) == 2
+    assert "himga import: --namespace 'agent 2': must be 1 to 128" in capsys.readouterr().err
+    assert not data.exists()
+
+
+def test_a_file_nested_too_deeply_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    data = tmp_path / "data"
+    assert main(["import", "--data-dir", str(data), "--locomo", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"himga import: {path}: its arrays and objects are nested too deeply" in err
+    assert "Traceback" not in err and not data.exists()
+
+
+def _repeat_sample(samples: list[Any]) -> None:
+    samples[1]["sample_id"] = samples[0]["sample_id"]
+
+
+def _repeat_turn(samples: list[Any]) -> None:
+    turns = samples[0]["conversation"]["session_1"]
+    turns[1]["dia_id"] = turns[0]["dia_id"]
+
+
+@pytest.mark.parametrize(
+    ("change", "place"),
+    [
+        (_repeat_sample, "[1].sample_id: 'mini-1' is the sample_id of [0] too"),
+        (_repeat_turn, "[0].conversation.session_1[1].dia_id: 'D1:1' is the dia_id of "),
+    ],
+)
+def test_a_sample_or_turn_id_used_twice_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: Callable[[list[Any]], object],
+    place: str,
+) -> None:
+    path = _locomo_with(tmp_path, change)
+    data = tmp_path / "data"
+    assert main(["import", "--data-dir", str(data), "--no-progress", "--locomo", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:" in err and place in err and "nothing stored" in err
+    assert not data.exists()
+
+
+def test_a_session_repeated_in_a_haystack_is_counted_once(
+    memory_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LongMemEval repeats a session in a few histories: its turns have the same ids twice, the
+    later copy replaces the earlier, and the count is of what the namespace holds."""
+    questions = json.loads(LONGMEMEVAL.read_text(encoding="utf-8"))
+    first = questions[0]
+    for key in ("haystack_session_ids", "haystack_dates", "haystack_sessions"):
+        first[key].append(first[key][0])
+    first["haystack_dates"][-1] = "2023/05/30 (Tue) 09:00"
+    path = tmp_path / "repeated.json"
+    path.write_text(json.dumps(questions), encoding="utf-8")
+    repeated = len(first["haystack_sessions"][0])
+    argv = ["import", "--target", memory_server, "--namespace", "rep", "--no-progress"]
+    assert main([*argv, "--longmemeval", str(path)]) == 0
+    err = capsys.readouterr().err
+    with RemoteMemory(memory_server, f"rep-{first['question_id']}") as memory:
+        kept = len(held(memory))
+    with RemoteMemory(memory_server, f"rep-{questions[1]['question_id']}") as memory:
+        kept += len(held(memory))
+    session = first["haystack_session_ids"][0]
+    assert (
+        f"stored {kept} messages ({kept + repeated} given; the later of two with one id is " in err
+    )
+    assert f"kept: '{session}_1'" in err
+
+
+def test_a_json_lines_file_counts_what_the_namespace_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = tmp_path / "dump.jsonl"
+    messages = [{"role": "Ada", "content": text, "turn_id": "A"} for text in ("hi", "hello")]
+    dump.write_text(json.dumps({"session_id": "s1", "messages": messages}) + "\n", "utf-8")
+    data = tmp_path / "data"
+    assert main(["import", "--data-dir", str(data), "--namespace", "n", str(dump)]) == 0
+    assert "stored 1 message (2 given; the later of two with one id is kept: 'A') in n" in (
+        capsys.readouterr().err
+    )
+    with served(data) as target, RemoteMemory(target, "n") as memory:
+        assert held(memory) == [("s1", "hello")]
