@@ -46,9 +46,11 @@ def read_line(text: str) -> tuple[list[tuple[Message, Session]], list[str]]:
     document (`$.path: reason` each, nothing read)."""
     try:
         document: Any = json.loads(text)
+        problems = [f"{e.path}: {e.reason}" for e in validation.validate(document, "Session")]
     except json.JSONDecodeError as error:
         return [], [f"$: not JSON ({error.msg} at column {error.colno})"]
-    problems = [f"{e.path}: {e.reason}" for e in validation.validate(document, "Session")]
+    except RecursionError:
+        return [], ["$: its arrays and objects are nested too deeply to read"]
     if problems:
         return [], problems
     session = Session.model_validate(document)

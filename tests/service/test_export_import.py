@@ -98,7 +98,10 @@ def test_an_invalid_line_stores_nothing_and_names_the_line_and_field(
     good = {"session_id": "s1", "messages": [{"role": "Ada", "content": "kept?", "turn_id": "G"}]}
     bad = {"session_id": "s2", "messages": [{"role": "", "content": "no speaker"}]}
     dump = tmp_path / "dump.jsonl"
-    dump.write_text(f"{json.dumps(good)}\n\n{json.dumps(bad)}\nnot json\n", encoding="utf-8")
+    deep = '{"session_id": "s3", "messages": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    dump.write_text(
+        f"{json.dumps(good)}\n\n{json.dumps(bad)}\nnot json\n{deep}\n", encoding="utf-8"
+    )
     server, port = create_server("127.0.0.1:0", memory="keyword")
     target = f"127.0.0.1:{port}"
     try:
@@ -106,6 +109,7 @@ def test_an_invalid_line_stores_nothing_and_names_the_line_and_field(
         err = capsys.readouterr().err
         assert f"{dump}:3: $.messages[0].role: must not be empty" in err
         assert f"{dump}:4: $: not JSON" in err
+        assert f"{dump}:5: $: its arrays and objects are nested too deeply to read" in err
         with RemoteMemory(target, "n") as memory:
             assert memory.list().messages == []
     finally:
