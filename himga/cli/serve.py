@@ -6,7 +6,6 @@ Secure by default: without `--auth-file` the server serves loopback addresses on
 
 import argparse
 import contextlib
-import ipaddress
 import logging
 import signal
 import sys
@@ -191,9 +190,10 @@ def options() -> tuple[Option, ...]:
             action="append",
             default=[],
             metavar="HOST",
-            help="let the HTTP port answer requests addressed to HOST (NAME, NAME:PORT, or * for "
-            "any), besides localhost, 127.0.0.1, [::1] and --host; repeatable (default: none; a "
-            "--host others can reach then answers any)",
+            help="on a loopback --host, let the HTTP port answer requests addressed to HOST too "
+            "(NAME, NAME:PORT, or * for any), as a reverse proxy passing its own Host on sends "
+            "them; repeatable (default: localhost, 127.0.0.1, [::1] and --host alone; a --host "
+            "others can reach answers any Host)",
         ),
     )
 
@@ -234,6 +234,13 @@ def _problem(args: argparse.Namespace) -> str | None:
         return "--database keeps every namespace in PostgreSQL: leave out --data-dir"
     if args.database_tokens and (args.database is None or args.auth_file is not None):
         return "--database-tokens needs --database, and takes the place of --auth-file"
+    for entry in args.allowed_host:
+        from himga.http.hosts import listed_host
+
+        try:
+            listed_host(entry)
+        except ValueError as error:
+            return f"--allowed-host {error}"
     authenticated = args.auth_file is not None or args.database_tokens
     if not authenticated and not args.insecure and not _loopback(args.host):
         return (
@@ -245,12 +252,9 @@ def _problem(args: argparse.Namespace) -> str | None:
 
 
 def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    from himga.http.hosts import as_host, is_loopback
+
+    return is_loopback(as_host(host))  # 127.0.0.1, localhost, ::1 or [::1]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,8 +11,10 @@ from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from typing import Any, cast
 
+import grpc
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
+from google.rpc import status_pb2
 from himga_proto.memory.v1 import memory_connect, memory_pb2
 
 from himga.http import codec, grpc_web, refusals, timeouts
@@ -146,6 +148,10 @@ class HttpApp:
             f"this server answers only requests addressed to {named} (any port), not to Host "
             f"{host!r}: call it by one of those names (a page of another site may not call it)"
         )
+        if environ.get("CONTENT_TYPE", "").startswith("application/grpc-web"):
+            denied = grpc.StatusCode.PERMISSION_DENIED.value[0]
+            status = status_pb2.Status(code=denied, message=message)
+            return grpc_web.answer_status(status, start_response)
         return refusals.refuse(
             ConnectError(Code.PERMISSION_DENIED, message), start_response, _MISDIRECTED
         )

@@ -62,9 +62,15 @@ def refuse(why: str, start_response: Callable[..., Any]) -> Iterable[bytes]:
         packed = any_pb2.Any()
         packed.Pack(detail)
         status.details.append(packed)
+    return answer_status(status, start_response)
+
+
+def answer_status(status: status_pb2.Status, start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """A gRPC-Web answer of no message, ending with `status` (in a trailers frame, and the same
+    in the headers)."""
     trailers = [
-        ("grpc-status", str(described.kind.code.value[0])),
-        ("grpc-message", urllib.parse.quote(described.message, safe=_PRINTABLE)),
+        ("grpc-status", str(status.code)),
+        ("grpc-message", urllib.parse.quote(status.message, safe=_PRINTABLE)),
         ("grpc-status-details-bin", base64.b64encode(status.SerializeToString()).decode()),
     ]
     block = "".join(f"{name}: {value}\r\n" for name, value in trailers).encode()

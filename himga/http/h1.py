@@ -41,6 +41,10 @@ LINGER_SECONDS = (2.0, 30.0)
 """After refusing a request whose body is still arriving: how long a pause in it, and how long in
 all, before the connection is closed. Closed at once, the bytes still arriving would reset it,
 and the client, still sending, would never read the refusal."""
+_TWO_LENGTHS = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: 65\r\n"
+    b"connection: close\r\n\r\nbad request: Transfer-Encoding and Content-Length both: send one\n"
+)
 _BAD_REQUEST = (
     b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: 12\r\n"
     b"connection: close\r\n\r\nbad request\n"
@@ -188,8 +192,13 @@ class Http1(asyncio.Protocol):
                 return
             if isinstance(event, h11.Request):
                 self._request, self._body, self._arrived = event, bytearray(), time.monotonic()
-                if _content_length(event) > self._app.max_body_bytes:  # refused unread
-                    self._too_large()
+                framed = dict(event.headers)
+                if b"transfer-encoding" in framed and b"content-length" in framed:
+                    self.transport.write(_TWO_LENGTHS)  # RFC 9112 6.3: a smuggling signal
+                    self._refused()
+                    return
+                if int(framed.get(b"content-length", b"0")) > self._app.max_body_bytes:
+                    self._too_large()  # refused unread (h11 has checked it is digits)
                     return
                 if self._h11.they_are_waiting_for_100_continue:
                     self.transport.write(
@@ -298,11 +307,3 @@ class Http1(asyncio.Protocol):
             data += self._h11.send(h11.Data(data=body))
         data += self._h11.send(h11.EndOfMessage())
         self.transport.write(data)
-
-
-def _content_length(request: h11.Request) -> int:
-    """The body's length its headers announce (0: none announced, or chunked)."""
-    for name, value in request.headers:
-        if name == b"content-length":
-            return int(value)  # h11 has checked it is digits
-    return 0

@@ -16,7 +16,7 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 from himga.http.app import HttpApp
-from himga.http.h1 import Connections
+from himga.http.h1 import ANSWERS_FLUSH_SECONDS, Connections
 from himga.http.threads import InThreads
 from himga.service.auth import METHOD_RIGHTS
 
@@ -49,7 +49,7 @@ class HttpServer:
         config.bind = [f"fd://{self._socket.fileno()}"]
         config.accesslog = None
         config.errorlog = None
-        config.graceful_timeout = 1.0
+        config.graceful_timeout = ANSWERS_FLUSH_SECONDS  # as long as HTTP/1.1's answers get
         if tls is not None:
             config.certfile = str(tls.cert)
             config.keyfile = str(tls.key)

@@ -16,7 +16,7 @@ import pytest
 
 from himga.core import build_core
 from himga.http.app import HttpApp
-from himga.http.hosts import AllowedHosts, split_host
+from himga.http.hosts import AllowedHosts, listed_host, split_host
 from himga.service.episode_stores import EpisodeStores
 from himga.service.namespaces import Namespaces
 from tests.http.conftest import MEMORY, Served
@@ -122,26 +122,49 @@ def test_split_host() -> None:
 
 
 def test_the_bound_host_and_listed_hosts_are_allowed() -> None:
-    hosts = AllowedHosts("10.1.2.3", ["memory.example", "proxy.example:8443"])
+    hosts = AllowedHosts("127.0.0.2", ["memory.example", "proxy.example:8443"])
     assert not hosts.any
-    for allowed in ("10.1.2.3:50052", "memory.example", "MEMORY.example:1", "proxy.example:8443"):
+    for allowed in ("127.0.0.2:50052", "memory.example", "MEMORY.example:1", "proxy.example:8443"):
         assert hosts.allows(allowed), allowed
     for refused in ("evil.example", "proxy.example:8444", "proxy.example", "10.1.2.4"):
         assert not hosts.allows(refused), refused
     assert hosts.allows("localhost:9")  # the loopback names stay
     assert AllowedHosts("::1").allows("[::1]:1") and AllowedHosts("[::1]").bound == "[::1]"
     assert AllowedHosts("localhost").named() == "localhost, 127.0.0.1, [::1]"
-    assert AllowedHosts("10.1.2.3").named() == "localhost, 127.0.0.1, [::1], 10.1.2.3"
+    assert AllowedHosts("127.0.0.2").named() == "localhost, 127.0.0.1, [::1], 127.0.0.2"
 
 
-def test_a_port_others_can_reach_answers_any_host_unless_hosts_are_listed() -> None:
-    # Such a port needs tokens (`himga serve`), which a rebound page does not have.
+def test_a_port_others_can_reach_answers_any_host() -> None:
+    # Such a port needs tokens (`himga serve`), which a rebound page does not have, and its
+    # clients call it by any name or address the machine has: a listed host restricts nothing.
     for bound in ("0.0.0.0", "::", "10.1.2.3", "memory.example"):
-        assert AllowedHosts(bound).any, bound
-        assert AllowedHosts(bound).allows("evil.example:80")
-        assert not AllowedHosts(bound, ["memory.example"]).allows("evil.example:80")
+        for listed in ([], ["memory.example"]):
+            assert AllowedHosts(bound, listed).any, (bound, listed)
+            assert AllowedHosts(bound, listed).allows("192.168.1.5:8080")
     assert AllowedHosts("127.0.0.1", ["*"]).allows("evil.example")
     assert not AllowedHosts("127.0.0.1").any
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("Proxy.Example.", "proxy.example"),
+        ("memory.example:443", "memory.example:443"),
+        ("fe80::1", "[fe80::1]"),
+        ("[FE80::1]:8080", "[fe80::1]:8080"),
+        ("*", "*"),
+    ],
+)
+def test_a_listed_host_is_kept_as_a_host_header_names_it(given: str, kept: str) -> None:
+    assert listed_host(given) == kept
+    if kept != "*":
+        assert AllowedHosts("127.0.0.1", [given]).allows(kept.upper())
+
+
+@pytest.mark.parametrize("given", ["", "a b", "memory.example:0", "memory.example:99999", "x:y"])
+def test_a_listed_host_that_is_none_is_refused_saying_what_it_must_be(given: str) -> None:
+    with pytest.raises(ValueError, match="is no host: give a name or address"):
+        listed_host(given)
 
 
 @pytest.fixture(scope="module")
@@ -167,8 +190,8 @@ def status_of(app: HttpApp, host: str, path: str = "/") -> int:
 
 
 def test_an_app_bound_to_its_host_answers_that_host_and_the_hosts_listed(core: Any) -> None:
-    listed = HttpApp(core, bound_host="10.1.2.3", allowed_hosts=["memory.example"])
-    assert status_of(listed, "10.1.2.3:8080") == 200
+    listed = HttpApp(core, bound_host="127.0.0.2", allowed_hosts=["memory.example"])
+    assert status_of(listed, "127.0.0.2:8080") == 200
     assert status_of(listed, "memory.example") == 200
     assert status_of(listed, "localhost:8080") == 200
     assert status_of(listed, "evil.example:8080") == 421
@@ -198,3 +221,20 @@ def test_serve_answers_the_hosts_its_flag_names() -> None:
     finally:
         process.terminate()
         process.wait(60)
+
+
+def test_a_grpc_web_call_of_a_foreign_host_is_refused_in_grpc_web(core: Any) -> None:
+    started: list[tuple[str, list[tuple[str, str]]]] = []
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": LIST,
+        "CONTENT_TYPE": "application/grpc-web+proto",
+        "HTTP_HOST": "evil.example:8080",
+        "REMOTE_ADDR": "10.9.9.9",
+        "REMOTE_PORT": "5000",
+        "wsgi.input": io.BytesIO(b"\0\0\0\0\0"),
+    }
+    body = b"".join(HttpApp(core)(environ, lambda *answer: started.append(answer[:2])))
+    status, found = started[0][0], dict(started[0][1])
+    assert status.startswith("200") and found["grpc-status"] == "7"  # PERMISSION_DENIED
+    assert "evil.example:8080" in found["grpc-message"] and body[0] == 0x80  # a trailers frame

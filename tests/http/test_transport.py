@@ -186,7 +186,11 @@ def _chunked(body: bytes) -> bytes:
 
 @pytest.mark.parametrize(
     ("framing", "status"),
-    [("content-length", b"413"), ("chunked", b"413"), ("malformed", b"400")],
+    [
+        ("content-length", b"413"),
+        ("chunked", b"413"),
+        ("malformed", b"400"),
+    ],
 )
 def test_a_client_still_sending_a_refused_request_reads_the_refusal(
     framing: str, status: bytes
@@ -222,3 +226,21 @@ def _served_after(port: int | None) -> int:
     )  # fmt: skip
     status, _, _ = answer_of(request)
     return status
+
+
+def test_a_request_with_two_framings_is_refused() -> None:
+    # Transfer-Encoding and Content-Length both: which one frames the body is what request
+    # smuggling plays on (RFC 9112, 6.3), so neither is trusted.
+    server, _ = create_server("127.0.0.1:0", http_address=("127.0.0.1", 0))
+    body = b'{"namespace": "n", "query": "x"}'
+    head = b"POST " + RETRIEVE.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    head += b"Content-Type: application/json\r\nContent-Length: 999999\r\n"
+    try:
+        with socket.create_connection(("127.0.0.1", server.http_port)) as client:
+            client.settimeout(60)
+            client.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(body))
+            answer = client.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 400") and answer.endswith(b"send one\n"), answer
+        assert _served_after(server.http_port) == 200
+    finally:
+        server.stop(0).wait()

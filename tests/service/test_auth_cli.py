@@ -169,6 +169,30 @@ def test_without_an_auth_file_only_loopback_is_served() -> None:
     assert "pass --auth-file FILE" in refused.stderr and "--insecure" in refused.stderr
 
 
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("127.0.0.5", True), ("localhost", True), ("::1", True),
+     ("[::1]", True), ("0.0.0.0", False), ("::", False), ("10.0.0.1", False),
+     ("memory.example", False)],
+)  # fmt: skip
+def test_loopback_is_told_by_one_rule_whatever_the_form(host: str, loopback: bool) -> None:
+    from himga.cli.serve import _loopback
+
+    assert _loopback(host) is loopback
+
+
+def test_an_allowed_host_that_is_none_stops_the_start() -> None:
+    refused = subprocess.run(
+        [*SERVE[:-4], "--port", "0", "--memory", "null", "--allowed-host", "a b"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=HANG_SECONDS,
+    )
+    assert refused.returncode == 2
+    assert "--allowed-host 'a b' is no host: give a name or address" in refused.stderr
+
+
 def test_without_an_auth_file_the_log_says_so(processes: list[subprocess.Popen[str]]) -> None:
     process = subprocess.Popen([*SERVE, "--memory", "null"], stderr=subprocess.PIPE, text=True)
     processes.append(process)
