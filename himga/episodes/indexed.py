@@ -187,7 +187,7 @@ class IndexedStore(EpisodeStore):
             row = self._read([episode_id]).get(episode_id)
             if row is None:
                 raise NotFoundError(f"no episode {episode_id!r} in this namespace")
-            return self._accessed([row])[0]
+            return self._accessed([_to_microseconds(row)])[0]
 
     def list_documents(
         self, filters: EpisodeFilter | None = None, page_size: int = 0, page_token: str = ""
@@ -197,7 +197,9 @@ class IndexedStore(EpisodeStore):
         start = after(page_token, filters)
         size = page_size or DEFAULT_PAGE_SIZE
         with self._call():
-            rows = self._listed(filters, start, size + 1)
+            # Kept to the microsecond since the times were: an earlier himga kept nanoseconds,
+            # which the filters and the order never saw.
+            rows = [_to_microseconds(row) for row in self._listed(filters, start, size + 1)]
         token = page_token_after(position(rows[size - 1]), filters) if len(rows) > size else ""
         return rows[:size], token
 
@@ -221,7 +223,7 @@ class IndexedStore(EpisodeStore):
                 keyword = self._index.best(wanted, max(limit, KEYWORD_DEPTH))
                 best = fuse(keyword, self._vectors.nearest(meant, DENSE_DEPTH), limit)
             rows = self._read([episode_id for episode_id, _ in best])
-            found = self._accessed([rows[episode_id] for episode_id, _ in best])
+            found = self._accessed([_to_microseconds(rows[episode_id]) for episode_id, _ in best])
         scored = [(row, score) for row, (_, score) in zip(found, best, strict=True)]
         return build_context(found, wanted, budget), scored
 

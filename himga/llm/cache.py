@@ -8,8 +8,9 @@ the tokens and latency of the call that paid for it, with `cached=True`.
 
 The file holds whole prompts, memories included: it is created 0600 (SQLite's `-wal` and `-shm`
 take its mode), and the directories made for it 0700, whatever the umask (himga.storage.files,
-as the stores do). A file that exists already is opened as it is. A path that cannot be opened
-as the cache (a directory, a file that is not SQLite, no permission) is an AnswerCacheError.
+as the stores do). A cache of this user's that others may read (an earlier himga made it 0644)
+is made 0600 when it opens. A path that cannot be opened as the cache (a directory, a file that
+is not SQLite, no permission) is an AnswerCacheError.
 """
 
 import hashlib
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from himga.llm.base import ChatMessage, Completion, LLMClient
 from himga.llm.errors import AnswerCacheError
-from himga.storage.files import create_private
+from himga.storage.files import FILE_MODE, create_private, exposed_to_others
 
 CACHE_FILE = "llm-answers.sqlite3"
 
@@ -112,6 +113,7 @@ def _open(path: Path) -> sqlite3.Connection:
     db = None
     try:
         create_private(path)
+        _narrow(path)
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA busy_timeout=10000")
@@ -129,3 +131,11 @@ def _open(path: Path) -> sqlite3.Connection:
             reason = str(error)
         raise AnswerCacheError(path, reason) from None
     return db
+
+
+def _narrow(path: Path) -> None:
+    """Make a cache an earlier himga created readable by others (0644) private to its owner,
+    with its log's files: it is ours to narrow, and it holds prompts."""
+    for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if each.is_file() and each.stat().st_uid == os.getuid() and exposed_to_others(each):
+            os.chmod(each, FILE_MODE)

@@ -24,8 +24,10 @@ class Version:
     """A store's counters as one transaction reads them. `version` moves whenever someone else
     may have committed (SQLite: the connection's data_version; PostgreSQL: the namespace's
     version, raised by every write); `generation` whenever rows changed other than by being
-    appended (a replacement, a delete, a reset); `end`, when the store keeps one, the number the
-    next new turn gets (past the newest deleted turns, so that every server numbers alike)."""
+    appended (a replacement, a delete, a reset); `end`, when the store keeps one, at least the
+    number the next new turn gets (past the newest deleted turns, so that every server and
+    connection numbers alike: PostgreSQL keeps the number itself, SQLite the one past the
+    newest turn deleted, the rows telling the rest)."""
 
     version: int
     generation: int

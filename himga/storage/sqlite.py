@@ -60,7 +60,10 @@ def named_if_damaged(path: Path | None) -> Iterator[None]:
     try:
         yield
     except sqlite3.DatabaseError as error:
-        raise (damaged(error, path) or error) from error
+        named = damaged(error, path)
+        if named is None:
+            raise
+        raise named from error
 
 
 def _connection(target: str, timeout: float) -> sqlite3.Connection:

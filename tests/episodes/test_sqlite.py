@@ -2,13 +2,15 @@
 survives SIGKILL, and other connections' writes are seen (its formats: test_terms_upgrade)."""
 
 import signal
+import sqlite3
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from himga.episodes import InProcessEpisodes, SQLiteEpisodes
+from himga.episodes import EpisodeFilter, InProcessEpisodes, SQLiteEpisodes
 from himga.records import TaskContext
 from tests.episodes.helpers import episode
 from tests.episodes.test_contract import corpus
@@ -89,3 +91,26 @@ while True:
     print(b, flush=True)
     b += 1
 """
+
+
+def test_an_episode_an_earlier_himga_kept_to_the_nanosecond_is_read_to_the_microsecond(
+    tmp_path: Path,
+) -> None:
+    # Before times were kept to the microsecond, a Timestamp's nanoseconds stayed in the stored
+    # document; the filters and the order saw microseconds. Read now, its time is the one they
+    # see, so a filter selects what its listed time says.
+    path = tmp_path / "episodes.sqlite3"
+    with SQLiteEpisodes(path) as store:
+        store.record(episode(1))
+    kept = episode(1).to_dict()["timestamp"]
+    finer = kept.replace("Z", ".000000500Z")
+    with sqlite3.connect(path) as db:
+        (document,) = db.execute("SELECT document FROM episodes").fetchone()
+        db.execute("UPDATE episodes SET document = ?", (document.replace(kept, finer),))
+    with SQLiteEpisodes(path) as store:
+        assert store.get("ep-0001").to_dict()["timestamp"] == kept
+        listed, _ = store.list_documents()
+        assert [row["timestamp"] for row in listed] == [kept]
+        at = datetime.fromisoformat(kept)
+        assert len(store.list(EpisodeFilter(since=at)).episodes) == 1
+        assert store.list(EpisodeFilter(since=at + timedelta(microseconds=1))).episodes == []

@@ -1,6 +1,7 @@
 """The answer cache: a prompt asked again, in this run or the next, is not paid for twice."""
 
 import os
+import sqlite3
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -109,6 +110,22 @@ def test_the_cache_is_private_whatever_the_umask(
         top = llm_env if where == "default" else tmp_path / "a"
         for folder in (path.parent, top):
             assert mode(folder) == 0o700
+    finally:
+        llm.close()
+
+
+def test_a_cache_an_earlier_himga_left_readable_is_made_private(
+    llm_server: FakeLLMServer, tmp_path: Path, widest_umask: None
+) -> None:
+    path = tmp_path / "answers.db"
+    sqlite3.connect(path).close()  # as an earlier himga made it: 0666 less the umask
+    os.chmod(path, 0o644)
+    llm = get_client(
+        "anthropic", "claude-test", api_key=API_KEY, base_url=llm_server.url, cache=path
+    )
+    try:
+        llm.complete(PROMPT)
+        assert mode(path) == 0o600
     finally:
         llm.close()
 
