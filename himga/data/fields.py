@@ -2,10 +2,13 @@
 names the file and the place in it (`[2].qa[5].question`)."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from himga.data.errors import DatasetError
+
+T = TypeVar("T")
 
 
 def read_json(path: Path, what: str) -> object:
@@ -57,3 +60,28 @@ def kind(value: object) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
         type(value), f"a {type(value).__name__}"
     )
+
+
+def each_once(
+    path: Path,
+    raw: list[Any],
+    read: Callable[[Any, str], T],
+    key: str,
+    name: Callable[[T], str],
+    item: str,
+) -> list[T]:
+    """Each of `raw`'s items (the file at `path`'s array; an `item`: "sample") read by
+    `read(item, where)`, in order; DatasetError when two share `name` (their `key` field: it
+    names the item's namespace and results), naming both."""
+    found: list[T] = []
+    first: dict[str, int] = {}  # a name -> the index of its item
+    for index, each in enumerate(raw):
+        read_item = read(each, f"{path}: [{index}]")
+        seen = first.setdefault(name(read_item), index)
+        if seen != index:
+            raise DatasetError(
+                f"{path}: [{index}].{key}: {name(read_item)!r} is the {key} of [{seen}] too; "
+                f"each {item} needs its own (it names the {item}'s namespace and results)"
+            )
+        found.append(read_item)
+    return found

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from himga.data.conversation import Message, QAPair, Sample, Session
 from himga.data.errors import DatasetError
-from himga.data.fields import kind, read_json, require_object, require_string
+from himga.data.fields import each_once, kind, read_json, require_object, require_string
 
 # LoCoMo's question categories by number, as the himga research code names them. Papers
 # disagree on this mapping (some call 1 multi-hop and 3 open-domain); the number is kept too.
@@ -41,19 +41,7 @@ def load_locomo(path: str | Path) -> list[Sample]:
     raw = read_json(path, "LoCoMo")
     if not isinstance(raw, list):
         raise DatasetError(f"{path}: a LoCoMo file is a JSON array of samples, got {kind(raw)}")
-    samples: list[Sample] = []
-    first: dict[str, int] = {}  # sample_id -> the index of its sample
-    for index, item in enumerate(raw):
-        sample = _sample(item, f"{path}: [{index}]")
-        seen = first.setdefault(sample.sample_id, index)
-        if seen != index:
-            raise DatasetError(
-                f"{path}: [{index}].sample_id: {sample.sample_id!r} is the sample_id of "
-                f"[{seen}] too; each sample needs its own (it names the sample's namespace and "
-                "results)"
-            )
-        samples.append(sample)
-    return samples
+    return each_once(path, raw, _sample, "sample_id", lambda sample: sample.sample_id, "sample")
 
 
 def parse_evidence(entries: object) -> list[str]:

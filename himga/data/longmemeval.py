@@ -32,7 +32,14 @@ from pydantic import ValidationError
 
 from himga.data.conversation import Message, QAPair, Sample, Session
 from himga.data.errors import DatasetError
-from himga.data.fields import kind, read_json, require_list, require_object, require_string
+from himga.data.fields import (
+    each_once,
+    kind,
+    read_json,
+    require_list,
+    require_object,
+    require_string,
+)
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 
@@ -45,19 +52,7 @@ def load_longmemeval(path: str | Path) -> list[Sample]:
         raise DatasetError(
             f"{path}: a LongMemEval file is a JSON array of questions, got {kind(raw)}"
         )
-    samples: list[Sample] = []
-    first: dict[str, int] = {}  # question_id -> the index of its sample
-    for index, item in enumerate(raw):
-        sample = _sample(item, f"{path}: [{index}]")
-        seen = first.setdefault(sample.sample_id, index)
-        if seen != index:
-            raise DatasetError(
-                f"{path}: [{index}].question_id: {sample.sample_id!r} is the question_id of "
-                f"[{seen}] too; each question needs its own (it names the question's namespace and "
-                "results)"
-            )
-        samples.append(sample)
-    return samples
+    return each_once(path, raw, _sample, "question_id", lambda sample: sample.sample_id, "question")
 
 
 def _sample(item: object, where: str) -> Sample:
