@@ -27,7 +27,13 @@ from himga.errors import (
     Unsupported,
 )
 from himga.kinds import Keeps, Kind, NoOptions
-from himga.llm.errors import LLMCallError, LLMConfigError, LLMError, TransientLLMError
+from himga.llm.errors import (
+    AnswerCacheError,
+    LLMCallError,
+    LLMConfigError,
+    LLMError,
+    TransientLLMError,
+)
 from himga.mcp.stores import NoAnswer
 from himga.memory import registry
 from himga.memory.base import BaseMemory
@@ -68,7 +74,7 @@ EXAMPLES: dict[type[Exception], Exception] = {
 # Errors raised where no server is involved (validation, loading data, building records,
 # calling a language model).
 LOCAL_ONLY = {SchemaError, UnknownTypeError, DatasetError, InvalidRecordError}
-LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError}
+LOCAL_ONLY |= {LLMError, LLMConfigError, LLMCallError, TransientLLMError, AnswerCacheError}
 LOCAL_ONLY |= {NoAnswer}  # himga mcp --target's: a server's call that failed without a reason
 # A store's damaged file is the operator's to restore, not the caller's to fix: INTERNAL, as an
 # unexpected error is, the file named in the server's log only.
