@@ -59,6 +59,8 @@ def remote_arguments(args: argparse.Namespace, servers: tuple[str, ...] = TARGET
     from himga.client import ClientTls
 
     tls = ClientTls(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None
+    if tls is not None:
+        tls.credentials()  # a file it cannot read is named now, as an argument's mistake
     token = args.token or os.environ.get(TOKEN_VARIABLE) or None
     return {"token": token, "tls": tls}
 

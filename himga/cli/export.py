@@ -5,7 +5,7 @@ Writes the namespace's messages, page by page (ListMessages), as Session documen
 `--data-dir DIR` (or `--database URL`) instead of `--target`, the namespace is read from the
 stores themselves, opened as a server opens them; a namespace never written exports nothing and
 nothing of it is made. Exits 0 when all was written, 1 when the server (or the store) refused,
-2 when no server answered.
+2 when no server answered or an argument is wrong.
 """
 
 import argparse
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from himga.cli._places import add_place_arguments, namespace_memory
-from himga.cli._remote import rpc_failure
+from himga.cli._remote import remote_arguments, rpc_failure
 
 if TYPE_CHECKING:
     from himga.memory.base import BaseMemory, StoredMessage
@@ -44,6 +44,11 @@ def run(args: argparse.Namespace) -> int:
     from himga.errors import HimgaError
     from himga.storage.files import replacing_private
 
+    try:
+        remote_arguments(args)  # how to reach the server: checked before anything is read
+    except ValueError as error:
+        print(f"himga export: {error}", file=sys.stderr)
+        return 2
     try:
         with namespace_memory(args, create=False) as memory:
             if args.output == "-":

@@ -4,9 +4,10 @@ Reads what `himga export` writes (one Session document a line, with its messages
 stdin), checks every line first, and stores nothing when any line is not a valid Session: it
 prints `FILE:LINE: $.path: reason` for each problem and exits 1. Then it stores the messages in
 order, in IngestBatch calls of at most BATCH messages; a message whose id is stored already
-replaces it, one given twice included, so the count reported is of the messages the namespace
-holds afterwards (the ids given twice are named). Exits 0 when all was stored, 1 on a refused
-call or bad input, 2 when no server answered or an argument is wrong.
+replaces it, one given twice included, so the count reported is of the distinct messages the
+file stored (the ids given twice are named; a namespace that held others holds those too).
+Exits 0 when all was stored, 1 on a refused call or bad input, 2 when no server answered or an
+argument is wrong.
 
 `himga import --locomo FILE` and `--longmemeval FILE` load a benchmark instead: each
 conversation (a LoCoMo sample, a LongMemEval question's haystack) into its own namespace, named
@@ -68,10 +69,10 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        remote_arguments(args)  # before any file is read: how to reach the server
+        reach = remote_arguments(args)  # before any file is read: how to reach the server
     except ValueError as error:
         print(f"himga import: {error}", file=sys.stderr)
-        return 1
+        return 2
     if args.locomo is not None or args.longmemeval is not None:
         return _run_benchmark(args)
     if args.namespace is None:
@@ -90,7 +91,6 @@ def run(args: argparse.Namespace) -> int:
     items = _exported(args)
     if isinstance(items, int):
         return items  # the file could not be read, or breaks the layout: nothing stored
-    reach = remote_arguments(args)
     try:
         with RemoteMemory(args.target, args.namespace, memory=args.memory, **reach) as memory:
             for start in range(0, len(items), BATCH):
@@ -181,8 +181,9 @@ def _bad_namespace(name: str) -> str | None:
 
 
 def _stored(batches: dict[str, list[Any]]) -> str:
-    """`N messages`: how many the namespaces hold once `batches` is stored (a message whose id
-    was given before in its namespace replaces that one), and which ids were given again."""
+    """`N messages`: how many distinct messages storing `batches` leaves in the namespaces (a
+    message whose id was given before in its namespace replaces that one), and which ids were
+    given again."""
     from himga.memory.base import message_id
 
     held = 0

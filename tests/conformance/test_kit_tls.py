@@ -233,7 +233,7 @@ def test_a_tls_port_of_the_other_kind_is_named(
         ),
         (["--tls-ca", "ca.pem"], "give --target HOST:PORT, --http URL, or both"),
         (
-            ["--target", "127.0.0.1:1", "--http", "http://127.0.0.1:2", "--tls-ca", "ca.pem"],
+            ["--target", "127.0.0.1:1", "--http", "http://127.0.0.1:2", "--tls-ca", "{ca}"],
             "--http http://127.0.0.1:2: a plaintext URL, with --tls-ca given",
         ),
         (
@@ -247,6 +247,7 @@ def test_a_tls_port_of_the_other_kind_is_named(
     ],
 )
 def test_tls_options_amiss_are_named_before_any_check(
-    given: list[str], said: str, capsys: pytest.CaptureFixture[str]
+    given: list[str], said: str, certificates: Certificates, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    given = [each.format(ca=certificates.ca) for each in given]  # a CA file that reads
     _one_line(main(["conformance", *given, "--timeout", "1"]), capsys.readouterr(), said)

@@ -117,7 +117,7 @@ def test_a_tls_option_missing_or_unreadable_is_named(
     dump.write_text(json.dumps({"session_id": "s", "messages": [{"role": "a", "content": "c"}]}))
     extra = [str(dump)] if command == "import" else []
     code = main([command, "--target", "127.0.0.1:1", "--namespace", "n", *given, *extra])
-    assert code == 1
+    assert code == 2  # an argument is wrong
     assert said in capsys.readouterr().err
 
 
@@ -129,6 +129,6 @@ def test_a_token_or_tls_without_a_server_is_refused(
     dump.write_text("")
     extra = [str(dump)] if command == "import" else []
     given = ["--data-dir", str(tmp_path / "d"), "--namespace", "n", "--tls-ca", "ca.pem"]
-    assert main([command, *given, *extra]) == 1
+    assert main([command, *given, *extra]) == 2
     assert "--tls-ca: only with --target" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
