@@ -235,8 +235,14 @@ def connect_http(
         urllib.request.urlopen(
             urllib.request.Request(url, method="HEAD"), timeout=timeout, context=context
         )
-    except urllib.error.HTTPError:
-        pass  # an HTTP answer, whatever it says: something serves HTTP there
+    except urllib.error.HTTPError as error:  # an HTTP answer: something serves HTTP there
+        if error.code == 421:  # but not to the name the kit calls it by
+            raise ConnectionError(
+                f"the HTTP port at {url} answers no request addressed to "
+                f"{urllib.parse.urlsplit(url).netloc} (421 Misdirected Request): call it by a "
+                "name it answers (localhost, 127.0.0.1, its --host), or start it with "
+                "--allowed-host for this one"
+            ) from None
     except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as error:
         said = mismatch(url, tls, secure, min(timeout, 5.0), http=True)
         if said is None and isinstance(error, http.client.HTTPException):

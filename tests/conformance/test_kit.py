@@ -581,3 +581,33 @@ def test_the_table_lists_the_required_contract_before_the_capabilities() -> None
     kinds = [check.kind for check in CHECKS]
     assert set(kinds) == set(KINDS)
     assert kinds == sorted(kinds, key=KINDS.index)
+
+
+def test_an_http_port_that_refuses_the_kits_host_is_named_and_exits_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A port that answers 421 (a Host it does not serve, as himga's HTTP door answers a name
+    it is not told of): one line saying so and how to call it, not a table of failed checks."""
+    import http.server
+    import threading
+
+    class Misdirected(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self) -> None:
+            self.send_response(421)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Misdirected)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert main(["conformance", "--http", url]) == 2
+        said = capsys.readouterr()
+        assert said.out == "" and said.err.count("\n") == 1, said
+        assert "(421 Misdirected Request): call it by a name it answers" in said.err
+    finally:
+        server.shutdown()
+        server.server_close()
