@@ -46,3 +46,16 @@ def new_store(
 @pytest.fixture
 def store(new_store: NewStore) -> EpisodeStore:
     return new_store()
+
+
+@pytest.fixture(params=store_names())
+def local_store(
+    request: pytest.FixtureRequest, place_of: Callable[[str], Place]
+) -> Iterator[EpisodeStore]:
+    """A store of each kind kept in this process (not through a server): for what the process
+    that holds a store decides, such as a write whose caller has gone."""
+    store = open_store(request.param, f"episodes-{uuid.uuid4().hex}", place_of(request.param))
+    try:
+        yield store
+    finally:
+        store.close()
