@@ -32,6 +32,17 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+@pytest.fixture
+def widest_umask() -> Iterator[None]:
+    """Umask 000 for the test: the modes of what himga writes must come from himga, not from a
+    umask that narrows them."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
 @pytest.fixture(scope="session")
 def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
     """The TLS tests' certificates (tests/certificates.py), made once."""

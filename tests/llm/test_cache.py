@@ -3,7 +3,7 @@
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -74,16 +74,6 @@ def test_no_cache_asks_every_time(llm_server: FakeLLMServer) -> None:
     llm.complete(PROMPT)
     llm.complete(PROMPT)
     assert len(llm_server.calls("/v1/messages")) == 2
-
-
-@pytest.fixture
-def widest_umask() -> Iterator[None]:
-    """Umask 000: the modes must come from himga, not from a umask that narrows them."""
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def mode(path: Path) -> int:
