@@ -5,7 +5,6 @@ that contract, a port of the other protocol is named rather than checked, and th
 server, which checks no request, gets the table its behaviour calls for."""
 
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from himga.service import catalog
 from himga.service.server import create_server
 from himga.storage.postgres import Database
 from tests.conftest import HTTP_PORTS
+from tests.ports import free_port
 from tests.server_process import LISTENING, Watched, start_listening
 
 REPO = Path(__file__).resolve().parents[2]
@@ -538,9 +538,7 @@ def test_a_server_without_episodes_can_conform() -> None:
 
 
 def test_no_server_at_the_target_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     assert main(["conformance", "--target", f"127.0.0.1:{port}", "--timeout", "0.5"]) == 2
     assert "no gRPC server answers" in capsys.readouterr().err
 
