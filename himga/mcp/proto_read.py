@@ -8,7 +8,6 @@ hold (a leap second, more than nine digits after the point, a time outside years
 once its offset is applied). A date-time written in lower case (`2024-05-08t13:56:00z`), which
 RFC 3339 and the schema allow, is read in upper case first, as the HTTP door reads it."""
 
-import copy
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -17,7 +16,6 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from himga import validation
-from himga.http.codec import upper_case_times
 from himga.mcp.proto_schema import integer_range
 
 _TIMESTAMP = "google.protobuf.Timestamp"
@@ -37,7 +35,7 @@ _KINDS = {
 def parse(kind: type[Message], arguments: Mapping[str, Any]) -> Message:
     """`arguments` read as a `kind`; ValueError naming every field that does not parse (one
     a line, `$.path: must be ...`)."""
-    value = _upper_cased(arguments, _descriptor(kind))
+    value = upper_case_times(dict(arguments), _descriptor(kind))
     try:
         return json_format.ParseDict(value, kind())
     except Exception:  # ParseError, and what a field's parser lets through (OverflowError)
@@ -50,14 +48,8 @@ def problems(kind: type[Message], arguments: Mapping[str, Any]) -> list[str]:
     `$.path: must be ...` (none when they all do)."""
     found: list[str] = []
     descriptor = _descriptor(kind)
-    _object(descriptor, _upper_cased(arguments, descriptor), [], found)
+    _object(descriptor, upper_case_times(dict(arguments), descriptor), [], found)
     return found
-
-
-def _upper_cased(arguments: Mapping[str, Any], descriptor: Descriptor) -> dict[str, Any]:
-    """A copy of `arguments` with each Timestamp in upper case, as the HTTP door reads one."""
-    copied: dict[str, Any] = upper_case_times(copy.deepcopy(dict(arguments)), descriptor)
-    return copied
 
 
 def _descriptor(kind: type[Message]) -> Descriptor:
@@ -155,3 +147,32 @@ def _parses(descriptor: Descriptor, value: dict[str, Any]) -> bool:
     except Exception:  # ParseError, and what a field's parser lets through (OverflowError)
         return False
     return True
+
+
+def upper_case_times(value: Any, descriptor: Descriptor) -> Any:
+    """`value`, the ProtoJSON of a `descriptor` message, with each Timestamp's string in upper
+    case (a date-time holds no other letter); anything that is not what its field takes is
+    left for the parser to judge."""
+    if not isinstance(value, dict):
+        return value
+    fixed = dict(value)
+    for key, item in value.items():
+        field = descriptor.fields_by_name.get(key) or _by_json_name(descriptor, key)
+        message = None if field is None else field.message_type
+        if field is None or message is None:
+            continue
+        if message.GetOptions().map_entry:
+            inner = message.fields_by_name["value"].message_type
+            if inner is not None and isinstance(item, dict):
+                fixed[key] = {k: _upper_case(v, inner) for k, v in item.items()}
+        elif field.is_repeated and isinstance(item, list):
+            fixed[key] = [_upper_case(element, message) for element in item]
+        else:
+            fixed[key] = _upper_case(item, message)
+    return fixed
+
+
+def _upper_case(item: Any, descriptor: Descriptor) -> Any:
+    if descriptor.full_name == _TIMESTAMP:
+        return item.upper() if isinstance(item, str) else item
+    return upper_case_times(item, descriptor)
